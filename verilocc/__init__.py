@@ -1,0 +1,3 @@
+"""verilocc: verification-first register allocation for AMD GPUs."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,183 @@
+"""Align a virtual-register program with its allocated version, block by block.
+
+The allocator keeps the CFG and the order of the original instructions; it adds and removes
+only moves and bookkeeping. So the instructions of each block are split into
+- *moves*: COPY, KILL and IMPLICIT_DEF, on either side. They are never paired; the value-flow
+  layer gives each side its meaning (a pre COPY says two virtual registers hold one value, a
+  post COPY moves values between locations);
+- *spill code*: `SI_SPILL_*` and `SI_RESTORE_*` pseudos, only in the allocated program;
+- *constant definitions* (moves of immediates and other pure defs with no register input):
+  LLVM deletes, duplicates and moves them freely, so they are never paired;
+- *real* instructions, paired by a longest common subsequence over their keys (opcode,
+  instruction flags and every non-register operand).
+An unpaired pure instruction (one LLVM may rematerialise, `is_pure`) is a rematerialisation on
+the post side and a deleted original on the pre side (`Role.REMAT` / `Role.REMAT_ORIGIN`):
+value flow checks that a rematerialised copy reads the same inputs. Any other unpaired real
+instruction is a finding: the allocated program added, dropped or changed an instruction.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from dataclasses import dataclass
+
+from verilocc.mir.model import Function, Instruction, Operand
+
+MOVE_OPCODES = frozenset({"COPY", "KILL", "IMPLICIT_DEF"})
+
+
+class Role(enum.Enum):
+    MATCHED = "matched"
+    MOVE = "move"  # COPY / KILL / IMPLICIT_DEF on its own side
+    SPILL = "spill"  # SI_SPILL_* / SI_RESTORE_* (post only)
+    REMAT = "remat"  # post: a rematerialised copy of a pre definition
+    REMAT_ORIGIN = "remat-origin"  # pre: a rematerialisable definition the allocator deleted
+    ADDED = "added"  # post: an instruction with no counterpart
+    DROPPED = "dropped"  # pre: an instruction with no counterpart
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the aligned walk through a block: a pre and/or a post instruction."""
+
+    role: Role
+    pre: int | None  # instruction index in the pre block
+    post: int | None  # instruction index in the post block
+
+
+def instruction_key(ins: Instruction) -> tuple[object, ...]:
+    """What must be equal for a pre and a post instruction to be the same instruction."""
+    others = tuple(op.text for op in ins.operands if op.kind != "reg")
+    explicit_regs = sum(1 for op in ins.operands if op.kind == "reg" and not op.is_implicit)
+    return (ins.opcode, ins.instr_flags, others, explicit_regs, ins.mem)
+
+
+def is_spill_code(ins: Instruction) -> bool:
+    op = ins.opcode
+    return op.startswith(("SI_SPILL_", "SI_RESTORE_")) or op in ("SI_SPILL_S32_TO_VGPR", "SI_RESTORE_S32_FROM_VGPR")
+
+
+# Implicit inputs that do not change a value in LLVM's model (remat ignores them too).
+AMBIENT_REGISTERS = frozenset({"exec", "exec_lo", "exec_hi", "mode"})
+_NOT_PURE_PREFIXES = ("SI_", "S_BRANCH", "S_CBRANCH", "S_ENDPGM", "S_SETPC", "S_BARRIER", "S_WAITCNT", "DBG_")
+
+
+def is_pure(ins: Instruction, allocated: bool) -> bool:
+    """A definition LLVM may rematerialise: its value depends only on its operands.
+
+    One explicit def, of a virtual register (or, in an allocated program, a `renamable`
+    one); no implicit defs, no tie, no side effects; memory is read only if it is
+    invariant. Mirrors SIInstrInfo::isReallyTriviallyReMaterializable.
+    """
+    if ins.opcode in MOVE_OPCODES or is_spill_code(ins) or ins.opcode.startswith(_NOT_PURE_PREFIXES):
+        return False
+    if ins.mem is not None and ("invariant load" not in ins.mem or "store" in ins.mem):
+        return False
+    defs = [op for op in ins.operands if op.kind == "reg" and op.is_def]
+    if len(defs) != 1 or defs[0].is_implicit:
+        return False
+    d = defs[0]
+    if allocated and not d.has("renamable"):
+        return False
+    if not allocated and d.vreg is None:
+        return False
+    return not any(op.tied_def is not None for op in ins.operands)
+
+
+def value_inputs(ins: Instruction) -> list[Operand]:
+    """The register uses a pure instruction's value depends on (not $exec / $mode)."""
+    out = []
+    for op in ins.operands:
+        if op.kind != "reg" or op.is_def or op.is_noreg or op.has("undef") or op.has("debug-use"):
+            continue
+        if op.is_implicit and op.phys in AMBIENT_REGISTERS:
+            continue
+        out.append(op)
+    return out
+
+
+def is_constant_def(ins: Instruction, allocated: bool) -> bool:
+    """A pure definition without register inputs (a move of an immediate, an address...)."""
+    return is_pure(ins, allocated) and not value_inputs(ins)
+
+
+def align_block(pre: list[Instruction], post: list[Instruction]) -> list[Step]:
+    """Pair the real instructions of two versions of one block; keep program order."""
+    pre_real = [i for i, ins in enumerate(pre) if ins.opcode not in MOVE_OPCODES and not is_constant_def(ins, False)]
+    post_real = [
+        i for i, ins in enumerate(post)
+        if ins.opcode not in MOVE_OPCODES and not is_spill_code(ins) and not is_constant_def(ins, True)
+    ]
+    a = [instruction_key(pre[i]) for i in pre_real]
+    b = [instruction_key(post[i]) for i in post_real]
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    pair_of_pre: dict[int, int] = {}
+    for blk in matcher.get_matching_blocks():
+        for k in range(blk.size):
+            pair_of_pre[pre_real[blk.a + k]] = post_real[blk.b + k]
+    steps: list[Step] = []
+    j = 0  # next post instruction to emit
+    for i, ins in enumerate(pre):
+        if i in pair_of_pre:
+            target = pair_of_pre[i]
+            while j < target:
+                steps.append(_post_only(post, j))
+                j += 1
+            steps.append(Step(Role.MATCHED, i, target))
+            j = target + 1
+        elif ins.opcode in MOVE_OPCODES:
+            steps.append(Step(Role.MOVE, i, None))
+        elif is_pure(ins, allocated=False):
+            steps.append(Step(Role.REMAT_ORIGIN, i, None))
+        else:
+            steps.append(Step(Role.DROPPED, i, None))
+    while j < len(post):
+        steps.append(_post_only(post, j))
+        j += 1
+    return steps
+
+
+def _post_only(post: list[Instruction], j: int) -> Step:
+    ins = post[j]
+    if ins.opcode in MOVE_OPCODES:
+        return Step(Role.MOVE, None, j)
+    if is_spill_code(ins):
+        return Step(Role.SPILL, None, j)
+    if is_pure(ins, allocated=True):
+        return Step(Role.REMAT, None, j)
+    return Step(Role.ADDED, None, j)
+
+
+def remat_ambiguous_keys(pre: list[Instruction], post: list[Instruction]) -> set[tuple[object, ...]]:
+    """Keys that occur more often in the allocated block (rematerialised copies): their
+    pairing is a guess, so nothing but value flow may rely on it."""
+    counts: dict[tuple[object, ...], int] = {}
+    for ins in pre:
+        k = instruction_key(ins)
+        counts[k] = counts.get(k, 0) - 1
+    for ins in post:
+        k = instruction_key(ins)
+        counts[k] = counts.get(k, 0) + 1
+    return {k for k, c in counts.items() if c > 0}
+
+
+@dataclass
+class FunctionAlignment:
+    steps: dict[int, list[Step]]  # block number -> aligned steps
+    missing_blocks: list[int]  # pre blocks absent from post
+    extra_blocks: list[int]  # post blocks absent from pre
+
+
+def align_functions(pre: Function, post: Function) -> FunctionAlignment:
+    post_blocks = {b.number: b for b in post.blocks}
+    pre_blocks = {b.number: b for b in pre.blocks}
+    steps: dict[int, list[Step]] = {}
+    for num, pb in pre_blocks.items():
+        if num in post_blocks:
+            steps[num] = align_block(pb.instructions, post_blocks[num].instructions)
+    return FunctionAlignment(
+        steps=steps,
+        missing_blocks=sorted(set(pre_blocks) - set(post_blocks)),
+        extra_blocks=sorted(set(post_blocks) - set(pre_blocks)),
+    )

@@ -1,0 +1,137 @@
+"""Assignments: the compact form a model emits, and its materialisation into a post-RA program.
+
+An assignment file has one line per virtual register, `%12 -> $vgpr4_vgpr5`; blank lines and
+comments (`#` or `;` to the end of the line) are ignored. Materialising rewrites every
+virtual operand of the pre-RA program to the assigned physical register (applying the
+operand's subregister index), marks it `renamable` as llc does, drops the copies that became
+identities and empties `registers:`. The result is verified like any allocated program.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verilocc.errors import InputError, TargetError
+from verilocc.findings import Finding, Place
+from verilocc.mir.model import Function, Module, Operand
+from verilocc.target import PhysReg, parse_physreg
+
+_LINE = re.compile(r"^\s*%(?P<v>\d+|[A-Za-z_][\w$-]*)\s*->\s*\$(?P<p>[A-Za-z_]\w*)\s*$")
+
+
+@dataclass
+class Assignment:
+    file: str
+    regs: dict[int | str, PhysReg] = field(default_factory=dict)
+    lines: dict[int | str, int] = field(default_factory=dict)
+
+
+def parse_assignment(text: str, file: str = "<assignment>") -> Assignment:
+    out = Assignment(file=file)
+    for n, raw in enumerate(text.split("\n"), start=1):
+        line = re.split(r"[#;]", raw, maxsplit=1)[0]
+        if not line.strip():
+            continue
+        m = _LINE.match(line)
+        if not m:
+            col = len(line) - len(line.lstrip()) + 1
+            raise InputError("expected `%N -> $physreg`", file, n, col)
+        v: int | str = int(m.group("v")) if m.group("v").isdigit() else m.group("v")
+        if v in out.regs:
+            raise InputError(f"%{v} is assigned twice (first on line {out.lines[v]})", file, n, m.start("v"))
+        try:
+            out.regs[v] = parse_physreg(m.group("p"))
+        except TargetError as e:
+            raise InputError(str(e), file, n, m.start("p")) from None
+        out.lines[v] = n
+    return out
+
+
+def read_assignment(path: str) -> Assignment:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read assignment: {e}", path, 0, 0) from None
+    return parse_assignment(text, path)
+
+
+def format_assignment(regs: dict[int | str, PhysReg]) -> str:
+    keys = sorted(regs, key=lambda k: (isinstance(k, str), k if isinstance(k, int) else 0, str(k)))
+    return "".join(f"%{k} -> ${regs[k].name}\n" for k in keys)
+
+
+def materialise(pre: Module, assignment: Assignment) -> tuple[Module, list[Finding]]:
+    """Rewrite `pre` with the assignment; return the allocated module and any findings.
+
+    A virtual register without an assignment stays virtual (the verifier reports it); a
+    subregister the assigned register does not have is a finding at the assignment's line.
+    """
+    post = copy.deepcopy(pre)
+    findings: list[Finding] = []
+    for fn in post.functions:
+        _rewrite_function(fn, assignment, findings)
+    return post, findings
+
+
+def _rewrite_function(fn: Function, asg: Assignment, findings: list[Finding]) -> None:
+    reported: set[int | str] = set()
+    for block in fn.blocks:
+        kept = []
+        for ins in block.instructions:
+            for op in ins.operands:
+                if op.kind == "reg" and op.vreg is not None and op.vreg in asg.regs:
+                    _rewrite_operand(fn, op, asg, findings, reported)
+            if ins.opcode == "COPY":
+                regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
+                if len(regs) == 2 and regs[0].phys and regs[0].phys == regs[1].phys and not regs[0].subreg and not regs[1].subreg:
+                    continue  # an identity copy, dropped as VirtRegRewriter does
+            kept.append(ins)
+        block.instructions = kept
+    fn.registers = {}
+    fn.header_text = _clear_registers(fn.header_text)
+    fn.liveins = [(r, None) for r, _ in fn.liveins]
+
+
+def _rewrite_operand(fn: Function, op: Operand, asg: Assignment, findings: list[Finding], reported: set[int | str]) -> None:
+    v = op.vreg
+    assert v is not None
+    reg = asg.regs[v]
+    if op.subreg:
+        try:
+            reg = reg.subreg(op.subreg)
+        except TargetError as e:
+            if v not in reported:
+                reported.add(v)
+                findings.append(Finding(
+                    "width", "constraints", Place(asg.file, fn.name, -1, -1, asg.lines[v], 1),
+                    f"%{v} is assigned ${asg.regs[v].name}, which has no {op.subreg} ({e})", vregs=(f"%{v}",),
+                    physregs=(f"${asg.regs[v].name}",)))
+            return
+    op.vreg = None
+    op.phys = reg.name
+    op.subreg = None
+    op.reg_class = None
+    op.llt = None
+    op.flags = op.flags | {"renamable"}
+    op.text = f"${reg.name}"
+
+
+def _clear_registers(header: str) -> str:
+    """Replace the `registers:` list by `[]` and drop `virtual-reg` names of function live-ins."""
+    lines = header.split("\n")
+    out: list[str] = []
+    skipping = False
+    for ln in lines:
+        if skipping:
+            if ln.startswith((" ", "\t", "-")) or not ln.strip():
+                continue
+            skipping = False
+        if ln.startswith("registers:"):
+            out.append("registers:       []")
+            skipping = ln.strip() != "registers:       []" and not ln.rstrip().endswith("[]")
+            continue
+        out.append(re.sub(r"virtual-reg: '%[^']*'", "virtual-reg: ''", ln))
+    return "\n".join(out)

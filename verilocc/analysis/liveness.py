@@ -1,0 +1,204 @@
+"""Lane-granular liveness of virtual and physical registers.
+
+LLVM tracks subregister liveness on AMDGPU: a tuple's lanes live and die separately, and
+the allocator may reuse dead lanes. So a live set maps each virtual register to the lane
+mask that is live (2 bits per 32-bit subregister, LLVM's LaneBitmask convention), and holds
+the 16-bit units of live physical registers.
+
+Transfer (backward, one instruction): live_before = (live_after - defs) | uses, where
+- a use reads its lanes unless it is `undef` (or a debug use);
+- a def writes its lanes; a subregister def without `undef` leaves the other lanes alone;
+- a def does not read, even when it is partial.
+Blocks meet by union over successors; the fixed point is reached with a worklist.
+
+A lane is *live* in LLVM's sense only where it may also have been defined: LiveIntervals
+grow live ranges from defs to uses, so a lane that no path defines before a point is not live
+there even if it is read later (LLVM reads undefined lanes of tuples freely). So a forward
+"may be defined" analysis (union over predecessors) is computed too, and `walk_backward`
+yields live lanes intersected with the lanes that may be defined after each instruction.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from verilocc.analysis.cfg import CFG
+from verilocc.analysis.operands import RegRef, VReg, resolve_operand, vreg_classes
+from verilocc.mir.model import Function, Instruction
+from verilocc.target import RegisterClass
+
+
+@dataclass
+class LiveSet:
+    vregs: dict[VReg, int] = field(default_factory=dict)
+    units: set[int] = field(default_factory=set)
+
+    def copy(self) -> LiveSet:
+        return LiveSet(dict(self.vregs), set(self.units))
+
+    def union_in(self, other: LiveSet) -> bool:
+        changed = False
+        for v, m in other.vregs.items():
+            old = self.vregs.get(v, 0)
+            if m & ~old:
+                self.vregs[v] = old | m
+                changed = True
+        if not other.units <= self.units:
+            self.units |= other.units
+            changed = True
+        return changed
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What one instruction reads and writes, for liveness."""
+
+    uses: tuple[RegRef, ...]
+    defs: tuple[RegRef, ...]
+
+    def apply_backward(self, live: LiveSet) -> None:
+        for d in self.defs:
+            if d.vreg is not None:
+                m = live.vregs.get(d.vreg, 0) & ~d.mask
+                if m:
+                    live.vregs[d.vreg] = m
+                else:
+                    live.vregs.pop(d.vreg, None)
+            else:
+                live.units.difference_update(d.units)
+        for u in self.uses:
+            if u.vreg is not None:
+                live.vregs[u.vreg] = live.vregs.get(u.vreg, 0) | u.mask
+            else:
+                live.units.update(u.units)
+
+
+def instruction_effect(fn: Function, ins: Instruction, classes: dict[VReg, RegisterClass]) -> Effect:
+    uses: list[RegRef] = []
+    defs: list[RegRef] = []
+    if ins.opcode == "BUNDLE":
+        # The header only summarises the bundled instructions, which are analysed themselves.
+        return Effect((), ())
+    for op in ins.operands:
+        if op.kind != "reg":
+            continue
+        ref = resolve_operand(fn, op, classes)
+        if ref is None:
+            continue
+        if op.is_def:
+            defs.append(ref)
+        elif not (op.has("undef") or op.has("debug-use") or op.has("internal")):
+            uses.append(ref)
+    if ins.opcode.startswith("DBG_"):
+        return Effect((), ())
+    return Effect(tuple(uses), tuple(defs))
+
+
+@dataclass
+class Liveness:
+    cfg: CFG
+    classes: dict[VReg, RegisterClass]
+    effects: dict[int, list[Effect]]  # block -> per-instruction effects
+    live_in: dict[int, LiveSet]
+    live_out: dict[int, LiveSet]
+    defined_in: dict[int, dict[VReg, int]]  # lanes that may be defined at block entry
+    # block -> vreg -> (instruction indices, lanes defined up to and including each index)
+    block_defs: dict[int, dict[VReg, tuple[list[int], list[int]]]]
+
+    def defined_after(self, block: int, index: int, v: VReg) -> int:
+        """Lanes of `v` that may be defined just after instruction `index` of `block`."""
+        mask = self.defined_in[block].get(v, 0)
+        got = self.block_defs[block].get(v)
+        if got is not None:
+            idxs, cum = got
+            k = bisect.bisect_right(idxs, index)
+            if k:
+                mask |= cum[k - 1]
+        return mask
+
+    def walk_backward(self, block: int) -> Iterator[tuple[int, LiveSet]]:
+        """Yield (instruction index, live set after it), last instruction first.
+
+        Virtual lanes are restricted to those that may be defined there. The yielded set is
+        a fresh copy each time: callers may keep it.
+        """
+        live = self.live_out[block].copy()
+        effs = self.effects[block]
+        for i in range(len(effs) - 1, -1, -1):
+            out = LiveSet({}, live.units)
+            for v, m in live.vregs.items():
+                m &= self.defined_after(block, i, v)
+                if m:
+                    out.vregs[v] = m
+            yield i, out
+            effs[i].apply_backward(live)
+            live = LiveSet(dict(live.vregs), set(live.units))
+
+
+def compute_liveness(fn: Function, cfg: CFG, classes: dict[VReg, RegisterClass] | None = None) -> Liveness:
+    classes = classes if classes is not None else vreg_classes(fn)
+    effects = {b.number: [instruction_effect(fn, ins, classes) for ins in b.instructions] for b in fn.blocks}
+    live_in = {b: LiveSet() for b in cfg.order}
+    live_out = {b: LiveSet() for b in cfg.order}
+    order = cfg.reverse_postorder()[::-1]
+    work = list(order)
+    queued = set(work)
+    while work:
+        b = work.pop(0)
+        queued.discard(b)
+        out = LiveSet()
+        for s in cfg.successors(b):
+            out.union_in(live_in[s])
+        live_out[b] = out
+        live = out.copy()
+        for eff in reversed(effects[b]):
+            eff.apply_backward(live)
+        if live.vregs != live_in[b].vregs or live.units != live_in[b].units:
+            live_in[b] = live
+            for p in cfg.predecessors(b):
+                if p not in queued:
+                    queued.add(p)
+                    work.append(p)
+    defined_in, block_defs = _may_be_defined(cfg, effects)
+    return Liveness(cfg=cfg, classes=classes, effects=effects, live_in=live_in, live_out=live_out,
+                    defined_in=defined_in, block_defs=block_defs)
+
+
+def _may_be_defined(
+    cfg: CFG, effects: dict[int, list[Effect]]
+) -> tuple[dict[int, dict[VReg, int]], dict[int, dict[VReg, tuple[list[int], list[int]]]]]:
+    block_defs: dict[int, dict[VReg, tuple[list[int], list[int]]]] = {}
+    gen: dict[int, dict[VReg, int]] = {}
+    for b, effs in effects.items():
+        per: dict[VReg, tuple[list[int], list[int]]] = {}
+        g: dict[VReg, int] = {}
+        for i, eff in enumerate(effs):
+            for d in eff.defs:
+                if d.vreg is None:
+                    continue
+                new = g.get(d.vreg, 0) | d.mask
+                if new != g.get(d.vreg, 0):
+                    idxs, cum = per.setdefault(d.vreg, ([], []))
+                    idxs.append(i)
+                    cum.append(new)
+                    g[d.vreg] = new
+        block_defs[b] = per
+        gen[b] = g
+    defined_in: dict[int, dict[VReg, int]] = {b: {} for b in cfg.order}
+    order = cfg.reverse_postorder()
+    changed = True
+    while changed:
+        changed = False
+        for b in order:
+            inn: dict[VReg, int] = {}
+            for p in cfg.predecessors(b):
+                for src in (defined_in[p], gen[p]):
+                    for v, m in src.items():
+                        inn[v] = inn.get(v, 0) | m
+            if inn != defined_in[b]:
+                defined_in[b] = inn
+                changed = True
+    return defined_in, block_defs

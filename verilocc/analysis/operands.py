@@ -1,0 +1,104 @@
+"""Resolve register operands against the target: virtual lanes and physical units.
+
+A virtual operand `%7.sub1` becomes (vreg 7, lane mask of sub1 within %7's class); a
+physical operand `$vgpr4_vgpr5` becomes its 16-bit register units. Every unknown class,
+register or subregister index is an InputError at the operand's line and column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verilocc.errors import InputError, TargetError
+from verilocc.mir.model import Function, Operand
+import functools
+
+from verilocc.target import PhysReg, RegisterClass, get_class, parse_physreg, slots_to_mask, subreg_mask
+
+VReg = int | str
+
+
+@dataclass(frozen=True)
+class RegRef:
+    """A register operand after resolution."""
+
+    op: Operand
+    vreg: VReg | None  # virtual register, or None for a physical one
+    mask: int  # lanes of the virtual register this operand touches
+    phys: PhysReg | None  # physical register (with the subregister applied)
+
+    @property
+    def units(self) -> tuple[int, ...]:
+        return self.phys.units if self.phys is not None else ()
+
+
+@functools.lru_cache(maxsize=None)
+def _full_mask(width_units: int) -> int:
+    return slots_to_mask(range(width_units))
+
+
+def full_mask(cls: RegisterClass) -> int:
+    """The LLVM lane mask of a whole register of `cls`."""
+    return _full_mask(cls.width_units)
+
+
+_EVEN = 0x5555_5555_5555_5555
+
+
+def slot_mask(lane_mask: int) -> int:
+    """LLVM lane mask -> bit mask over 16-bit slots (slot s is lane bit s ^ 1, see target.subregs)."""
+    return ((lane_mask & _EVEN) << 1) | ((lane_mask >> 1) & _EVEN)
+
+
+def vreg_classes(fn: Function) -> dict[VReg, RegisterClass]:
+    """The register class of every virtual register: `registers:` first, then annotations."""
+    names: dict[VReg, tuple[str, int, int]] = {}
+    for vid, decl in fn.registers.items():
+        if decl.reg_class and decl.reg_class != "_":
+            names[vid] = (decl.reg_class, decl.line, 1)
+    for block in fn.blocks:
+        for ins in block.instructions:
+            for op in ins.operands:
+                if op.vreg is not None and op.reg_class and op.vreg not in names:
+                    names[op.vreg] = (op.reg_class, op.line, op.column)
+    out: dict[VReg, RegisterClass] = {}
+    for vid, (name, line, col) in names.items():
+        try:
+            out[vid] = get_class(name)
+        except TargetError as e:
+            raise InputError(str(e), fn.file, line, col) from None
+    for block in fn.blocks:
+        for ins in block.instructions:
+            for op in ins.operands:
+                if op.vreg is not None and op.vreg not in out:
+                    raise InputError(f"virtual register %{op.vreg} has no register class", fn.file, op.line, op.column)
+    return out
+
+
+def physreg_at(fn: Function, op: Operand, name: str) -> PhysReg:
+    try:
+        reg = parse_physreg(name)
+        return reg.subreg(op.subreg) if op.subreg else reg
+    except TargetError as e:
+        raise InputError(str(e), fn.file, op.line, op.column) from None
+
+
+def resolve_operand(fn: Function, op: Operand, classes: dict[VReg, RegisterClass]) -> RegRef | None:
+    """Resolve a register operand; None for `$noreg` / `_`."""
+    if op.vreg is not None:
+        cls = classes[op.vreg]
+        if op.subreg:
+            try:
+                mask = subreg_mask(op.subreg)
+            except TargetError as e:
+                raise InputError(str(e), fn.file, op.line, op.column) from None
+            if mask & ~full_mask(cls):
+                raise InputError(
+                    f"subregister {op.subreg} is outside %{op.vreg}:{cls.name}", fn.file, op.line, op.column
+                )
+        else:
+            mask = full_mask(cls)
+        return RegRef(op=op, vreg=op.vreg, mask=mask, phys=None)
+    if op.phys is not None:
+        return RegRef(op=op, vreg=None, mask=0, phys=physreg_at(fn, op, op.phys))
+    return None

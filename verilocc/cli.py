@@ -1,0 +1,149 @@
+"""The `verilocc` command line: thin argument handling around the library.
+
+Exit codes (DESIGN.md section 3): 0 VERIFIED, 1 REJECTED, 2 bad input, 3 UNKNOWN.
+Heavy imports (z3, networkx, torch) happen inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from verilocc import __version__
+from verilocc.errors import InputError
+
+EXIT_BAD_INPUT = 2
+EXIT_UNKNOWN = 3
+
+
+def write_output(path: str | None, text: str, inputs: Sequence[str | None]) -> None:
+    """Write to `path` (or stdout) atomically; never over an input file."""
+    if path is None or path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    for inp in inputs:
+        if inp and target.exists() and Path(inp).exists() and target.resolve() == Path(inp).resolve():
+            raise InputError("refusing to write the output over an input file", path, 0, 0)
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=".verilocc-", dir=directory)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, target)
+
+
+def _layers(text: str) -> tuple[str, ...]:
+    from verilocc.findings import LAYERS
+
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    for n in names:
+        if n not in LAYERS:
+            raise argparse.ArgumentTypeError(f"unknown layer '{n}' (choose from {', '.join(LAYERS)})")
+    return tuple(layer for layer in LAYERS if layer in names)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from verilocc.report.render import render_text, to_json, to_sarif
+    from verilocc.verify import Options, load_inputs, verify_modules
+
+    post, pre, extra = load_inputs(args.alloc, args.pre, args.assignment)
+    opts = Options(mcpu=args.mcpu, layers=args.layers, timeout_s=args.timeout, seed=args.seed)
+    report = verify_modules(post, pre, opts, extra_findings=extra)
+    if args.format == "json":
+        write_output(args.output, to_json(report), [args.alloc, args.pre, args.assignment])
+    elif args.format == "sarif":
+        write_output(args.output, to_sarif(report), [args.alloc, args.pre, args.assignment])
+    else:
+        console = Console(highlight=False, soft_wrap=True)
+        render_text(report, console)
+    return report.verdict.exit_code
+
+
+def cmd_materialise(args: argparse.Namespace) -> int:
+    from verilocc.alloc.assignment import materialise, read_assignment
+    from verilocc.mir.parser import read_module
+    from verilocc.mir.printer import print_module
+
+    pre = read_module(args.pre)
+    asg = read_assignment(args.assignment)
+    post, findings = materialise(pre, asg)
+    for f in findings:
+        print(f"{f.place.file}:{f.place.line}: error: {f.message}", file=sys.stderr)
+    if findings:
+        return 1
+    write_output(args.output, print_module(post), [args.pre, args.assignment])
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="verilocc",
+        description="Verification-first register allocation for AMD GPUs: prove an allocation in LLVM MIR correct, "
+        "or explain with a counterexample why it is not.",
+    )
+    p.add_argument("--version", action="version", version=f"verilocc {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    v = sub.add_parser(
+        "verify",
+        help="verify an allocated MIR file (against its pre-RA version)",
+        description="Verify a register allocation. With --pre, all layers run (constraints in SMT, value flow, "
+        "equivalence); without it, only the checks that need no reference. Exit codes: 0 VERIFIED, 1 REJECTED, "
+        "2 bad input, 3 UNKNOWN.",
+    )
+    v.add_argument("alloc", metavar="ALLOC.mir", nargs="?", help="the allocated program (post-RA MIR)")
+    v.add_argument("--pre", metavar="PRE.mir", help="the virtual-register program it was allocated from")
+    v.add_argument("--assignment", metavar="FILE", help="verify an assignment (`%%N -> $reg` lines) applied to --pre")
+    v.add_argument("--mcpu", metavar="GFX", help="target processor (default: the file's target-cpu)")
+    v.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format (default text)")
+    v.add_argument("-o", "--output", metavar="FILE", help="write JSON/SARIF here instead of stdout")
+    v.add_argument("--layers", type=_layers, default=None, metavar="L1,L2",
+                   help="run only these layers: constraints, value-flow, equivalence (a subset never VERIFIES)")
+    v.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query (default 60)")
+    v.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
+    v.set_defaults(func=cmd_verify)
+
+    m = sub.add_parser("materialise", help="apply an assignment to a pre-RA MIR file and print the post-RA MIR",
+                       description="Rewrite every virtual register of PRE.mir to its assigned physical register.")
+    m.add_argument("pre", metavar="PRE.mir")
+    m.add_argument("--assignment", required=True, metavar="FILE")
+    m.add_argument("-o", "--output", metavar="FILE", help="output MIR (default stdout)")
+    m.set_defaults(func=cmd_materialise)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "layers", "unset") is None:
+        from verilocc.findings import LAYERS
+
+        args.layers = LAYERS
+    try:
+        return int(args.func(args))
+    except InputError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("verilocc: interrupted", file=sys.stderr)
+        return EXIT_UNKNOWN
+    except RecursionError:
+        print("verilocc: error: input nests too deeply", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as e:  # noqa: BLE001 - never a traceback, never a verdict
+        if os.environ.get("VERILOCC_DEBUG"):
+            raise
+        print(f"verilocc: internal error: {type(e).__name__}: {e} (set VERILOCC_DEBUG=1 for a traceback)",
+              file=sys.stderr)
+        return EXIT_UNKNOWN
+
+
+if __name__ == "__main__":
+    sys.exit(main())

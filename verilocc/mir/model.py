@@ -1,0 +1,216 @@
+"""The MIR data model: modules, functions, blocks, instructions and operands.
+
+One object per construct of the MIR body language (llvm/docs/MIRLangRef.rst). Every
+instruction and operand keeps its source line and column so that findings and parse errors
+point at the text the user wrote. Register operands are parsed into their parts (register,
+subregister index, class, type, flags, tie); other operands keep their text and a kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+# Register operand flags as llc prints them, in the order MIRPrinter writes them.
+REG_FLAGS = (
+    "implicit",
+    "implicit-def",
+    "def",
+    "dead",
+    "killed",
+    "undef",
+    "internal",
+    "early-clobber",
+    "debug-use",
+    "renamable",
+)
+
+# Instruction flags that may stand between `=` and the opcode.
+INSTR_FLAGS = frozenset(
+    {
+        "frame-setup",
+        "frame-destroy",
+        "nnan",
+        "ninf",
+        "nsz",
+        "arcp",
+        "contract",
+        "afn",
+        "reassoc",
+        "nuw",
+        "nsw",
+        "exact",
+        "nofpexcept",
+        "nomerge",
+        "unpredictable",
+        "noconvergent",
+        "nusw",
+        "disjoint",
+        "nneg",
+        "samesign",
+        "inbounds",
+    }
+)
+
+
+@dataclass
+class Operand:
+    """One machine operand.
+
+    `kind` is "reg" for register operands (virtual, physical or `_`/`$noreg`), otherwise one of
+    "imm", "fpimm", "cimm", "mbb", "stack", "fixed-stack", "global", "external", "subreg",
+    "regmask", "mcsymbol", "intrinsic", "predicate", "other". For non-register operands
+    `text` is the operand as written (flags removed) and defines its identity.
+    """
+
+    kind: str
+    text: str
+    line: int
+    column: int
+    # Register operands only:
+    vreg: int | str | None = None  # virtual register number (or name for `%name`)
+    phys: str | None = None  # physical register name without `$`, lower case
+    subreg: str | None = None  # subregister index: `%7.sub0` -> "sub0"
+    reg_class: str | None = None  # class annotation `%7:vreg_64`
+    llt: str | None = None  # low-level type annotation `(s32)`, `(p4)`
+    flags: frozenset[str] = frozenset()
+    tied_def: int | None = None  # `(tied-def N)` on a use operand
+
+    @property
+    def is_reg(self) -> bool:
+        return self.kind == "reg"
+
+    @property
+    def is_noreg(self) -> bool:
+        return self.kind == "reg" and self.vreg is None and self.phys is None
+
+    @property
+    def is_def(self) -> bool:
+        return "def" in self.flags or "implicit-def" in self.flags
+
+    @property
+    def is_implicit(self) -> bool:
+        return "implicit" in self.flags or "implicit-def" in self.flags
+
+    @property
+    def is_virtual(self) -> bool:
+        return self.vreg is not None
+
+    def has(self, flag: str) -> bool:
+        return flag in self.flags
+
+    @property
+    def register_text(self) -> str:
+        """The register as written, without flags: `%7.sub0`, `$vgpr0`, `$noreg`."""
+        if self.vreg is not None:
+            base = f"%{self.vreg}"
+        elif self.phys is not None:
+            base = f"${self.phys}"
+        else:
+            base = "$noreg"
+        return f"{base}.{self.subreg}" if self.subreg else base
+
+
+@dataclass
+class Instruction:
+    opcode: str
+    operands: list[Operand]  # explicit defs first, then the rest in written order
+    line: int
+    column: int
+    instr_flags: tuple[str, ...] = ()
+    mem: str | None = None  # memory operands after `::`, as written
+    trailer: tuple[str, ...] = ()  # debug-location, pcsections, ... as written
+    bundled: bool = False  # inside a `{ ... }` bundle (not the BUNDLE header)
+    opens_bundle: bool = False  # this instruction is followed by `{`
+
+    @property
+    def defs(self) -> list[Operand]:
+        return [op for op in self.operands if op.kind == "reg" and op.is_def]
+
+    @property
+    def uses(self) -> list[Operand]:
+        return [op for op in self.operands if op.kind == "reg" and not op.is_def]
+
+    @property
+    def reg_operands(self) -> list[Operand]:
+        return [op for op in self.operands if op.kind == "reg"]
+
+
+@dataclass
+class Block:
+    number: int
+    line: int
+    name: str | None = None  # `bb.1.entry` -> "entry"
+    attributes: tuple[str, ...] = ()  # `(%ir-block.4, align 4)` parts, as written
+    successors: list[tuple[int, str | None]] = field(default_factory=list)
+    liveins: list[tuple[str, int | None]] = field(default_factory=list)  # ($reg, lane mask)
+    instructions: list[Instruction] = field(default_factory=list)
+    successors_written: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"bb.{self.number}" + (f".{self.name}" if self.name else "")
+
+
+@dataclass
+class VRegDecl:
+    id: int | str
+    reg_class: str | None  # class or register bank (`_` for generic registers)
+    preferred: str | None
+    flags: tuple[str, ...] = ()
+    line: int = 0
+
+
+@dataclass
+class Function:
+    name: str
+    file: str
+    line: int  # line of the `---` that opens the document
+    header: dict[str, Any]  # every YAML key but `body`, as loaded
+    header_text: str  # the YAML text before `body:`, printed back unchanged
+    registers: dict[int | str, VRegDecl]
+    liveins: list[tuple[str, str | None]]  # ($physreg, %vreg or None)
+    blocks: list[Block]
+    ir_attributes: dict[str, str] = field(default_factory=dict)  # "target-cpu" -> "gfx90a", ...
+    body_line: int = 0  # line of `body:`
+    trailer_text: str = ""  # YAML keys after `body:` (rare), printed back unchanged
+
+    @property
+    def target_cpu(self) -> str | None:
+        return self.ir_attributes.get("target-cpu")
+
+    @property
+    def target_features(self) -> str | None:
+        return self.ir_attributes.get("target-features")
+
+    def block(self, number: int) -> Block:
+        for b in self.blocks:
+            if b.number == number:
+                return b
+        raise KeyError(number)
+
+    @property
+    def stack_slots(self) -> list[dict[str, Any]]:
+        return list(self.header.get("stack") or [])
+
+    @property
+    def machine_function_info(self) -> dict[str, Any]:
+        return dict(self.header.get("machineFunctionInfo") or {})
+
+    def instructions(self) -> list[tuple[Block, int, Instruction]]:
+        return [(b, i, ins) for b in self.blocks for i, ins in enumerate(b.instructions)]
+
+
+@dataclass
+class Module:
+    file: str
+    ir_text: str | None  # the embedded LLVM IR module, as written (None when absent)
+    functions: list[Function]
+    # Text between documents we keep verbatim (the `--- |` header line etc.) is regenerated.
+
+    def function(self, name: str) -> Function:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)

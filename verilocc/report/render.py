@@ -1,0 +1,163 @@
+"""Renderings of a verification report: terminal text (rich), JSON and SARIF 2.1.0.
+
+All three are views of the same Finding objects; output is deterministic (findings sorted by
+place, keys in a fixed order) so the same input gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from verilocc import __version__
+from verilocc.findings import Finding, FunctionResult, Report
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+_RULES = {
+    "class": "The physical register is not a member of the virtual register's class.",
+    "alignment": "A register tuple is not aligned as the target requires.",
+    "bounds": "The register lies outside the target's register file or budget.",
+    "budget": "The allocation uses more registers than the function's attributes ask for.",
+    "reserved": "A reserved register is assigned or clobbered.",
+    "interference": "Two values that are live at the same time share a register lane.",
+    "tied": "A tied def and use are in different registers.",
+    "early-clobber": "An early-clobber def overlaps a use of the same instruction.",
+    "undefined-read": "A register is read that no path defines.",
+    "unallocated": "A virtual register is left in the allocated program.",
+    "wrong-value": "A use reads a location that does not hold the value the virtual program reads.",
+    "fixed-register": "A fixed physical register of the virtual program was changed.",
+    "width": "Register widths do not match.",
+    "operands": "The operands differ from the virtual program's.",
+    "added-instruction": "The allocated program has an instruction the virtual program lacks.",
+    "dropped-instruction": "The allocated program lacks an instruction of the virtual program.",
+    "cfg": "The control-flow graph differs.",
+    "unsupported": "A construct the checker cannot model stopped the proof.",
+    "solver": "The solver could not decide an obligation.",
+    "not-equivalent": "The two programs compute different results.",
+}
+
+
+def sorted_findings(fr: FunctionResult) -> list[Finding]:
+    return sorted(fr.findings, key=Finding.sort_key)
+
+
+def to_json(report: Report) -> str:
+    doc: dict[str, Any] = {
+        "verdict": report.verdict.value,
+        "file": report.file,
+        "pre": report.pre_file,
+        "tool": {"name": "verilocc", "version": __version__},
+        "functions": [
+            {
+                "name": fr.name,
+                "target": fr.target,
+                "verdict": fr.verdict.value,
+                "layers": fr.layers,
+                "notes": fr.notes,
+                "stats": fr.stats,
+                "findings": [f.to_dict() for f in sorted_findings(fr)],
+            }
+            for fr in report.functions
+        ],
+    }
+    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+
+
+def to_sarif(report: Report) -> str:
+    kinds = sorted({f.kind for f in report.findings})
+    results = []
+    for fr in report.functions:
+        for f in sorted_findings(fr):
+            results.append(
+                {
+                    "ruleId": f.kind,
+                    "level": {"error": "error", "warning": "note"}.get(f.severity, "warning"),
+                    "message": {"text": f.message},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": f.place.file},
+                                "region": {"startLine": max(1, f.place.line), "startColumn": max(1, f.place.column)},
+                            },
+                            "logicalLocations": [
+                                {"name": f"bb.{f.place.block}" if f.place.block >= 0 else fr.name,
+                                 "fullyQualifiedName": f"{fr.name}/bb.{f.place.block}", "kind": "block"}
+                            ],
+                        }
+                    ],
+                    "properties": {
+                        "layer": f.layer,
+                        "function": fr.name,
+                        "vregs": list(f.vregs),
+                        "physregs": list(f.physregs),
+                    },
+                }
+            )
+    doc = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "verilocc",
+                        "version": __version__,
+                        "informationUri": "https://example.invalid/verilocc",
+                        "rules": [
+                            {"id": k, "shortDescription": {"text": _RULES.get(k, k)}} for k in kinds
+                        ],
+                    }
+                },
+                "invocations": [{"executionSuccessful": True}],
+                "properties": {"verdict": report.verdict.value},
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def source_line(file: str, line: int, cache: dict[str, list[str]]) -> str:
+    if file not in cache:
+        try:
+            with open(file, encoding="utf-8", errors="replace") as fh:
+                cache[file] = fh.read().split("\n")
+        except OSError:
+            cache[file] = []
+    lines = cache[file]
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def render_text(report: Report, console: Any) -> None:
+    """Print one summary line, then each finding with its source line."""
+    from rich.markup import escape
+
+    colour = {"VERIFIED": "green", "REJECTED": "red", "UNKNOWN": "yellow"}[report.verdict.value]
+    n_err = sum(1 for f in report.findings if f.severity == "error")
+    n_unk = sum(1 for f in report.findings if f.severity == "unknown")
+    n_warn = sum(1 for f in report.findings if f.severity == "warning")
+    layers = sorted({layer for fr in report.functions for layer in fr.layers})
+    summary = (
+        f"[bold {colour}]{report.verdict.value}[/] {escape(report.file)}: "
+        f"{len(report.functions)} function(s), {n_err} error(s)"
+        + (f", {n_unk} unknown" if n_unk else "")
+        + (f", {n_warn} warning(s)" if n_warn else "")
+        + f"; layers: {', '.join(layers) or 'none'}"
+    )
+    console.print(summary, highlight=False)
+    cache: dict[str, list[str]] = {}
+    for fr in report.functions:
+        for note in fr.notes:
+            console.print(f"  [dim]note:[/] {escape(fr.name)}: {escape(note)}", highlight=False)
+        for f in sorted_findings(fr):
+            tag = f.severity
+            style = {"error": "red", "unknown": "yellow", "warning": "magenta"}.get(f.severity, "yellow")
+            console.print(
+                f"{escape(f.place.file)}:{f.place.line}:{f.place.column}: [{style}]{tag}[/] "
+                f"[{f.layer}/{f.kind}] {escape(fr.name)}: {escape(f.message)}",
+                highlight=False,
+            )
+            src = f.source or source_line(f.place.file, f.place.line, cache)
+            if src:
+                console.print(f"    [dim]{escape(src)}[/]", highlight=False)

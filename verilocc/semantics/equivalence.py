@@ -1,0 +1,459 @@
+"""Layer 3: a symbolic proof that the allocated program equals the virtual one.
+
+Both programs run block by block from shared symbolic inputs. At a block's entry, the
+virtual program's value of every tag (a virtual lane, or a fixed physical unit) is a fresh
+symbol; each location of the allocated program starts with the symbol of a tag it holds
+according to value flow's entry state (layer 2), which is the relation assumed at block
+boundaries. Then both sides execute (`verilocc.semantics.ops`): interpreted moves and
+immediates, uninterpreted functions for everything else, a memory token threaded through
+side effects. The obligations are:
+- every side-effecting instruction (stores, branches and their conditions, barriers, returns)
+  sees equal inputs on both sides, and the memory tokens agree at the end of the block;
+- at each edge, the relation assumed at the successor's entry holds at the block's exit, so
+  the relation is inductive and values live out of the function are equal.
+An undefined input of the virtual program (never written, IMPLICIT_DEF, an `undef` use) may be
+refined by any value: it takes the value the allocated program reads there.
+
+Obligations whose two sides are the same term are discharged by identity (terms are
+hash-consed); the rest go to z3 in one query per function: assumptions /\\ not (O1 /\\ ... ).
+Unsat proves equivalence; sat gives a concrete input under which the programs differ; a
+timeout is UNKNOWN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from verilocc.alloc.alignment import FunctionAlignment, Role, Step, is_pure, value_inputs
+from verilocc.analysis.cfg import CFG
+from verilocc.analysis.operands import VReg
+from verilocc.findings import Finding, Place
+from verilocc.mir.model import Block, Function, Instruction, Operand
+from verilocc.semantics.ops import Semantics, has_side_effects, reads_memory
+from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker, slot_number
+from verilocc.smt.solver import DEFAULT_RLIMIT
+from verilocc.target import RegisterClass, Target
+
+LAYER = "equivalence"
+
+
+@dataclass
+class Obligation:
+    place: Place
+    what: str
+    lhs: list[Any]  # virtual program's lanes
+    rhs: list[Any]  # allocated program's lanes
+
+
+class _BlockRun:
+    """Executes one block of both programs symbolically."""
+
+    def __init__(self, eq: EquivalenceChecker, b: int, entry: State) -> None:
+        self.eq = eq
+        self.z3 = eq.z3
+        self.b = b
+        self.entry = entry
+        self.pv: dict[Tag, Any] = {}  # virtual program: tag -> value
+        self.undef_tags: set[Tag] = set()  # lanes the virtual program made undefined here
+        self.qv: dict[object, Any] = {}  # allocated program: location -> value
+        self.qlanes: dict[object, dict[tuple[int, int], Any]] = {}
+        self.written: set[object] = set()
+        self.ptoken = self.z3.Const(f"mem_b{b}", eq.sem.token_sort)
+        self.qtoken = self.ptoken
+        self.assumptions: list[Any] = []
+        self.fresh = 0
+
+    # --- values --------------------------------------------------------------------------
+    def entry_value(self, tag: Tag) -> Any:
+        return self.z3.Const(f"in_b{self.b}_{self.eq.vf.tag_symbol(tag)}", self.eq.sem.lane)
+
+    def pget(self, tag: Tag) -> Any | None:
+        """The virtual program's value of a tag; None when it is undefined here."""
+        if tag in self.pv:
+            return self.pv[tag]
+        if tag in self.undef_tags or (tag[0] != "$" and not self.entry.is_defined(tag)):
+            return None
+        recipe = self.entry.remat.get(tag)
+        v = self.recompute(recipe) if recipe is not None else None
+        if v is None:
+            v = self.entry_value(tag)
+        self.pv[tag] = v
+        return v
+
+    def recompute(self, recipe: tuple[tuple[object, ...], tuple[Tag, ...], int]) -> Any | None:
+        """The value of a lane that value flow says was computed by a pure instruction whose
+        inputs still hold their values: recompute it from the entry values of those inputs."""
+        key, inputs, pos = recipe
+        ins = self.eq.vf.remat_instructions.get(key)
+        if ins is None:
+            return None
+        values = [self.pget(t) for t in inputs]
+        if any(v is None for v in values):
+            return None
+        ops = value_inputs(ins)
+        reads: list[tuple[Operand, list[Any]]] = []
+        k = 0
+        for op in ops:
+            n = len(self.eq.vf.tags_of(op))
+            reads.append((op, values[k:k + n]))
+            k += n
+        d = ins.defs[0]
+        width = len(self.eq.vf.tags_of(d))
+        res, _ = self.execute(ins, reads, [d], [width], None)
+        return res[0][pos] if pos < len(res[0]) else None
+
+    def representative(self, tags: frozenset[Tag]) -> Any | None:
+        """The entry value of a location that holds `tags`: the tags are equal, so assume it."""
+        defined = sorted((t for t in tags if self.entry.is_defined(t)), key=repr)
+        if not defined:
+            return None
+        first = self.pget(defined[0])
+        for t in defined[1:]:
+            other = self.pget(t)
+            if other is not None and not other.eq(first):
+                self.assumptions.append(other == first)
+        return first
+
+    def loc_entry(self, loc: object) -> Any:
+        v = self.representative(self.entry.holds(loc))
+        return v if v is not None else self.new_junk()
+
+    def qget(self, loc: object) -> Any:
+        v = self.qv.get(loc)
+        if v is None:
+            v = self.loc_entry(loc)
+            self.qv[loc] = v
+        return v
+
+    def qset(self, loc: object, value: Any) -> None:
+        self.qv[loc] = value
+        self.written.add(loc)
+
+    def lanes_store(self, loc: object) -> dict[tuple[int, int], Any]:
+        got = self.qlanes.get(loc)
+        if got is None:
+            got = {}
+            for k, tags in self.entry.lanes.get(loc, {}).items():
+                v = self.representative(tags)
+                if v is not None:
+                    got[k] = v
+            self.qlanes[loc] = got
+        return got
+
+    # --- operands --------------------------------------------------------------------------
+    def pre_read(self, op: Operand, post_lanes: list[Any] | None) -> list[Any]:
+        out = []
+        tags = self.eq.vf.tags_of(op)
+        for i, t in enumerate(tags):
+            v = None if op.has("undef") else self.pget(t)
+            if v is None:
+                # Undefined in the virtual program: any value refines it, take the allocated one.
+                v = post_lanes[i] if post_lanes is not None and i < len(post_lanes) else self.new_junk()
+            out.append(v)
+        return out
+
+    def new_junk(self) -> Any:
+        self.fresh += 1
+        return self.z3.Const(f"undef_b{self.b}_{self.fresh}", self.eq.sem.lane)
+
+    def post_read(self, op: Operand) -> list[Any]:
+        return [self.qget(u) for u in self.eq.vf.units_of(op)]
+
+    def pre_write(self, op: Operand, lanes: list[Any | None]) -> None:
+        for t, v in zip(self.eq.vf.tags_of(op), lanes):
+            if v is None:
+                self.pv.pop(t, None)
+                self.undef_tags.add(t)
+            else:
+                self.pv[t] = v
+                self.undef_tags.discard(t)
+
+    def post_write(self, op: Operand, lanes: list[Any]) -> None:
+        units = self.eq.vf.units_of(op)
+        for u in units:
+            self.qlanes.pop(u, None)
+        for u, v in zip(units, lanes):
+            self.qset(u, v)
+        if len(lanes) < len(units):
+            for u in units[len(lanes):]:
+                self.qset(u, self.new_junk())
+
+    # --- execution -----------------------------------------------------------------------
+    def execute(self, ins: Instruction, reads: list[tuple[Operand, list[Any]]], defs: list[Operand],
+                widths: list[int], token: Any) -> tuple[list[list[Any]], Any]:
+        explicit = [lanes for op, lanes in reads if not op.is_implicit]
+        res = self.eq.sem.interpret(ins, explicit, widths)
+        if res is not None:
+            return res, token
+        pure = is_pure(ins, allocated=defs[0].vreg is None) if len(defs) == 1 else False
+        if pure:
+            # A pure value ignores $exec/$mode, as LLVM's rematerialisation does, and invariant
+            # memory needs no token: the same inputs give the same value anywhere.
+            keep = {id(op) for op in value_inputs(ins)}
+            reads = [(op, lanes) for op, lanes in reads if id(op) in keep]
+        inputs = [v for _, lanes in reads for v in lanes]
+        use_token = token is not None and reads_memory(ins) and not pure
+        outs, new_tok = self.eq.sem.uninterpreted(ins, inputs, widths, token if use_token else None)
+        return outs, (new_tok if new_tok is not None else token)
+
+    def step(self, st: Step, pre: Block, post: Block) -> None:
+        role = st.role
+        if role is Role.MATCHED:
+            assert st.pre is not None and st.post is not None
+            self.matched(pre.instructions[st.pre], post.instructions[st.post], st.post)
+        elif role is Role.MOVE and st.pre is not None:
+            self.pre_move(pre.instructions[st.pre])
+        elif role is Role.MOVE and st.post is not None:
+            self.post_move(post.instructions[st.post])
+        elif role is Role.SPILL:
+            assert st.post is not None
+            self.spill(post.instructions[st.post])
+        elif role in (Role.REMAT, Role.ADDED):
+            assert st.post is not None
+            self.post_only(post.instructions[st.post], st.post)
+        elif role in (Role.REMAT_ORIGIN, Role.DROPPED):
+            assert st.pre is not None
+            self.pre_only(pre.instructions[st.pre])
+
+    def matched(self, pi: Instruction, qi: Instruction, qidx: int) -> None:
+        preads: list[tuple[Operand, list[Any]]] = []
+        qreads: list[tuple[Operand, list[Any]]] = []
+        pdefs: list[Operand] = []
+        qdefs: list[Operand] = []
+        for po, qo in zip(pi.operands, qi.operands):
+            if po.kind != "reg" or qo.kind != "reg" or po.is_noreg:
+                continue
+            if po.is_def:
+                pdefs.append(po)
+                qdefs.append(qo)
+            elif not (po.has("debug-use") or po.has("internal")):
+                ql = self.post_read(qo)
+                preads.append((po, self.pre_read(po, ql)))
+                qreads.append((qo, ql))
+        widths = [len(self.eq.vf.tags_of(d)) for d in pdefs]
+        pres, self.ptoken = self.execute(pi, preads, pdefs, widths, self.ptoken)
+        qres, self.qtoken = self.execute(qi, qreads, qdefs, widths, self.qtoken)
+        if has_side_effects(pi):
+            lhs = [v for _, lanes in preads for v in lanes]
+            rhs = [v for _, lanes in qreads for v in lanes]
+            self.eq.oblige(Place(self.eq.post.file, self.eq.post.name, self.b, qidx, qi.line, qi.column),
+                           f"`{qi.opcode}` at line {qi.line} sees the same inputs", lhs, rhs)
+        for d, lanes in zip(pdefs, pres):
+            self.pre_write(d, lanes)
+        for d, lanes in zip(qdefs, qres):
+            self.post_write(d, lanes)
+
+    def pre_only(self, ins: Instruction) -> None:
+        reads = [(op, self.pre_read(op, None)) for op in ins.operands
+                 if op.kind == "reg" and not op.is_def and not op.is_noreg and not op.has("debug-use")]
+        defs = [op for op in ins.defs if not op.is_noreg]
+        widths = [len(self.eq.vf.tags_of(d)) for d in defs]
+        res, self.ptoken = self.execute(ins, reads, defs, widths, self.ptoken)
+        for d, lanes in zip(defs, res):
+            self.pre_write(d, lanes)
+
+    def post_only(self, ins: Instruction, qidx: int) -> None:
+        del qidx
+        reads = [(op, self.post_read(op)) for op in ins.operands
+                 if op.kind == "reg" and not op.is_def and not op.is_noreg and not op.has("debug-use")]
+        defs = [op for op in ins.defs if not op.is_noreg]
+        widths = [len(self.eq.vf.units_of(d)) for d in defs]
+        res, self.qtoken = self.execute(ins, reads, defs, widths, self.qtoken)
+        for d, lanes in zip(defs, res):
+            self.post_write(d, lanes)
+
+    def pre_move(self, ins: Instruction) -> None:
+        regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
+        if ins.opcode == "COPY" and len(regs) == 2:
+            dst, src = regs
+            lanes = [None if src.has("undef") else self.pget(t) for t in self.eq.vf.tags_of(src)]
+            self.pre_write(dst, lanes)
+        elif ins.opcode == "IMPLICIT_DEF":
+            for d in ins.defs:
+                self.pre_write(d, [None] * len(self.eq.vf.tags_of(d)))
+
+    def post_move(self, ins: Instruction) -> None:
+        regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
+        if ins.opcode == "COPY" and len(regs) == 2:
+            dst, src = regs
+            sunits = self.eq.vf.units_of(src)
+            lanes = [self.qget(u) for u in sunits]
+            stores = [self.lanes_store(u) if (u in self.qlanes or u in self.entry.lanes) else None for u in sunits]
+            self.post_write(dst, lanes)
+            for d, store in zip(self.eq.vf.units_of(dst), stores):
+                if store:
+                    self.qlanes[d] = dict(store)
+        elif ins.opcode == "IMPLICIT_DEF":
+            for d in ins.defs:
+                self.post_write(d, [])
+
+    def spill(self, ins: Instruction) -> None:
+        regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
+        slot = next((o for o in ins.operands if o.kind == "stack"), None)
+        imm = next((o for o in ins.operands if o.kind == "imm"), None)
+        if ins.opcode == "SI_SPILL_S32_TO_VGPR" and len(regs) >= 2 and imm is not None:
+            vunits = self.eq.vf.units_of(regs[0])
+            store = dict(self.lanes_store(vunits[0]))
+            for h, v in enumerate(self.post_read(regs[1])):
+                store[(int(imm.text), h)] = v
+            for u in vunits:
+                self.qset(u, self.new_junk())
+            self.qlanes[vunits[0]] = store
+        elif ins.opcode == "SI_RESTORE_S32_FROM_VGPR" and len(regs) >= 2 and imm is not None:
+            store = self.lanes_store(self.eq.vf.units_of(regs[1])[0])
+            dunits = self.eq.vf.units_of(regs[0])
+            lanes = [store.get((int(imm.text), h)) for h in range(len(dunits))]
+            self.post_write(regs[0], [x if x is not None else self.new_junk() for x in lanes])
+        elif slot is not None and ins.opcode.endswith("_SAVE") and regs:
+            n = slot_number(slot)
+            for k, v in enumerate(self.post_read(regs[0])):
+                self.qset(("slot", n, k), v)
+        elif slot is not None and ins.opcode.endswith("_RESTORE") and regs:
+            n = slot_number(slot)
+            units = self.eq.vf.units_of(regs[0])
+            self.post_write(regs[0], [self.qget(("slot", n, k)) for k in range(len(units))])
+        else:
+            self.eq.unknown(ins, self.b, f"`{ins.opcode}` is spill code the executor does not model")
+
+    def close(self, exit_states: dict[int, State], succs: list[int], last: Instruction | None, post_index: int) -> None:
+        line = last.line if last is not None else 0
+        place = Place(self.eq.post.file, self.eq.post.name, self.b, post_index, line)
+        self.eq.oblige(place, f"side effects of bb.{self.b} agree", [self.ptoken], [self.qtoken])
+        out = self.eq.vf.out_states.get(self.b)
+        for s in succs:
+            target = exit_states.get(s)
+            if target is None or out is None:
+                continue
+            locs = set(target.locs) | set(self.entry.locs) | self.written
+            for loc in sorted(locs, key=repr):
+                if isinstance(loc, tuple) and loc[0] != "slot":
+                    continue
+                for t in sorted(target.holds(loc), key=repr):
+                    if not out.is_defined(t):
+                        continue
+                    pv = self.pget(t)
+                    if pv is None:
+                        continue
+                    self.eq.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.loc_name(loc)} holds "
+                                   f"{self.eq.vf.tag_name(t)}", [pv], [self.qget(loc)])
+            for loc, store in sorted(target.lanes.items(), key=repr):
+                have = self.lanes_store(loc)
+                for k, tags in sorted(store.items()):
+                    for t in sorted(tags, key=repr):
+                        pv = self.pget(t) if out.is_defined(t) else None
+                        if pv is not None:
+                            self.eq.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, lane {k[0]} of "
+                                           f"{self.eq.vf.loc_name(loc)} holds {self.eq.vf.tag_name(t)}",
+                                           [pv], [have.get(k, self.new_junk())])
+
+
+class EquivalenceChecker:
+    def __init__(self, pre: Function, post: Function, target: Target, classes: dict[VReg, RegisterClass],
+                 alignment: FunctionAlignment, cfg: CFG, vf: ValueFlowChecker | None = None,
+                 timeout_s: float = 60.0, seed: int = 0) -> None:
+        import z3
+
+        self.z3 = z3
+        self.ctx = z3.main_ctx()
+        self.pre = pre
+        self.post = post
+        self.target = target
+        self.alignment = alignment
+        self.cfg = cfg
+        if vf is None or not vf.entry_states:
+            vf = ValueFlowChecker(pre, post, classes, alignment, cfg)
+            vf.fixed_point()
+        self.vf = vf
+        self.sem = Semantics(z3, self.ctx)
+        self.timeout_s = timeout_s
+        self.seed = seed
+        self.obligations: list[Obligation] = []
+        self.assumptions: list[Any] = []
+        self.findings: list[Finding] = []
+        self.stats: dict[str, object] = {}
+
+    def oblige(self, place: Place, what: str, lhs: list[Any], rhs: list[Any]) -> None:
+        self.obligations.append(Obligation(place, what, lhs, rhs))
+
+    def unknown(self, ins: Instruction, block: int, msg: str) -> None:
+        self.findings.append(Finding("unsupported", LAYER, Place(self.post.file, self.post.name, block, -1, ins.line, ins.column),
+                                     msg, severity="unknown"))
+
+    def run(self) -> list[Finding]:
+        pre_blocks = {b.number: b for b in self.pre.blocks}
+        post_blocks = {b.number: b for b in self.post.blocks}
+        for b in self.cfg.reverse_postorder():
+            if b not in self.alignment.steps or b not in self.vf.entry_states:
+                continue
+            run = _BlockRun(self, b, self.vf.entry_states[b])
+            for st in self.alignment.steps[b]:
+                run.step(st, pre_blocks[b], post_blocks[b])
+            qb = post_blocks[b]
+            last = qb.instructions[-1] if qb.instructions else None
+            run.close(self.vf.entry_states, self.cfg.successors(b), last, len(qb.instructions) - 1)
+            self.assumptions.extend(run.assumptions)
+        self.decide()
+        return self.findings
+
+    def decide(self) -> None:
+        z3 = self.z3
+        pending: list[tuple[Obligation, Any]] = []
+        identical = 0
+        for ob in self.obligations:
+            if len(ob.lhs) != len(ob.rhs):
+                self.findings.append(Finding("not-equivalent", LAYER, ob.place,
+                                             f"bb.{ob.place.block}: {ob.what}: the programs pass {len(ob.lhs)} and {len(ob.rhs)} lanes"))
+                continue
+            diff = [(a, b) for a, b in zip(ob.lhs, ob.rhs) if not a.eq(b)]
+            if not diff:
+                identical += 1
+                continue
+            pending.append((ob, z3.And([a == b for a, b in diff]) if len(diff) > 1 else diff[0][0] == diff[0][1]))
+        self.stats.update({"obligations": len(self.obligations), "discharged_by_identity": identical,
+                           "sent_to_solver": len(pending)})
+        if not pending:
+            return
+        s = z3.Solver()
+        s.set("random_seed", self.seed)
+        s.set("timeout", max(1, int(self.timeout_s * 1000)))
+        s.set("rlimit", DEFAULT_RLIMIT)
+        s.add(self.assumptions)
+        s.add(z3.Not(z3.And([f for _, f in pending])))
+        r = s.check()
+        if r == z3.unsat:
+            return
+        if r != z3.sat:
+            self.findings.append(Finding("solver", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
+                                         f"z3 could not decide equivalence: {s.reason_unknown()}", severity="unknown"))
+            return
+        model = s.model()
+        for ob, f in pending:
+            if z3.is_false(model.eval(f, model_completion=True)):
+                inputs = self.counterexample(model, ob)
+                shown = ", ".join(f"{k} = {v}" for k, v in inputs[:6])
+                self.findings.append(Finding(
+                    "not-equivalent", LAYER, ob.place,
+                    f"bb.{ob.place.block} line {ob.place.line}: {ob.what} fails" + (f" when {shown}" if shown else ""),
+                    counterexample=tuple(inputs)))
+
+    def counterexample(self, model: Any, ob: Obligation) -> list[tuple[str, str]]:
+        """The entry values the failing obligation depends on, as plain strings."""
+        z3 = self.z3
+        seen: set[int] = set()
+        names: dict[str, Any] = {}
+        stack = list(ob.lhs) + list(ob.rhs)
+        while stack and len(names) < 12:
+            t = stack.pop()
+            if t.get_id() in seen:
+                continue
+            seen.add(t.get_id())
+            if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                names[t.decl().name()] = t
+            else:
+                stack.extend(t.children())
+        out = []
+        for n in sorted(names):
+            v = model.eval(names[n], model_completion=True)
+            out.append((self.vf.pretty_symbol(n), f"0x{v.as_long():04x}" if z3.is_bv_value(v) else str(v)))
+        return out

@@ -1,0 +1,139 @@
+"""Semantics of machine instructions for the equivalence proof, one table per opcode family.
+
+Values are 16-bit lanes (z3 bit-vectors of width 16), in the slot order of the register that
+holds them. An operation's semantics maps the lanes of its register inputs (and the text of
+its other operands) to the lanes of each def. Only the operations whose meaning matters for
+the proof are interpreted: copies, immediate moves, REG_SEQUENCE and the subregister
+operations. Every other opcode is an uninterpreted function of all its inputs: one function
+symbol per (opcode, non-register operands, def, lane), so equal inputs give equal results
+and nothing else is assumed. Side effects (stores, barriers, branches, anything with a memory
+operand or without register defs) also take and produce a memory token, which orders them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from verilocc.alloc.alignment import MOVE_OPCODES
+from verilocc.mir.model import Instruction
+
+LANE_BITS = 16
+
+# Moves of one immediate into a register: the value is the immediate itself.
+IMMEDIATE_MOVES = frozenset(
+    {"V_MOV_B32_e32", "V_MOV_B32_e64", "S_MOV_B32", "S_MOV_B64", "V_MOV_B64_PSEUDO", "V_MOV_B64_e32",
+     "V_MOV_B64_e64", "S_MOV_B64_IMM_PSEUDO", "AV_MOV_B32_IMM_PSEUDO", "AV_MOV_B64_IMM_PSEUDO",
+     "V_ACCVGPR_WRITE_B32_e64", "S_MOVK_I32"}
+)
+_PURE_MOVES = frozenset({"COPY", "V_MOV_B32_e32", "S_MOV_B32", "S_MOV_B64", "V_MOV_B64_PSEUDO",
+                         "V_ACCVGPR_WRITE_B32_e64", "V_ACCVGPR_READ_B32_e64", "V_ACCVGPR_MOV_B32"})
+
+
+def has_side_effects(ins: Instruction) -> bool:
+    """Orders with other side effects: memory access, no register result, or a control transfer."""
+    if ins.opcode in MOVE_OPCODES:
+        return False
+    if ins.mem is not None:
+        return True
+    return not any(op.kind == "reg" and op.is_def and not op.has("dead") for op in ins.operands) or ins.opcode.startswith(
+        ("S_BRANCH", "S_CBRANCH", "SI_", "S_ENDPGM", "S_BARRIER", "S_WAITCNT", "S_SETPRIO", "S_SENDMSG", "S_SLEEP",
+         "ATOMIC_FENCE", "S_SETREG", "S_DCACHE", "BUFFER_", "GLOBAL_", "FLAT_", "SCRATCH_", "DS_")
+    )
+
+
+def reads_memory(ins: Instruction) -> bool:
+    return ins.mem is not None or has_side_effects(ins)
+
+
+def _immediate_lanes(text: str, n: int) -> list[int] | None:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        return None
+    value &= (1 << (LANE_BITS * n)) - 1
+    return [(value >> (LANE_BITS * k)) & 0xFFFF for k in range(n)]
+
+
+@dataclass
+class OpKey:
+    """Identifies an uninterpreted function family: opcode plus the text of non-register operands."""
+
+    opcode: str
+    digest: str
+
+    @staticmethod
+    def of(ins: Instruction) -> OpKey:
+        others = "|".join(op.text for op in ins.operands if op.kind != "reg")
+        flags = ",".join(ins.instr_flags)
+        h = hashlib.sha256(f"{others}#{flags}#{ins.mem or ''}".encode()).hexdigest()[:12]
+        return OpKey(ins.opcode, h)
+
+
+class Semantics:
+    """Builds z3 terms for one instruction. `z3` and the context are passed in by the executor."""
+
+    def __init__(self, z3: Any, ctx: Any) -> None:
+        self.z3 = z3
+        self.ctx = ctx
+        self.lane = z3.BitVecSort(LANE_BITS, ctx)
+        self.token_sort = z3.BitVecSort(64, ctx)
+        self._funcs: dict[tuple[str, int], Any] = {}
+
+    def const(self, v: int) -> Any:
+        return self.z3.BitVecVal(v, LANE_BITS, self.ctx)
+
+    def func(self, name: str, arity: int, result: Any) -> Any:
+        key = (name, arity)
+        f = self._funcs.get(key)
+        if f is None:
+            f = self.z3.Function(name, *([self.lane] * arity), result) if arity else None
+            self._funcs[key] = f
+        return f
+
+    def uninterpreted(self, ins: Instruction, inputs: Sequence[Any], def_widths: Sequence[int],
+                      token: Any | None) -> tuple[list[list[Any]], Any | None]:
+        """Results of an opcode with no interpretation, and the new memory token if it has effects."""
+        key = OpKey.of(ins)
+        args = list(inputs)
+        outs: list[list[Any]] = []
+        tok_args: list[Any] = []
+        if token is not None:
+            # Fold the memory token into the arguments as four 16-bit lanes.
+            tok_args = [self.z3.Extract(16 * k + 15, 16 * k, token) for k in range(4)]
+        full = tok_args + args
+        for j, width in enumerate(def_widths):
+            lanes = []
+            for k in range(width):
+                name = f"{key.opcode}.{key.digest}.d{j}.l{k}"
+                if full:
+                    lanes.append(self.func(name, len(full), self.lane)(*full))
+                else:
+                    lanes.append(self.z3.Const(name, self.lane))
+            outs.append(lanes)
+        new_token = None
+        if token is not None and has_side_effects(ins):
+            name = f"{key.opcode}.{key.digest}.mem"
+            new_token = self.func(name, len(full), self.token_sort)(*full) if full else self.z3.Const(name, self.token_sort)
+        return outs, new_token
+
+    def interpret(self, ins: Instruction, inputs: Sequence[Sequence[Any]], def_widths: Sequence[int]) -> list[list[Any]] | None:
+        """Results of an interpreted opcode, or None when the opcode is uninterpreted.
+
+        `inputs` holds the lanes of each explicit register use in operand order (implicit
+        uses such as $exec do not change a move's result in LLVM's model of registers).
+        """
+        op = ins.opcode
+        if len(def_widths) != 1:
+            return None
+        width = def_widths[0]
+        others = [o for o in ins.operands if o.kind != "reg"]
+        if op in IMMEDIATE_MOVES and not inputs and len(others) == 1 and others[0].kind == "imm":
+            lanes = _immediate_lanes(others[0].text, width)
+            if lanes is not None:
+                return [[self.const(x) for x in lanes]]
+        if op in _PURE_MOVES and len(inputs) >= 1 and len(inputs[0]) == width and not others:
+            return [list(inputs[0])]
+        return None

@@ -1,0 +1,585 @@
+"""Layer 2: value flow through splits, spills, reloads, rematerialisation and copies.
+
+The abstract domain, in the manner of regalloc2's checker:
+
+- A *location* is a 16-bit physical register unit (an int), a 16-bit lane of a stack slot
+  (`("slot", N, k)`), or, for SGPRs spilled into lanes of a VGPR, a *lane store* attached to
+  the location that holds the VGPR (`Lanes`, see below).
+- A *tag* names a value of the virtual program: `(vreg, lane)` for a 16-bit lane of a virtual
+  register, or `("$", unit)` for the value a physical register unit has in the virtual program
+  (fixed registers such as $exec, $vcc, $m0, argument registers).
+- The state maps each location to the set of tags it holds. A unit that was never written
+  holds its incoming value `("$", unit)`. The state also records which virtual lanes are
+  *defined* (an undefined lane, never written or last set by IMPLICIT_DEF, may be read from
+  anywhere) and, for lanes last set by a pure instruction (one LLVM may rematerialise), how
+  they were computed: `remat[tag] = (instruction key, input tags, position)`. An entry dies
+  when any of its inputs is redefined.
+- Meet (at block entry, over predecessors): a location holds a tag if, on every predecessor,
+  it holds the tag or the tag is undefined there. Defined = union; remat = agreeing entries.
+  It is an intersection, so the forward fixed point exists and is reached.
+
+Transfer, one rule per kind of aligned step (`verilocc.alloc.alignment`):
+- matched instruction: every pre use must read, in the post operand at the same position,
+  units that hold the tags the pre program reads; then each def clears its tags everywhere,
+  clears the post units it writes, and puts its tags there.
+- pre COPY `%a = COPY %b`: every location holding a lane of %b now holds that lane of %a too
+  (the allocator removed an identity copy, or will move the value itself).
+- pre IMPLICIT_DEF: the lanes become undefined. KILL: nothing.
+- post COPY: the destination units hold what the source units hold (and their lane stores).
+- post IMPLICIT_DEF: the units hold nothing.
+- spill save/restore: stack-slot lanes take the source's tags / the destination takes them.
+- SGPR spill to a VGPR lane / restore: the lane store of the VGPR takes / gives the SGPR's tags.
+- rematerialised definition (post only): each unit holds the lanes whose current value was
+  computed by an instruction with the same key from inputs that the post instruction's input
+  units still hold; deleted original (pre only): the lanes are redefined, with their recipe.
+- added / dropped instruction: a finding; its effect is approximated so that one error does
+  not cascade.
+Phase 1 computes block-entry states to a fixed point without reporting; phase 2 replays every
+block once and collects every error with its place, not just the first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from verilocc.alloc.alignment import FunctionAlignment, Role, Step, instruction_key, is_pure, value_inputs
+from verilocc.analysis.cfg import CFG
+from verilocc.analysis.operands import VReg, physreg_at, resolve_operand
+from verilocc.findings import Finding, Place
+from verilocc.mir.model import Block, Function, Instruction, Operand
+from verilocc.target import RegisterClass, mask_to_slots, register_for_units, slots_to_mask
+
+LAYER = "value-flow"
+
+Tag = tuple[object, ...]
+Loc = object  # int unit, ("slot", n, k)
+# How a lane's current value was computed: (instruction key, input tags, lane position).
+Remat = tuple[tuple[object, ...], tuple[Tag, ...], int]
+
+
+@dataclass
+class State:
+    locs: dict[Loc, frozenset[Tag]] = field(default_factory=dict)
+    lanes: dict[Loc, dict[tuple[int, int], frozenset[Tag]]] = field(default_factory=dict)
+    defined: set[Tag] = field(default_factory=set)
+    remat: dict[Tag, Remat] = field(default_factory=dict)
+
+    def copy(self) -> State:
+        return State(dict(self.locs), {k: dict(v) for k, v in self.lanes.items()}, set(self.defined), dict(self.remat))
+
+    def holds(self, loc: Loc) -> frozenset[Tag]:
+        got = self.locs.get(loc)
+        if got is not None:
+            return got
+        return frozenset({("$", loc)}) if isinstance(loc, int) else frozenset()
+
+    def is_defined(self, tag: Tag) -> bool:
+        return tag[0] == "$" or tag in self.defined
+
+    def same_as(self, other: State) -> bool:
+        return (
+            self.locs == other.locs
+            and self.lanes == other.lanes
+            and self.defined == other.defined
+            and self.remat == other.remat
+        )
+
+
+def meet(states: list[State]) -> State:
+    if len(states) == 1:
+        return states[0].copy()
+    out = State()
+    defined: set[Tag] = set()
+    for s in states:
+        defined |= s.defined
+    out.defined = defined
+    all_locs: set[Loc] = set()
+    for s in states:
+        all_locs.update(s.locs)
+    for loc in all_locs:
+        cand: set[Tag] = set()
+        for s in states:
+            cand |= s.holds(loc)
+        keep = frozenset(t for t in cand if all(t in s.holds(loc) or not s.is_defined(t) for s in states))
+        if isinstance(loc, int) and keep == frozenset({("$", loc)}):
+            continue
+        out.locs[loc] = keep
+    lane_locs: set[Loc] = set()
+    for s in states:
+        lane_locs.update(s.lanes)
+    for loc in lane_locs:
+        slots: dict[tuple[int, int], frozenset[Tag]] = {}
+        keys: set[tuple[int, int]] = set()
+        for s in states:
+            keys.update(s.lanes.get(loc, {}))
+        for k in keys:
+            sets = [s.lanes.get(loc, {}).get(k, frozenset()) for s in states]
+            cand2: set[Tag] = set().union(*sets)
+            kept = frozenset(t for t in cand2 if all(t in st or not s.is_defined(t) for st, s in zip(sets, states)))
+            if kept:
+                slots[k] = kept
+        if slots:
+            out.lanes[loc] = slots
+    first = states[0].remat
+    out.remat = {t: v for t, v in first.items() if all(s.remat.get(t) == v for s in states[1:])}
+    return out
+
+
+class _Walker:
+    """Applies the transfer rules to a state; records findings when `report` is set."""
+
+    def __init__(self, checker: ValueFlowChecker, state: State, report: bool) -> None:
+        self.c = checker
+        self.s = state
+        self.report = report
+        self.index: dict[Tag, set[Loc]] = defaultdict(set)
+        for loc, tags in state.locs.items():
+            for t in tags:
+                self.index[t].add(loc)
+        self.rdeps: dict[Tag, set[Tag]] = defaultdict(set)  # input tag -> lanes computed from it
+        for t, (_, inputs, _) in state.remat.items():
+            for x in inputs:
+                self.rdeps[x].add(t)
+
+    # --- primitive updates -------------------------------------------------------------
+    def set_loc(self, loc: Loc, tags: frozenset[Tag]) -> None:
+        for t in self.s.holds(loc):
+            self.index[t].discard(loc)
+        self.s.locs[loc] = tags
+        for t in tags:
+            self.index[t].add(loc)
+
+    def forget_tag(self, tag: Tag) -> None:
+        """The virtual program redefines `tag`: no location holds its new value yet."""
+        locs = self.index.pop(tag, set())
+        if tag[0] == "$":
+            locs = set(locs) | {tag[1]}
+        for loc in locs:
+            held = self.s.holds(loc)
+            if tag in held:
+                self.s.locs[loc] = held - {tag}
+        for store in self.s.lanes.values():
+            for k, v in list(store.items()):
+                if tag in v:
+                    store[k] = v - {tag}
+        self.drop_remat(tag)
+        for dep in self.rdeps.pop(tag, set()):
+            self.drop_remat(dep)
+
+    def drop_remat(self, tag: Tag) -> None:
+        self.s.remat.pop(tag, None)
+
+    def set_remat(self, tag: Tag, recipe: Remat) -> None:
+        self.s.remat[tag] = recipe
+        for x in recipe[1]:
+            self.rdeps[x].add(tag)
+
+    def clobber(self, units: Iterable[int]) -> None:
+        for u in units:
+            self.set_loc(u, frozenset())
+            self.s.lanes.pop(u, None)
+
+    def define(self, tags: list[Tag], units: tuple[int, ...],
+               recipe: tuple[tuple[object, ...], tuple[Tag, ...]] | None) -> None:
+        for t in tags:
+            self.forget_tag(t)
+        self.clobber(units)
+        for t, u in zip(tags, units):
+            self.set_loc(u, frozenset({t}))
+        for p, t in enumerate(tags):
+            if t[0] != "$":
+                self.s.defined.add(t)
+                if recipe is not None and t not in recipe[1]:
+                    self.set_remat(t, (recipe[0], recipe[1], p))
+
+    # --- steps -------------------------------------------------------------------------
+    def step(self, block: int, step: Step, pre: Block, post: Block) -> None:
+        role = step.role
+        if role is Role.MATCHED:
+            assert step.pre is not None and step.post is not None
+            self.matched(block, step, pre.instructions[step.pre], post.instructions[step.post])
+        elif role is Role.MOVE and step.pre is not None:
+            self.pre_move(pre.instructions[step.pre])
+        elif role is Role.MOVE and step.post is not None:
+            self.post_move(block, step.post, post.instructions[step.post])
+        elif role is Role.SPILL:
+            assert step.post is not None
+            self.spill(block, step.post, post.instructions[step.post])
+        elif role is Role.REMAT:
+            assert step.post is not None
+            self.remat(post.instructions[step.post])
+        elif role is Role.REMAT_ORIGIN:
+            assert step.pre is not None
+            ins = pre.instructions[step.pre]
+            recipe = self.c.recipe(ins)
+            for d in ins.defs:
+                self.define(self.c.tags_of(d), (), recipe)
+        elif role is Role.ADDED:
+            assert step.post is not None
+            ins = post.instructions[step.post]
+            self.error(
+                "added-instruction", block, step.post, ins, None,
+                f"`{ins.opcode}` at line {ins.line} has no counterpart in the virtual program",
+            )
+            for d in ins.defs:
+                self.clobber(self.c.units_of(d))
+        elif role is Role.DROPPED:
+            assert step.pre is not None
+            ins = pre.instructions[step.pre]
+            self.error(
+                "dropped-instruction", block, None, ins, None,
+                f"`{ins.opcode}` (virtual program line {ins.line}) is missing from the allocated program",
+                pre_line=True,
+            )
+            for d in ins.defs:
+                for t in self.c.tags_of(d):
+                    self.forget_tag(t)
+                    self.s.defined.discard(t)
+
+    def matched(self, block: int, step: Step, pi: Instruction, qi: Instruction) -> None:
+        assert step.post is not None
+        pops, qops = pi.operands, qi.operands
+        if len(qops) < len(pops):
+            self.error("operands", block, step.post, qi, None, f"`{qi.opcode}` has fewer operands than in the virtual program")
+            return
+        defs: list[tuple[Operand, Operand]] = []
+        for po, qo in zip(pops, qops):
+            if po.kind != "reg":
+                continue
+            if qo.kind != "reg" or qo.is_def != po.is_def:
+                self.error("operands", block, step.post, qi, qo, f"operand `{qo.text}` does not match `{po.text}` of the virtual program")
+                continue
+            if po.is_def:
+                defs.append((po, qo))
+            elif not (po.has("undef") or po.has("debug-use") or po.has("internal")) and not po.is_noreg:
+                self.check_use(block, step.post, qi, po, qo)
+        for po, qo in defs:
+            if po.is_noreg:
+                continue
+            tags = self.c.tags_of(po)
+            units = self.c.units_of(qo)
+            if len(units) != len(tags):
+                self.error(
+                    "width", block, step.post, qi, qo,
+                    f"`{qo.register_text}` has {len(units) * 16} bits but {po.register_text} has {len(tags) * 16}",
+                    vregs=(po,),
+                )
+                units = units[: len(tags)]
+            self.define(tags, units, self.c.recipe(pi) if is_pure(pi, allocated=False) else None)
+
+    def check_use(self, block: int, post_index: int, qi: Instruction, po: Operand, qo: Operand) -> None:
+        tags = self.c.tags_of(po)
+        units = self.c.units_of(qo)
+        if po.vreg is None and po.phys is not None:
+            if qo.phys is None or self.c.units_of(po) != units:
+                self.error("fixed-register", block, post_index, qi, qo,
+                           f"the virtual program reads {po.register_text} here, the allocated program `{qo.register_text}`")
+                return
+        if len(units) != len(tags):
+            self.error("width", block, post_index, qi, qo,
+                       f"`{qo.register_text}` has {len(units) * 16} bits where {po.register_text} has {len(tags) * 16}",
+                       vregs=(po,))
+            return
+        bad: list[tuple[Tag, int]] = []
+        for t, u in zip(tags, units):
+            if self.s.is_defined(t) and t not in self.s.holds(u):
+                bad.append((t, u))
+        if bad and self.report:
+            held = sorted({self.c.tag_name(x) for _, u in bad for x in self.s.holds(u)})
+            lanes = self.c.lane_name(po, [t for t, _ in bad])
+            what = ", ".join(held) if held else "no value of the virtual program"
+            self.error(
+                "wrong-value", block, post_index, qi, qo,
+                f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, but it holds {what}",
+                vregs=(po,),
+            )
+
+    def pre_move(self, ins: Instruction) -> None:
+        if ins.opcode == "COPY":
+            dst, src = self._copy_operands(ins)
+            if dst is None or src is None:
+                return
+            dtags, stags = self.c.tags_of(dst), self.c.tags_of(src)
+            for dt, st in zip(dtags, stags):
+                self.forget_tag(dt)
+                if self.s.is_defined(st) or st[0] == "$":
+                    if dt[0] != "$":
+                        self.s.defined.add(dt)
+                    for loc in list(self.index.get(st, ())) + ([st[1]] if st[0] == "$" and st in self.s.holds(st[1]) else []):
+                        self.set_loc(loc, self.s.holds(loc) | {dt})
+                    for store in self.s.lanes.values():
+                        for k, v in list(store.items()):
+                            if st in v:
+                                store[k] = v | {dt}
+                    if st in self.s.remat and dt not in self.s.remat[st][1]:
+                        self.set_remat(dt, self.s.remat[st])
+                elif dt[0] != "$":
+                    self.s.defined.discard(dt)
+        elif ins.opcode == "IMPLICIT_DEF":
+            for d in ins.defs:
+                for t in self.c.tags_of(d):
+                    self.forget_tag(t)
+                    self.s.defined.discard(t)
+
+    @staticmethod
+    def _copy_operands(ins: Instruction) -> tuple[Operand | None, Operand | None]:
+        regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
+        if len(regs) < 2 or regs[1].has("undef"):
+            return (regs[0] if regs else None), None
+        return regs[0], regs[1]
+
+    def post_move(self, block: int, index: int, ins: Instruction) -> None:
+        if ins.opcode == "COPY":
+            dst, src = self._copy_operands(ins)
+            if dst is None:
+                return
+            dunits = self.c.units_of(dst)
+            if src is None:
+                self.clobber(dunits)
+                return
+            sunits = self.c.units_of(src)
+            if len(dunits) != len(sunits):
+                self.error("width", block, index, ins, dst, f"COPY from {len(sunits) * 16} to {len(dunits) * 16} bits")
+                self.clobber(dunits)
+                return
+            moved = [(self.s.holds(u), self.s.lanes.get(u)) for u in sunits]
+            for d, (tags, store) in zip(dunits, moved):
+                self.set_loc(d, tags)
+                if store:
+                    self.s.lanes[d] = dict(store)
+                else:
+                    self.s.lanes.pop(d, None)
+        elif ins.opcode == "IMPLICIT_DEF":
+            for d in ins.defs:
+                self.clobber(self.c.units_of(d))
+
+    def spill(self, block: int, index: int, ins: Instruction) -> None:
+        op = ins.opcode
+        slot = next((o for o in ins.operands if o.kind == "stack"), None)
+        regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
+        if op == "SI_SPILL_S32_TO_VGPR":
+            imm = next((o for o in ins.operands if o.kind == "imm"), None)
+            src, vdst = (regs[1] if len(regs) > 1 else None), (regs[0] if regs else None)
+            if src is None or vdst is None or imm is None:
+                self.unsupported(block, index, ins)
+                return
+            sunits = self.c.units_of(src)
+            vunits = self.c.units_of(vdst)
+            store = dict(self.s.lanes.get(vunits[0], {}))
+            for h, u in enumerate(sunits):
+                store[(int(imm.text), h)] = self.s.holds(u)
+            for u in vunits:
+                self.set_loc(u, frozenset())
+            self.s.lanes[vunits[0]] = store
+        elif op == "SI_RESTORE_S32_FROM_VGPR":
+            imm = next((o for o in ins.operands if o.kind == "imm"), None)
+            dst, vsrc = (regs[0] if regs else None), (regs[1] if len(regs) > 1 else None)
+            if dst is None or vsrc is None or imm is None:
+                self.unsupported(block, index, ins)
+                return
+            store = self.s.lanes.get(self.c.units_of(vsrc)[0], {})
+            dunits = self.c.units_of(dst)
+            self.clobber(dunits)
+            for h, u in enumerate(dunits):
+                self.set_loc(u, store.get((int(imm.text), h), frozenset()))
+        elif slot is not None and op.endswith("_SAVE") and regs:
+            n = slot_number(slot)
+            src = regs[0]
+            for k, u in enumerate(self.c.units_of(src)):
+                self.set_loc(("slot", n, k), self.s.holds(u))
+        elif slot is not None and op.endswith("_RESTORE") and regs and regs[0].is_def:
+            n = slot_number(slot)
+            dst = regs[0]
+            dunits = self.c.units_of(dst)
+            self.clobber(dunits)
+            for k, u in enumerate(dunits):
+                self.set_loc(u, self.s.holds(("slot", n, k)))
+        else:
+            self.unsupported(block, index, ins)
+
+    def remat(self, ins: Instruction) -> None:
+        """A rematerialised copy: its lanes are those computed the same way from the same inputs."""
+        key = instruction_key(ins)
+        d = ins.defs[0]
+        units = self.c.units_of(d)
+        inputs = [u for op in value_inputs(ins) for u in self.c.units_of(op)]
+        by_pos: dict[int, set[Tag]] = defaultdict(set)
+        for t, (k, expected, p) in self.s.remat.items():
+            if k != key or len(expected) != len(inputs):
+                continue
+            if all(e in self.s.holds(u) or not self.s.is_defined(e) for e, u in zip(expected, inputs)):
+                by_pos[p].add(t)
+        self.clobber(units)
+        for p, u in enumerate(units):
+            self.set_loc(u, frozenset(by_pos.get(p, ())))
+
+    # --- reporting ---------------------------------------------------------------------
+    def unsupported(self, block: int, index: int, ins: Instruction) -> None:
+        if self.report:
+            self.c.findings.append(self.c.finding(
+                "unsupported", block, index, ins, None,
+                f"`{ins.opcode}` is spill code this checker does not model", severity="unknown"))
+        for d in ins.defs:
+            self.clobber(self.c.units_of(d))
+
+    def error(self, kind: str, block: int, index: int | None, ins: Instruction, op: Operand | None,
+              msg: str, vregs: tuple[Operand, ...] = (), pre_line: bool = False) -> None:
+        if self.report:
+            self.c.findings.append(self.c.finding(kind, block, index if index is not None else -1, ins, op, msg,
+                                                  vregs=vregs, pre_line=pre_line))
+
+
+def slot_number(op: Operand) -> int | str:
+    body = op.text[len("%stack."):].split("+")[0].strip()
+    head = body.split(".", 1)[0]
+    return int(head) if head.isdigit() else head
+
+
+class ValueFlowChecker:
+    def __init__(self, pre: Function, post: Function, classes: dict[VReg, RegisterClass],
+                 alignment: FunctionAlignment, cfg: CFG) -> None:
+        self.pre = pre
+        self.post = post
+        self.classes = classes
+        self.alignment = alignment
+        self.cfg = cfg
+        self.findings: list[Finding] = []
+        self._units: dict[int, tuple[int, ...]] = {}
+        self.remat_instructions: dict[tuple[object, ...], Instruction] = {}
+        self.entry_states: dict[int, State] = {}
+        self.out_states: dict[int, State] = {}
+
+    def recipe(self, ins: Instruction) -> tuple[tuple[object, ...], tuple[Tag, ...]]:
+        """How a pure instruction of the virtual program computes its lanes: key and input tags."""
+        key = instruction_key(ins)
+        self.remat_instructions.setdefault(key, ins)
+        return key, tuple(t for op in value_inputs(ins) for t in self.tags_of(op))
+
+    # operands -> tags / units
+    def tags_of(self, op: Operand) -> list[Tag]:
+        if op.vreg is not None:
+            ref = resolve_operand(self.pre, op, self.classes)
+            assert ref is not None
+            return [(op.vreg, slot) for slot in mask_to_slots(ref.mask)]
+        if op.phys is not None:
+            return [("$", u) for u in physreg_at(self.pre, op, op.phys).units]
+        return []
+
+    def units_of(self, op: Operand) -> tuple[int, ...]:
+        key = id(op)
+        got = self._units.get(key)
+        if got is None:
+            got = physreg_at(self.post, op, op.phys).units if op.phys is not None else ()
+            self._units[key] = got
+        return got
+
+    def tag_name(self, tag: Tag) -> str:
+        if tag[0] == "$":
+            return f"the virtual program's {self.unit_label(int(tag[1]))}"  # type: ignore[call-overload]
+        v, slot = tag
+        return f"%{v}[slot {slot}]"
+
+    def lane_name(self, op: Operand, tags: list[Tag]) -> str:
+        if op.vreg is None:
+            return ""
+        slots = sorted(int(t[1]) for t in tags)  # type: ignore[call-overload]
+        if len(slots) == self.classes[op.vreg].width_units:
+            return ""
+        return f" (lanes 0x{slots_to_mask(slots):X})"
+
+    def tag_symbol(self, tag: Tag) -> str:
+        """A solver-friendly name: `v12_s0` for slot 0 of %12, `u40` for physical unit 40."""
+        if tag[0] == "$":
+            return f"u{tag[1]}"
+        return f"v{tag[0]}_s{tag[1]}"
+
+    def pretty_symbol(self, name: str) -> str:
+        """`in_b3_v12_s0` -> `%12 slot 0 at entry of bb.3` (names made by the equivalence layer)."""
+        m = re.match(r"in_b(\d+)_v(.+)_s(\d+)$", name)
+        if m:
+            return f"%{m.group(2)}[slot {m.group(3)}] at bb.{m.group(1)} entry"
+        m = re.match(r"in_b(\d+)_u(\d+)$", name)
+        if m:
+            return f"{self.unit_label(int(m.group(2)))} at bb.{m.group(1)} entry"
+        return name
+
+    def unit_label(self, unit: int) -> str:
+        reg = register_for_units((unit,))
+        return f"${reg.name}" if reg is not None else f"unit {unit}"
+
+    def loc_name(self, loc: object) -> str:
+        if isinstance(loc, int):
+            return self.unit_label(loc)
+        if isinstance(loc, tuple) and loc and loc[0] == "slot":
+            return f"%stack.{loc[1]}[slot {loc[2]}]"
+        return repr(loc)
+
+    def finding(self, kind: str, block: int, index: int, ins: Instruction, op: Operand | None, msg: str,
+                vregs: tuple[Operand, ...] = (), severity: str = "error", pre_line: bool = False) -> Finding:
+        fn = self.pre if pre_line else self.post
+        line = op.line if op is not None else ins.line
+        col = op.column if op is not None else ins.column
+        phys = (f"${op.phys}",) if op is not None and op.phys else ()
+        return Finding(
+            kind=kind, layer=LAYER,
+            place=Place(fn.file, fn.name, block, index, line, col),
+            message=(f"bb.{block} line {ins.line}: " if not pre_line else f"bb.{block}: ") + msg,
+            vregs=tuple(f"%{o.vreg}" for o in vregs if o.vreg is not None),
+            physregs=phys, severity=severity,
+        )
+
+    def _blocks(self) -> tuple[dict[int, Block], dict[int, Block], list[int]]:
+        pre_blocks = {b.number: b for b in self.pre.blocks}
+        post_blocks = {b.number: b for b in self.post.blocks}
+        order = [b for b in self.cfg.reverse_postorder() if b in self.alignment.steps]
+        return pre_blocks, post_blocks, order
+
+    def fixed_point(self) -> bool:
+        """Phase 1: block-entry states to a fixed point. False if it did not converge."""
+        pre_blocks, post_blocks, order = self._blocks()
+        entry_state: dict[int, State] = {}
+        out_state: dict[int, State] = {}
+        pos = {b: i for i, b in enumerate(order)}
+        work = list(order)
+        queued = set(work)
+        rounds = 0
+        while work:
+            work.sort(key=pos.__getitem__)
+            b = work.pop(0)
+            queued.discard(b)
+            preds = [out_state[p] for p in self.cfg.predecessors(b) if p in out_state]
+            state = State() if b == self.cfg.entry or not preds else meet(preds)
+            entry_state[b] = state
+            walker = _Walker(self, state.copy(), report=False)
+            for st in self.alignment.steps[b]:
+                walker.step(b, st, pre_blocks[b], post_blocks[b])
+            new = walker.s
+            old = out_state.get(b)
+            rounds += 1
+            if old is None or not old.same_as(new):
+                out_state[b] = new
+                for s in self.cfg.successors(b):
+                    if s in pos and s not in queued:
+                        queued.add(s)
+                        work.append(s)
+            if rounds > 50 * max(1, len(order)):
+                return False
+        self.entry_states = entry_state
+        self.out_states = out_state
+        return True
+
+    def run(self) -> list[Finding]:
+        if not self.fixed_point():
+            self.findings.append(Finding("no-fixed-point", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
+                                         "value flow did not reach a fixed point", severity="unknown"))
+            return self.findings
+        # Phase 2: replay once, collecting every error.
+        pre_blocks, post_blocks, order = self._blocks()
+        for b in order:
+            walker = _Walker(self, self.entry_states[b].copy(), report=True)
+            for st in self.alignment.steps[b]:
+                walker.step(b, st, pre_blocks[b], post_blocks[b])
+        return self.findings

@@ -1,0 +1,174 @@
+"""`verilocc verify`: read the inputs, run the layers, collect one report.
+
+Data flow: MIR text -> parse -> (materialise an assignment) -> target -> analyses ->
+layer 1 constraints (SMT) -> layer 2 value flow -> layer 3 equivalence -> findings -> report.
+A function is VERIFIED only when every layer ran and proved its part; a layer that could not
+decide leaves an "unknown" finding and the verdict UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from verilocc import __version__
+from verilocc.alloc.alignment import FunctionAlignment, align_functions
+from verilocc.alloc.assignment import materialise, read_assignment
+from verilocc.analysis.cfg import build_cfg
+from verilocc.analysis.liveness import compute_liveness
+from verilocc.analysis.operands import vreg_classes
+from verilocc.analysis.undefined import undefined_reads
+from verilocc.errors import InputError, TargetError
+from verilocc.findings import LAYERS, Finding, FunctionResult, Place, Report
+from verilocc.mir.model import Function, Module
+from verilocc.mir.parser import read_module
+from verilocc.semantics.valueflow import ValueFlowChecker
+from verilocc.smt.constraints import ConstraintChecker, post_only_checks
+from verilocc.target import Target, get_target
+
+
+@dataclass(frozen=True)
+class Options:
+    mcpu: str | None = None
+    layers: tuple[str, ...] = LAYERS
+    timeout_s: float = 60.0
+    seed: int = 0
+
+
+def function_target(fn: Function, mcpu: str | None, where: str) -> Target:
+    name = mcpu or fn.target_cpu
+    if not name:
+        raise InputError(
+            f"function '{fn.name}' names no target-cpu; pass --mcpu", where, fn.line + 1, 1
+        )
+    try:
+        target = get_target(name)
+    except TargetError as e:
+        raise InputError(str(e), where if mcpu is None else "--mcpu", fn.line + 1 if mcpu is None else 0, 1) from None
+    feats = fn.target_features or ""
+    if "+wavefrontsize64" in feats:
+        target = target.with_wavefront(64)
+    elif "+wavefrontsize32" in feats:
+        target = target.with_wavefront(32)
+    return target
+
+
+def load_inputs(
+    post_path: str | None, pre_path: str | None, assignment_path: str | None
+) -> tuple[Module, Module | None, list[Finding]]:
+    """Read the allocated program (or materialise it from an assignment) and the virtual one."""
+    pre = read_module(pre_path) if pre_path else None
+    if assignment_path is not None:
+        if pre is None:
+            raise InputError("--assignment needs the virtual program: pass --pre PRE.mir", assignment_path, 0, 0)
+        if post_path is not None:
+            raise InputError("give either ALLOC.mir or --assignment, not both", assignment_path, 0, 0)
+        post, findings = materialise(pre, read_assignment(assignment_path))
+        return post, pre, findings
+    if post_path is None:
+        raise InputError("nothing to verify: give ALLOC.mir, or --pre with --assignment", "<args>", 0, 0)
+    return read_module(post_path), pre, []
+
+
+def verify_modules(post: Module, pre: Module | None, opts: Options, extra_findings: list[Finding] | None = None) -> Report:
+    results: list[FunctionResult] = []
+    pre_by_name = {f.name: f for f in pre.functions} if pre else {}
+    for fn in post.functions:
+        target = function_target(fn, opts.mcpu, post.file)
+        pre_fn = pre_by_name.get(fn.name)
+        if pre is not None and pre_fn is None:
+            fr = FunctionResult(fn.name, target.name, [])
+            fr.findings.append(Finding("missing-function", "value-flow", Place(post.file, fn.name, -1, -1, fn.line + 1),
+                                       f"function '{fn.name}' is not in the virtual program {pre.file}"))
+            results.append(fr)
+            continue
+        fr = verify_function(fn, pre_fn, target, opts)
+        fr.findings.extend(f for f in extra_findings or [] if f.place.function == fn.name)
+        results.append(fr)
+    if pre is not None:
+        names = {f.name for f in post.functions}
+        for f in pre.functions:
+            if f.name not in names:
+                fr = FunctionResult(f.name, "", [])
+                fr.findings.append(Finding("missing-function", "value-flow", Place(pre.file, f.name, -1, -1, f.line + 1),
+                                           f"function '{f.name}' of the virtual program is missing from {post.file}"))
+                results.append(fr)
+    return Report(file=post.file, pre_file=pre.file if pre else None, functions=results, tool_version=__version__)
+
+
+def verify_function(post: Function, pre: Function | None, target: Target, opts: Options) -> FunctionResult:
+    fr = FunctionResult(post.name, target.name, [])
+    t0 = time.perf_counter()
+    post_classes = vreg_classes(post)
+    post_cfg = build_cfg(post)
+    if "constraints" in opts.layers:
+        fr.findings.extend(post_only_checks(post, target, post_classes))
+        fr.findings.extend(undefined_reads(post, post_cfg, target))
+    if pre is None:
+        if "constraints" in opts.layers:
+            fr.layers.append("constraints")
+        fr.notes.append(
+            "no virtual program given (--pre): checked register validity, alignment, bounds, reserved "
+            "registers, ties and undefined reads only; value flow and equivalence were not checked"
+        )
+        fr.stats["seconds"] = round(time.perf_counter() - t0, 3)
+        return fr
+    pre_classes = vreg_classes(pre)
+    pre_cfg = build_cfg(pre)
+    alignment = align_functions(pre, post)
+    fr.findings.extend(cfg_findings(pre, post, alignment))
+    t1 = time.perf_counter()
+    if "constraints" in opts.layers:
+        liveness = compute_liveness(pre, pre_cfg, pre_classes)
+        checker = ConstraintChecker(pre, post, target, pre_classes, alignment, liveness, timeout_s=opts.timeout_s, seed=opts.seed)
+        fr.findings.extend(checker.run())
+        fr.layers.append("constraints")
+        fr.notes.extend(checker.notes)
+        fr.stats.update(checker.stats)
+    t2 = time.perf_counter()
+    vf = ValueFlowChecker(pre, post, pre_classes, alignment, pre_cfg)
+    if "value-flow" in opts.layers:
+        fr.findings.extend(vf.run())
+        fr.layers.append("value-flow")
+    t3 = time.perf_counter()
+    if "equivalence" in opts.layers:
+        from verilocc.semantics.equivalence import EquivalenceChecker
+
+        eq = EquivalenceChecker(pre, post, target, pre_classes, alignment, pre_cfg, vf=vf,
+                                timeout_s=opts.timeout_s, seed=opts.seed)
+        fr.findings.extend(eq.run())
+        fr.layers.append("equivalence")
+        fr.stats.update(eq.stats)
+    t4 = time.perf_counter()
+    missing = [layer for layer in LAYERS if layer not in fr.layers]
+    if missing:
+        fr.notes.append("layers not run: " + ", ".join(missing) + " (the verdict cannot be VERIFIED)")
+    fr.stats.update(
+        {
+            "seconds_prepare": round(t1 - t0, 3),
+            "seconds_constraints": round(t2 - t1, 3),
+            "seconds_value_flow": round(t3 - t2, 3),
+            "seconds_equivalence": round(t4 - t3, 3),
+        }
+    )
+    return fr
+
+
+def cfg_findings(pre: Function, post: Function, alignment: FunctionAlignment) -> list[Finding]:
+    out: list[Finding] = []
+    for b in alignment.missing_blocks:
+        blk = pre.block(b)
+        out.append(Finding("cfg", "value-flow", Place(pre.file, pre.name, b, -1, blk.line),
+                           f"block bb.{b} of the virtual program is missing from the allocated program"))
+    for b in alignment.extra_blocks:
+        blk = post.block(b)
+        out.append(Finding("cfg", "value-flow", Place(post.file, post.name, b, -1, blk.line),
+                           f"block bb.{b} is not in the virtual program"))
+    pre_cfg, post_cfg = build_cfg(pre), build_cfg(post)
+    for b in sorted(alignment.steps):
+        ps, qs = set(pre_cfg.successors(b)), set(post_cfg.successors(b))
+        if ps != qs:
+            blk = post.block(b)
+            out.append(Finding("cfg", "value-flow", Place(post.file, post.name, b, -1, blk.line),
+                               f"bb.{b} has successors {sorted(qs)} but {sorted(ps)} in the virtual program"))
+    return out
