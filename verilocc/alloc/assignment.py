@@ -135,3 +135,57 @@ def _clear_registers(header: str) -> str:
             continue
         out.append(re.sub(r"virtual-reg: '%[^']*'", "virtual-reg: ''", ln))
     return "\n".join(out)
+
+
+@dataclass
+class DerivedAssignment:
+    """An allocated program read back as an assignment (see `assignment_from_allocation`)."""
+
+    regs: dict[int | str, PhysReg]
+    split: list[int | str]  # virtual registers kept in several places: no single assignment
+    missing: list[int | str]  # virtual registers no paired operand shows
+
+
+def assignment_from_allocation(pre: Module, post: Module, target_name: str | None = None) -> DerivedAssignment:
+    """The assignment an allocated program implements, for its first function.
+
+    Each virtual register gets its home (`verilocc.alloc.homes`); registers seen only in
+    COPYs take the home of the other side of an identity copy. Split registers have no
+    single answer and are listed instead.
+    """
+    from verilocc.alloc.alignment import align_functions
+    from verilocc.alloc.homes import collect_homes
+    from verilocc.analysis.operands import vreg_classes
+    from verilocc.target import get_target
+
+    pf, qf = pre.functions[0], post.functions[0]
+    target = get_target(target_name or pf.target_cpu or "")
+    classes = vreg_classes(pf)
+    homes = collect_homes(pf, qf, align_functions(pf, qf), classes, target)
+    regs: dict[int | str, PhysReg] = {}
+    split: list[int | str] = []
+    for v, h in homes.homes.items():
+        if len(h) == 1:
+            regs[v] = next(iter(h.values())).reg
+        else:
+            split.append(v)
+    changed = True
+    while changed:
+        changed = False
+        for block in pf.blocks:
+            for ins in block.instructions:
+                if ins.opcode != "COPY":
+                    continue
+                ops = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
+                if len(ops) != 2 or ops[0].subreg or ops[1].subreg:
+                    continue
+                dst, src = ops
+                for a, b in ((dst, src), (src, dst)):
+                    if a.vreg is None or a.vreg in regs or a.vreg in split:
+                        continue
+                    other = regs.get(b.vreg) if b.vreg is not None else (parse_physreg(b.phys) if b.phys else None)
+                    if other is not None and len(other.units) == classes[a.vreg].width_units:
+                        regs[a.vreg] = other
+                        changed = True
+    missing = sorted((v for v in classes if v not in regs and v not in split), key=str)
+    return DerivedAssignment(regs, sorted(split, key=str), missing)

@@ -105,18 +105,19 @@ class Liveness:
     live_in: dict[int, LiveSet]
     live_out: dict[int, LiveSet]
     defined_in: dict[int, dict[VReg, int]]  # lanes that may be defined at block entry
-    # block -> vreg -> (instruction indices, lanes defined up to and including each index)
-    block_defs: dict[int, dict[VReg, tuple[list[int], list[int]]]]
+    # block -> vreg -> (instruction indices, lanes of the entry state still defined after each,
+    # lanes defined in the block up to and including each)
+    block_defs: dict[int, dict[VReg, tuple[list[int], list[int], list[int]]]]
 
     def defined_after(self, block: int, index: int, v: VReg) -> int:
         """Lanes of `v` that may be defined just after instruction `index` of `block`."""
         mask = self.defined_in[block].get(v, 0)
         got = self.block_defs[block].get(v)
         if got is not None:
-            idxs, cum = got
+            idxs, keep, gen = got
             k = bisect.bisect_right(idxs, index)
             if k:
-                mask |= cum[k - 1]
+                mask = (mask & keep[k - 1]) | gen[k - 1]
         return mask
 
     def walk_backward(self, block: int) -> Iterator[tuple[int, LiveSet]]:
@@ -169,24 +170,34 @@ def compute_liveness(fn: Function, cfg: CFG, classes: dict[VReg, RegisterClass] 
 
 def _may_be_defined(
     cfg: CFG, effects: dict[int, list[Effect]]
-) -> tuple[dict[int, dict[VReg, int]], dict[int, dict[VReg, tuple[list[int], list[int]]]]]:
-    block_defs: dict[int, dict[VReg, tuple[list[int], list[int]]]] = {}
+) -> tuple[dict[int, dict[VReg, int]], dict[int, dict[VReg, tuple[list[int], list[int], list[int]]]]]:
+    """Forward: lanes that some path defines. A def adds its lanes; an `undef` subregister
+    def also makes the register's other lanes undefined (LLVM's meaning of the flag)."""
+    block_defs: dict[int, dict[VReg, tuple[list[int], list[int], list[int]]]] = {}
     gen: dict[int, dict[VReg, int]] = {}
+    keep_all: dict[int, dict[VReg, int]] = {}
     for b, effs in effects.items():
-        per: dict[VReg, tuple[list[int], list[int]]] = {}
+        per: dict[VReg, tuple[list[int], list[int], list[int]]] = {}
         g: dict[VReg, int] = {}
+        keep: dict[VReg, int] = {}
         for i, eff in enumerate(effs):
             for d in eff.defs:
                 if d.vreg is None:
                     continue
-                new = g.get(d.vreg, 0) | d.mask
-                if new != g.get(d.vreg, 0):
-                    idxs, cum = per.setdefault(d.vreg, ([], []))
+                old_g, old_k = g.get(d.vreg, 0), keep.get(d.vreg, -1)
+                if d.op.subreg and d.op.has("undef"):
+                    new_g, new_k = d.mask, 0
+                else:
+                    new_g, new_k = old_g | d.mask, old_k
+                if (new_g, new_k) != (old_g, old_k):
+                    idxs, ks, gs = per.setdefault(d.vreg, ([], [], []))
                     idxs.append(i)
-                    cum.append(new)
-                    g[d.vreg] = new
+                    ks.append(new_k)
+                    gs.append(new_g)
+                    g[d.vreg], keep[d.vreg] = new_g, new_k
         block_defs[b] = per
         gen[b] = g
+        keep_all[b] = keep
     defined_in: dict[int, dict[VReg, int]] = {b: {} for b in cfg.order}
     order = cfg.reverse_postorder()
     changed = True
@@ -195,9 +206,13 @@ def _may_be_defined(
         for b in order:
             inn: dict[VReg, int] = {}
             for p in cfg.predecessors(b):
-                for src in (defined_in[p], gen[p]):
-                    for v, m in src.items():
+                keep = keep_all[p]
+                for v, m in defined_in[p].items():
+                    m &= keep.get(v, -1)
+                    if m:
                         inn[v] = inn.get(v, 0) | m
+                for v, m in gen[p].items():
+                    inn[v] = inn.get(v, 0) | m
             if inn != defined_in[b]:
                 defined_in[b] = inn
                 changed = True

@@ -66,7 +66,10 @@ class _BlockRun:
 
     # --- values --------------------------------------------------------------------------
     def entry_value(self, tag: Tag) -> Any:
-        return self.z3.Const(f"in_b{self.b}_{self.eq.vf.tag_symbol(tag)}", self.eq.sem.lane)
+        # Tags that one location holds at entry are equal (that is the relation assumed at the
+        # boundary): they share one symbol, named after the least of them.
+        rep = self.eq.canonical(self.b, tag)
+        return self.z3.Const(f"in_b{self.b}_{self.eq.vf.tag_symbol(rep)}", self.eq.sem.lane)
 
     def pget(self, tag: Tag) -> Any | None:
         """The virtual program's value of a tag; None when it is undefined here."""
@@ -161,6 +164,9 @@ class _BlockRun:
         return [self.qget(u) for u in self.eq.vf.units_of(op)]
 
     def pre_write(self, op: Operand, lanes: list[Any | None]) -> None:
+        for t in self.eq.vf.other_tags(op):
+            self.pv.pop(t, None)
+            self.undef_tags.add(t)
         for t, v in zip(self.eq.vf.tags_of(op), lanes):
             if v is None:
                 self.pv.pop(t, None)
@@ -369,9 +375,36 @@ class EquivalenceChecker:
         self.timeout_s = timeout_s
         self.seed = seed
         self.obligations: list[Obligation] = []
+        self._classes: dict[int, dict[Tag, Tag]] = {}
+        self._find: dict[int, Any] = {}
         self.assumptions: list[Any] = []
         self.findings: list[Finding] = []
         self.stats: dict[str, object] = {}
+
+    def canonical(self, block: int, tag: Tag) -> Tag:
+        """Union-find over the defined tags that a location holds together at block entry."""
+        parent = self._classes.get(block)
+        if parent is None:
+            parent = {}
+            state = self.vf.entry_states[block]
+
+            def find(t: Tag) -> Tag:
+                while parent.get(t, t) != t:
+                    t = parent[t]
+                return t
+
+            groups = [v for v in state.locs.values() if len(v) > 1]
+            groups += [v for store in state.lanes.values() for v in store.values() if len(v) > 1]
+            for tags in groups:
+                defined = sorted((t for t in tags if state.is_defined(t)), key=repr)
+                for t in defined[1:]:
+                    a, b = find(defined[0]), find(t)
+                    if a != b:
+                        lo, hi = sorted((a, b), key=repr)
+                        parent[hi] = lo
+            self._classes[block] = parent
+            self._find[block] = find
+        return self._find[block](tag)
 
     def oblige(self, place: Place, what: str, lhs: list[Any], rhs: list[Any]) -> None:
         self.obligations.append(Obligation(place, what, lhs, rhs))
@@ -428,22 +461,31 @@ class EquivalenceChecker:
                                          f"z3 could not decide equivalence: {s.reason_unknown()}", severity="unknown"))
             return
         model = s.model()
-        for ob, f in pending:
-            if z3.is_false(model.eval(f, model_completion=True)):
-                inputs = self.counterexample(model, ob)
-                shown = ", ".join(f"{k} = {v}" for k, v in inputs[:6])
-                self.findings.append(Finding(
-                    "not-equivalent", LAYER, ob.place,
-                    f"bb.{ob.place.block} line {ob.place.line}: {ob.what} fails" + (f" when {shown}" if shown else ""),
-                    counterexample=tuple(inputs)))
+        reported: set[int] = set()
+        for ob, f in sorted(pending, key=lambda x: (x[0].place.block, x[0].place.line)):
+            if ob.place.block in reported or not z3.is_false(model.eval(f, model_completion=True)):
+                continue
+            # One counterexample per block: later obligations of the block usually fail because
+            # of the first.
+            reported.add(ob.place.block)
+            inputs = self.counterexample(model, ob)
+            shown = ", ".join(f"{k} = {v}" for k, v in inputs[:6])
+            lane = next(i for i, (a, b) in enumerate(zip(ob.lhs, ob.rhs))
+                        if not z3.is_true(model.eval(a == b, model_completion=True)))
+            va = model.eval(ob.lhs[lane], model_completion=True)
+            vb = model.eval(ob.rhs[lane], model_completion=True)
+            self.findings.append(Finding(
+                "not-equivalent", LAYER, ob.place,
+                f"bb.{ob.place.block} line {ob.place.line}: {ob.what} fails: lane {lane} is {_hex(va)} in the virtual "
+                f"program but {_hex(vb)} in the allocated one" + (f" when {shown}" if shown else ""),
+                counterexample=tuple(inputs)))
 
-    def counterexample(self, model: Any, ob: Obligation) -> list[tuple[str, str]]:
-        """The entry values the failing obligation depends on, as plain strings."""
+    def leaves(self, terms: list[Any]) -> dict[str, Any]:
         z3 = self.z3
         seen: set[int] = set()
         names: dict[str, Any] = {}
-        stack = list(ob.lhs) + list(ob.rhs)
-        while stack and len(names) < 12:
+        stack = list(terms)
+        while stack and len(names) < 64:
             t = stack.pop()
             if t.get_id() in seen:
                 continue
@@ -452,8 +494,20 @@ class EquivalenceChecker:
                 names[t.decl().name()] = t
             else:
                 stack.extend(t.children())
-        out = []
-        for n in sorted(names):
-            v = model.eval(names[n], model_completion=True)
-            out.append((self.vf.pretty_symbol(n), f"0x{v.as_long():04x}" if z3.is_bv_value(v) else str(v)))
-        return out
+        return names
+
+    def counterexample(self, model: Any, ob: Obligation) -> list[tuple[str, str]]:
+        """Entry values the failing obligation depends on, as plain strings: first those only
+        one side reads (where the programs part ways), then the shared ones."""
+        left, right = self.leaves(ob.lhs), self.leaves(ob.rhs)
+        differing = sorted(set(left) ^ set(right))
+        shared = sorted(set(left) & set(right))
+        both = {**left, **right}
+        return [(self.vf.pretty_symbol(n), _hex(model.eval(both[n], model_completion=True)))
+                for n in differing + shared][:12]
+
+
+def _hex(v: Any) -> str:
+    import z3
+
+    return f"0x{v.as_long():04x}" if z3.is_bv_value(v) else str(v)

@@ -85,6 +85,16 @@ class Semantics:
     def const(self, v: int) -> Any:
         return self.z3.BitVecVal(v, LANE_BITS, self.ctx)
 
+    def apply(self, f: Any, args: Sequence[Any], result_bits: int) -> Any:
+        """f(args) without z3py's per-argument sort checks (all arguments are lanes or
+        tokens built here, so the sorts are right by construction)."""
+        z3 = self.z3
+        n = len(args)
+        arr = (z3.Ast * n)()
+        for i, a in enumerate(args):
+            arr[i] = a.as_ast()
+        return z3.BitVecRef(z3.Z3_mk_app(self.ctx.ref(), f.ast, n, arr), self.ctx)
+
     def func(self, name: str, arity: int, result: Any) -> Any:
         key = (name, arity)
         f = self._funcs.get(key)
@@ -109,14 +119,15 @@ class Semantics:
             for k in range(width):
                 name = f"{key.opcode}.{key.digest}.d{j}.l{k}"
                 if full:
-                    lanes.append(self.func(name, len(full), self.lane)(*full))
+                    lanes.append(self.apply(self.func(name, len(full), self.lane), full, LANE_BITS))
                 else:
                     lanes.append(self.z3.Const(name, self.lane))
             outs.append(lanes)
         new_token = None
         if token is not None and has_side_effects(ins):
             name = f"{key.opcode}.{key.digest}.mem"
-            new_token = self.func(name, len(full), self.token_sort)(*full) if full else self.z3.Const(name, self.token_sort)
+            new_token = (self.apply(self.func(name, len(full), self.token_sort), full, 64) if full
+                         else self.z3.Const(name, self.token_sort))
         return outs, new_token
 
     def interpret(self, ins: Instruction, inputs: Sequence[Sequence[Any]], def_widths: Sequence[int]) -> list[list[Any]] | None:

@@ -182,6 +182,12 @@ class _Walker:
             self.set_loc(u, frozenset())
             self.s.lanes.pop(u, None)
 
+    def undefine_rest(self, op: Operand) -> None:
+        """`undef %v.sub = ...`: the lanes of %v outside sub become undefined."""
+        for t in self.c.other_tags(op):
+            self.forget_tag(t)
+            self.s.defined.discard(t)
+
     def define(self, tags: list[Tag], units: tuple[int, ...],
                recipe: tuple[tuple[object, ...], tuple[Tag, ...]] | None) -> None:
         for t in tags:
@@ -216,6 +222,7 @@ class _Walker:
             ins = pre.instructions[step.pre]
             recipe = self.c.recipe(ins)
             for d in ins.defs:
+                self.undefine_rest(d)
                 self.define(self.c.tags_of(d), (), recipe)
         elif role is Role.ADDED:
             assert step.post is not None
@@ -268,6 +275,7 @@ class _Walker:
                     vregs=(po,),
                 )
                 units = units[: len(tags)]
+            self.undefine_rest(po)
             self.define(tags, units, self.c.recipe(pi) if is_pure(pi, allocated=False) else None)
 
     def check_use(self, block: int, post_index: int, qi: Instruction, po: Operand, qo: Operand) -> None:
@@ -457,6 +465,14 @@ class ValueFlowChecker:
         key = instruction_key(ins)
         self.remat_instructions.setdefault(key, ins)
         return key, tuple(t for op in value_inputs(ins) for t in self.tags_of(op))
+
+    def other_tags(self, op: Operand) -> list[Tag]:
+        """For an `undef` subregister def, the tags of the lanes it leaves undefined."""
+        if op.vreg is None or not op.subreg or not op.has("undef"):
+            return []
+        mine = set(self.tags_of(op))
+        width = self.classes[op.vreg].width_units
+        return [(op.vreg, slot) for slot in range(width) if (op.vreg, slot) not in mine]
 
     # operands -> tags / units
     def tags_of(self, op: Operand) -> list[Tag]:

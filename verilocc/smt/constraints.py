@@ -26,7 +26,7 @@ agree with that evaluation, and any disagreement or timeout is an "unknown" find
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from verilocc.alloc.alignment import (
     FunctionAlignment,
@@ -34,8 +34,8 @@ from verilocc.alloc.alignment import (
     instruction_key,
     is_constant_def,
     is_pure,
-    remat_ambiguous_keys,
 )
+from verilocc.alloc.homes import NUMBERED_FILES, HomeUse, collect_homes, make_register
 from verilocc.analysis.liveness import Liveness
 from verilocc.analysis.operands import VReg, physreg_at, resolve_operand, slot_mask
 from verilocc.errors import TargetError
@@ -51,17 +51,13 @@ from verilocc.target import (
     function_budget,
     function_reserved_registers,
     is_defined,
-    mask_to_slots,
-    parse_physreg,
     reservations,
     slots_to_mask,
-    subreg_mask,
 )
 
 LAYER = "constraints"
+_NUMBERED = NUMBERED_FILES
 _PREFIX = {RegFile.SGPR: "sgpr", RegFile.VGPR: "vgpr", RegFile.AGPR: "agpr"}
-# Files whose tuples are contiguous registers numbered from 0.
-_NUMBERED = (RegFile.SGPR, RegFile.VGPR, RegFile.AGPR)
 
 
 def lane_runs(mask: int) -> list[tuple[int, int]]:
@@ -79,11 +75,6 @@ def lane_runs(mask: int) -> list[tuple[int, int]]:
             mask >>= 1
             i += 1
     return runs
-
-
-def make_register(file: RegFile, index: int, count32: int) -> PhysReg:
-    prefix = _PREFIX[file]
-    return parse_physreg("_".join(f"{prefix}{i}" for i in range(index, index + count32)))
 
 
 @dataclass(frozen=True)
@@ -271,14 +262,6 @@ def _member_smt(var: str, allowed: tuple[int, ...]) -> str:
     return terms[0] if len(terms) == 1 else "(or " + " ".join(terms) + ")"
 
 
-@dataclass
-class HomeUse:
-    reg: PhysReg  # the whole home register
-    place: Place
-    op_text: str
-    opcode: str
-
-
 # Since gfx90a, memory instructions take AGPRs as data operands and MFMAs take either file for
 # their accumulators (FeatureGFX90AInsts; LLVM gives such operands AV_* classes). After a split,
 # LLVM inflates a virtual register's class to the AV class its operands allow, so a value of a
@@ -317,29 +300,13 @@ class ConstraintChecker:
         self.disjoint: list[Disjoint] = []
         self.values: dict[str, int] = {}
         self.remat: set[VReg] = set()
+        self._pre_to_post: dict[tuple[int, int], int] = {
+            (b, st.pre): st.post
+            for b, steps in alignment.steps.items()
+            for st in steps
+            if st.role is Role.MATCHED and st.pre is not None and st.post is not None
+        }
         self._allowed_cache: dict[str, tuple[int, ...]] = {}
-
-    # --- homes ---------------------------------------------------------------------------
-    def home_of(self, phys: PhysReg, vreg: VReg, subreg: str | None) -> PhysReg | None:
-        cls = self.classes[vreg]
-        if not subreg:
-            return phys
-        offset = mask_to_slots(subreg_mask(subreg))[0]
-        if phys.file in _NUMBERED and offset % 2 == 0 and cls.width_units % 2 == 0 and len(phys.units) % 2 == 0:
-            index = phys.index - offset // 2
-            if index < 0:
-                return None
-            try:
-                return make_register(phys.file, index, cls.width_units // 2)
-            except TargetError:
-                return None
-        for m in cls.members(self.target):
-            try:
-                if m.subreg(subreg).units == phys.units:
-                    return m
-            except TargetError:
-                continue
-        return None
 
     def rematerialised_vregs(self) -> set[VReg]:
         """Virtual registers whose live range LLVM may have cut by rematerialisation.
@@ -363,37 +330,70 @@ class ConstraintChecker:
                     out.update(d.vreg for d in ins.defs if d.vreg is not None)
         return out
 
+    def _copy_units(self, ins: Instruction, fn: Function) -> tuple[frozenset[int], frozenset[int]] | None:
+        """(destination units, source units) of a COPY; virtual operands through their homes."""
+        regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
+        if len(regs) != 2:
+            return None
+        out: list[frozenset[int]] = []
+        for op in regs:
+            if op.phys is not None:
+                out.append(frozenset(physreg_at(fn, op, op.phys).units))
+            elif op.vreg is not None and len(self.homes.get(op.vreg, {})) == 1:
+                ref = resolve_operand(fn, op, self.classes)
+                home = next(iter(self.homes[op.vreg].values())).reg
+                assert ref is not None
+                out.append(frozenset(home.lanes(ref.mask)))
+            else:
+                return None
+        return out[0], out[1]
+
     def moved_vregs(self) -> set[VReg]:
         """Virtual registers that allocator-inserted moves take out of (or into) their home.
 
         A post-only COPY or spill that reads or writes the home of a value live at that point
         means LLVM split the value's live range: its pre-RA live range no longer says where it
-        is, so it gets no variable here (value flow follows it through the moves).
+        is, so it gets no variable here (value flow follows it through the moves). A post COPY
+        that is just the virtual program's own COPY between the same homes moves nothing.
         """
-        from verilocc.alloc.alignment import MOVE_OPCODES
-
         out: set[VReg] = set()
-        home_units = {v: set(next(iter(h.values())).reg.units) for v, h in self.homes.items() if len(h) == 1}
         by_unit: dict[int, set[VReg]] = {}
-        for v, units in home_units.items():
-            for u in units:
-                by_unit.setdefault(u, set()).add(v)
+        for v, h in self.homes.items():
+            if len(h) == 1:
+                for u in next(iter(h.values())).reg.units:
+                    by_unit.setdefault(u, set()).add(v)
+        pre_blocks = {b.number: b for b in self.pre.blocks}
         post_blocks = {b.number: b for b in self.post.blocks}
         for b, steps in self.alignment.steps.items():
-            wanted: dict[int, list[set[int]]] = {}
+            wanted: dict[int, list[frozenset[int]]] = {}
             pre_idx = -1
+            gap_copies: list[tuple[frozenset[int], frozenset[int]]] = []
             for st in steps:
+                if st.role is Role.MATCHED:
+                    gap_copies = []
                 if st.pre is not None:
                     pre_idx = st.pre
-                if st.pre is None and st.role in (Role.MOVE, Role.SPILL) and st.post is not None:
-                    ins = post_blocks[b].instructions[st.post]
-                    if ins.opcode in MOVE_OPCODES and ins.opcode != "COPY":
+                    pi = pre_blocks[b].instructions[st.pre]
+                    if st.role is Role.MOVE and pi.opcode == "COPY":
+                        units = self._copy_units(pi, self.pre)
+                        if units is not None:
+                            gap_copies.append(units)
+                    continue
+                if st.post is None or st.role not in (Role.MOVE, Role.SPILL):
+                    continue
+                qi = post_blocks[b].instructions[st.post]
+                if st.role is Role.MOVE and qi.opcode != "COPY":
+                    continue
+                if qi.opcode == "COPY":
+                    units = self._copy_units(qi, self.post)
+                    if units is not None and units in gap_copies:
+                        gap_copies.remove(units)
                         continue
-                    units: set[int] = set()
-                    for op in ins.operands:
-                        if op.kind == "reg" and op.phys is not None and not op.is_implicit:
-                            units.update(physreg_at(self.post, op, op.phys).units)
-                    wanted.setdefault(pre_idx, []).append(units)
+                touched: set[int] = set()
+                for op in qi.operands:
+                    if op.kind == "reg" and op.phys is not None and not op.is_implicit:
+                        touched.update(physreg_at(self.post, op, op.phys).units)
+                wanted.setdefault(pre_idx, []).append(frozenset(touched))
             if not wanted:
                 continue
             live_at: dict[int, set[VReg]] = {}
@@ -404,38 +404,19 @@ class ConstraintChecker:
                     live_at[idx] = set(live.vregs)
             for idx, unit_sets in wanted.items():
                 live = live_at.get(idx, set())
-                for units in unit_sets:
-                    for u in units:
+                for touched_units in unit_sets:
+                    for u in touched_units:
                         out.update(v for v in by_unit.get(u, ()) if v in live)
         return out
 
     def collect_homes(self) -> None:
-        pre_blocks = {b.number: b for b in self.pre.blocks}
-        post_blocks = {b.number: b for b in self.post.blocks}
-        for b, steps in sorted(self.alignment.steps.items()):
-            ambiguous = remat_ambiguous_keys(pre_blocks[b].instructions, post_blocks[b].instructions)
-            for st in steps:
-                if st.role is not Role.MATCHED:
-                    continue
-                assert st.pre is not None and st.post is not None
-                pi = pre_blocks[b].instructions[st.pre]
-                qi = post_blocks[b].instructions[st.post]
-                if ambiguous and instruction_key(pi) in ambiguous:
-                    continue  # a rematerialised copy may be paired here: value flow decides
-                for po, qo in zip(pi.operands, qi.operands):
-                    if po.kind != "reg" or qo.kind != "reg" or po.vreg is None or qo.phys is None:
-                        continue
-                    place = Place(self.post.file, self.post.name, b, st.post, qo.line, qo.column)
-                    phys = physreg_at(self.post, qo, qo.phys)
-                    home = self.home_of(phys, po.vreg, po.subreg)
-                    if home is None:
-                        self.findings.append(Finding(
-                            "class", LAYER, place,
-                            f"bb.{b} line {qo.line}: {po.register_text} is in ${phys.name}, but no register of class "
-                            f"{self.classes[po.vreg].name} has {po.subreg} there",
-                            vregs=(f"%{po.vreg}",), physregs=(f"${phys.name}",)))
-                        continue
-                    self.homes.setdefault(po.vreg, {}).setdefault(home.name, HomeUse(home, place, qo.text, qi.opcode))
+        found = collect_homes(self.pre, self.post, self.alignment, self.classes, self.target)
+        self.homes = found.homes
+        for v, text, phys, place in found.impossible:
+            self.findings.append(Finding(
+                "class", LAYER, place,
+                f"bb.{place.block} line {place.line}: {text} is in ${phys.name}, but no register of class "
+                f"{self.classes[v].name} has it as that subregister", vregs=(f"%{v}",), physregs=(f"${phys.name}",)))
 
     # --- constraints ---------------------------------------------------------------------
     def allowed(self, cls: RegisterClass) -> tuple[int, ...]:
@@ -584,24 +565,33 @@ class ConstraintChecker:
             if not c.holds(self.values):
                 self.findings.append(self.describe(c))
 
+    def post_place(self, place: Place) -> Place:
+        """The allocated program's instruction paired with a virtual program's one, if any."""
+        post_index = self._pre_to_post.get((place.block, place.index))
+        if post_index is None:
+            return place
+        ins = self.post.block(place.block).instructions[post_index]
+        return Place(self.post.file, self.post.name, place.block, post_index, ins.line, ins.column)
+
     def describe(self, c: Disjoint) -> Finding:
         pa = self.values[c.a.var] if c.a.var else c.a.const
         assert pa is not None
         where = self.unit_name(pa, c.a_mask)
         other = c.b.label if c.b.var else self.unit_name(c.b.const or 0, c.b_mask)
         b = c.place.block
+        place = self.post_place(c.place)
         if c.kind == "early-clobber":
-            msg = (f"bb.{b} line {c.place.line}: early-clobber def {c.def_text} (in {where}) overlaps the use of "
+            msg = (f"bb.{b} line {place.line}: early-clobber def {c.def_text} (in {where}) overlaps the use of "
                    f"{other} in the same instruction")
         else:
             read_at = self.next_read(c) if c.live_vreg is not None else None
             lanes = self.lanes_text(c.live_vreg, c.b_mask) if c.live_vreg is not None else ""
             other_where = self.unit_name(self.values[c.b.var], c.b_mask) if c.b.var else other
-            msg = (f"at bb.{b} line {c.place.line}, {other}{lanes} (in {other_where}) is still live"
+            msg = (f"at bb.{b} line {place.line}, {other}{lanes} (in {other_where}) is still live"
                    + (f" (read at line {read_at})" if read_at else "")
                    + f" when {c.def_text} is defined in {where} and overwrites it")
         vregs = tuple(x.label for x in (c.a, c.b) if x.var)
-        return Finding(c.kind, LAYER, c.place, msg, vregs=vregs,
+        return Finding(c.kind, LAYER, place, msg, vregs=vregs,
                        physregs=tuple(sorted({self.unit_name(pa, c.a_mask)})))
 
     def lanes_text(self, v: VReg, mask: int) -> str:
@@ -641,12 +631,12 @@ class ConstraintChecker:
         while queue:
             b, i = queue.pop(0)
             block = pre_blocks[b]
-            for ins in block.instructions[i:]:
+            for k, ins in enumerate(block.instructions[i:], start=i):
                 for op in ins.operands:
                     if op.kind == "reg" and op.vreg == w and not op.is_def and not op.has("undef"):
                         ref = resolve_operand(self.pre, op, self.classes)
                         if ref is not None and slot_mask(ref.mask) & c.b_mask:
-                            return op.line
+                            return self.post_place(Place(self.pre.file, self.pre.name, b, k, op.line)).line
             for s in self.liveness.cfg.successors(b):
                 if s not in seen:
                     seen.add(s)

@@ -1,0 +1,98 @@
+"""Homes: where the allocated program keeps each virtual register, read off paired operands.
+
+Every pair of a virtual operand `%7.sub1` (pre) and a physical operand `$vgpr5` (post) of the
+same instruction says that %7 lives, at that point, in the whole register whose sub1 is
+$vgpr5: its *home* there (`$vgpr4_vgpr5`). A virtual register with one home everywhere was
+assigned a register; several homes mean LLVM split or moved it (or the allocation reads the
+wrong register, which value flow decides). Pairs of instructions whose pairing is a guess
+(rematerialised copies of one key) are skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from verilocc.alloc.alignment import FunctionAlignment, Role, instruction_key, remat_ambiguous_keys
+from verilocc.analysis.operands import VReg, physreg_at
+from verilocc.errors import TargetError
+from verilocc.findings import Place
+from verilocc.mir.model import Function
+from verilocc.target import PhysReg, RegFile, RegisterClass, Target, mask_to_slots, parse_physreg, subreg_mask
+
+_PREFIX = {RegFile.SGPR: "sgpr", RegFile.VGPR: "vgpr", RegFile.AGPR: "agpr"}
+NUMBERED_FILES = tuple(_PREFIX)
+
+
+def make_register(file: RegFile, index: int, count32: int) -> PhysReg:
+    """The tuple of `count32` registers of `file` from `index` (`vgpr4_vgpr5`)."""
+    prefix = _PREFIX[file]
+    return parse_physreg("_".join(f"{prefix}{i}" for i in range(index, index + count32)))
+
+
+def home_of(phys: PhysReg, cls: RegisterClass, subreg: str | None, target: Target) -> PhysReg | None:
+    """The register of class width whose `subreg` is `phys`, or None if there is none."""
+    if not subreg:
+        return phys
+    offset = mask_to_slots(subreg_mask(subreg))[0]
+    if phys.file in NUMBERED_FILES and offset % 2 == 0 and cls.width_units % 2 == 0 and len(phys.units) % 2 == 0:
+        index = phys.index - offset // 2
+        if index < 0:
+            return None
+        try:
+            return make_register(phys.file, index, cls.width_units // 2)
+        except TargetError:
+            return None
+    for m in cls.members(target):
+        try:
+            if m.subreg(subreg).units == phys.units:
+                return m
+        except TargetError:
+            continue
+    return None
+
+
+@dataclass
+class HomeUse:
+    reg: PhysReg  # the whole home register
+    place: Place  # the first allocated operand that shows it
+    op_text: str
+    opcode: str
+
+
+@dataclass
+class Homes:
+    homes: dict[VReg, dict[str, HomeUse]] = field(default_factory=dict)
+    # Operands whose register cannot be a subregister of any register of the class.
+    impossible: list[tuple[VReg, str, PhysReg, Place]] = field(default_factory=list)
+
+    def single(self, v: VReg) -> PhysReg | None:
+        h = self.homes.get(v)
+        return next(iter(h.values())).reg if h is not None and len(h) == 1 else None
+
+
+def collect_homes(pre: Function, post: Function, alignment: FunctionAlignment,
+                  classes: dict[VReg, RegisterClass], target: Target) -> Homes:
+    out = Homes()
+    pre_blocks = {b.number: b for b in pre.blocks}
+    post_blocks = {b.number: b for b in post.blocks}
+    for b, steps in sorted(alignment.steps.items()):
+        ambiguous = remat_ambiguous_keys(pre_blocks[b].instructions, post_blocks[b].instructions)
+        for st in steps:
+            if st.role is not Role.MATCHED:
+                continue
+            assert st.pre is not None and st.post is not None
+            pi = pre_blocks[b].instructions[st.pre]
+            qi = post_blocks[b].instructions[st.post]
+            if ambiguous and instruction_key(pi) in ambiguous:
+                continue  # a rematerialised copy may be paired here: value flow decides
+            for po, qo in zip(pi.operands, qi.operands):
+                if po.kind != "reg" or qo.kind != "reg" or po.vreg is None or qo.phys is None:
+                    continue
+                place = Place(post.file, post.name, b, st.post, qo.line, qo.column)
+                phys = physreg_at(post, qo, qo.phys)
+                home = home_of(phys, classes[po.vreg], po.subreg, target)
+                if home is None:
+                    out.impossible.append((po.vreg, po.register_text, phys, place))
+                    continue
+                out.homes.setdefault(po.vreg, {}).setdefault(home.name, HomeUse(home, place, qo.text, qi.opcode))
+    return out
