@@ -27,7 +27,7 @@ demo: install
 	$(BIN)/verilocc verify $(CORPUS)/$(DEMO).post.mir --pre $(CORPUS)/$(DEMO).pre.mir
 
 test: install llvm
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 bench: install llvm
 	$(BIN)/python bench/verify_bench.py

@@ -30,11 +30,19 @@ def write_output(path: str | None, text: str, inputs: Sequence[str | None]) -> N
     for inp in inputs:
         if inp and target.exists() and Path(inp).exists() and target.resolve() == Path(inp).resolve():
             raise InputError("refusing to write the output over an input file", path, 0, 0)
+    if target.is_dir():
+        raise InputError("cannot write the output: is a directory", path, 0, 0)
     directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=".verilocc-", dir=directory)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, target)
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".verilocc-", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as e:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise InputError(f"cannot write the output: {e.strerror or e}", path, 0, 0) from None
 
 
 def _layers(text: str) -> tuple[str, ...]:
@@ -57,7 +65,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     opts = Options(mcpu=args.mcpu, layers=args.layers, timeout_s=args.timeout, seed=args.seed)
     report = verify_modules(post, pre, opts, extra_findings=extra)
     if args.format == "json":
-        write_output(args.output, to_json(report), [args.alloc, args.pre, args.assignment])
+        write_output(args.output, to_json(report, timings=args.timings), [args.alloc, args.pre, args.assignment])
     elif args.format == "sarif":
         write_output(args.output, to_sarif(report), [args.alloc, args.pre, args.assignment])
     else:
@@ -108,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only these layers: constraints, value-flow, equivalence (a subset never VERIFIES)")
     v.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query (default 60)")
     v.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
+    v.add_argument("--timings", action="store_true", help="add seconds per layer to the JSON stats")
     v.set_defaults(func=cmd_verify)
 
     m = sub.add_parser("materialise", help="apply an assignment to a pre-RA MIR file and print the post-RA MIR",
@@ -129,13 +138,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except InputError as e:
-        print(str(e), file=sys.stderr)
+        print(" ".join(str(e).split("\n")), file=sys.stderr)  # always one line
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("verilocc: interrupted", file=sys.stderr)
         return EXIT_UNKNOWN
     except RecursionError:
-        print("verilocc: error: input nests too deeply", file=sys.stderr)
+        print("<input>:0:0: error: input nests too deeply", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as e:  # noqa: BLE001 - never a traceback, never a verdict
         if os.environ.get("VERILOCC_DEBUG"):

@@ -16,7 +16,7 @@ from verilocc.alloc.alignment import FunctionAlignment, align_functions
 from verilocc.alloc.assignment import materialise, read_assignment
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.liveness import compute_liveness
-from verilocc.analysis.operands import vreg_classes
+from verilocc.analysis.operands import check_header_registers, vreg_classes
 from verilocc.analysis.undefined import undefined_reads
 from verilocc.errors import InputError, TargetError
 from verilocc.findings import LAYERS, Finding, FunctionResult, Place, Report
@@ -99,6 +99,9 @@ def verify_modules(post: Module, pre: Module | None, opts: Options, extra_findin
 def verify_function(post: Function, pre: Function | None, target: Target, opts: Options) -> FunctionResult:
     fr = FunctionResult(post.name, target.name, [])
     t0 = time.perf_counter()
+    for f in (post, pre):
+        if f is not None:
+            check_header_registers(f, target)
     post_classes = vreg_classes(post)
     post_cfg = build_cfg(post)
     if "constraints" in opts.layers:
@@ -113,6 +116,7 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         )
         fr.stats["seconds"] = round(time.perf_counter() - t0, 3)
         return fr
+    fr.findings.extend(unsupported_constructs(post))
     pre_classes = vreg_classes(pre)
     pre_cfg = build_cfg(pre)
     alignment = align_functions(pre, post)
@@ -140,6 +144,7 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         fr.layers.append("equivalence")
         fr.stats.update(eq.stats)
     t4 = time.perf_counter()
+    fr.findings = dedupe(fr.findings)
     missing = [layer for layer in LAYERS if layer not in fr.layers]
     if missing:
         fr.notes.append("layers not run: " + ", ".join(missing) + " (the verdict cannot be VERIFIED)")
@@ -152,6 +157,39 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         }
     )
     return fr
+
+
+def unsupported_constructs(fn: Function) -> list[Finding]:
+    """Constructs whose meaning the layers do not model: an explicit UNKNOWN, never a pass.
+
+    A register mask (calls) clobbers every register it does not preserve, and a bundle reads
+    all its inputs before any of its defs; the value-flow and equivalence layers model
+    neither, so a proof through them would not be a proof.
+    """
+    out: list[Finding] = []
+    for b in fn.blocks:
+        for idx, ins in enumerate(b.instructions):
+            what = None
+            if ins.opens_bundle:
+                what = "an instruction bundle"
+            elif any(op.kind == "regmask" for op in ins.operands):
+                what = f"the register mask of `{ins.opcode}` (a call clobbering registers)"
+            if what is not None:
+                out.append(Finding("unsupported", "value-flow", Place(fn.file, fn.name, b.number, idx, ins.line, ins.column),
+                                   f"bb.{b.number} line {ins.line}: {what} is not modelled; the proof stops here",
+                                   severity="unknown"))
+    return out
+
+
+def dedupe(findings: list[Finding]) -> list[Finding]:
+    """One finding per (layer, kind, place): checks with and without the virtual program can
+    see the same fault; keep the one that names the virtual registers."""
+    best: dict[tuple[object, ...], Finding] = {}
+    for f in findings:
+        key = (f.layer, f.kind, f.place.file, f.place.line, f.place.column, f.severity)
+        if key not in best or len(f.vregs) > len(best[key].vregs):
+            best[key] = f
+    return sorted(best.values(), key=Finding.sort_key)
 
 
 def cfg_findings(pre: Function, post: Function, alignment: FunctionAlignment) -> list[Finding]:

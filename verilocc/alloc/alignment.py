@@ -102,7 +102,8 @@ def is_constant_def(ins: Instruction, allocated: bool) -> bool:
     return is_pure(ins, allocated) and not value_inputs(ins)
 
 
-def align_block(pre: list[Instruction], post: list[Instruction]) -> list[Step]:
+def align_block(pre: list[Instruction], post: list[Instruction],
+                known_keys: set[tuple[object, ...]] | None = None) -> list[Step]:
     """Pair the real instructions of two versions of one block; keep program order."""
     pre_real = [i for i, ins in enumerate(pre) if ins.opcode not in MOVE_OPCODES and not is_constant_def(ins, False)]
     post_real = [
@@ -122,7 +123,7 @@ def align_block(pre: list[Instruction], post: list[Instruction]) -> list[Step]:
         if i in pair_of_pre:
             target = pair_of_pre[i]
             while j < target:
-                steps.append(_post_only(post, j))
+                steps.append(_post_only(post, j, known_keys))
                 j += 1
             steps.append(Step(Role.MATCHED, i, target))
             j = target + 1
@@ -133,18 +134,20 @@ def align_block(pre: list[Instruction], post: list[Instruction]) -> list[Step]:
         else:
             steps.append(Step(Role.DROPPED, i, None))
     while j < len(post):
-        steps.append(_post_only(post, j))
+        steps.append(_post_only(post, j, known_keys))
         j += 1
     return steps
 
 
-def _post_only(post: list[Instruction], j: int) -> Step:
+def _post_only(post: list[Instruction], j: int, known_keys: set[tuple[object, ...]] | None) -> Step:
+    """Classify an unpaired instruction of the allocated program. A pure one rematerialises a
+    definition only if the virtual program has an instruction with its key somewhere."""
     ins = post[j]
     if ins.opcode in MOVE_OPCODES:
         return Step(Role.MOVE, None, j)
     if is_spill_code(ins):
         return Step(Role.SPILL, None, j)
-    if is_pure(ins, allocated=True):
+    if is_pure(ins, allocated=True) and (known_keys is None or instruction_key(ins) in known_keys):
         return Step(Role.REMAT, None, j)
     return Step(Role.ADDED, None, j)
 
@@ -172,10 +175,11 @@ class FunctionAlignment:
 def align_functions(pre: Function, post: Function) -> FunctionAlignment:
     post_blocks = {b.number: b for b in post.blocks}
     pre_blocks = {b.number: b for b in pre.blocks}
+    known = {instruction_key(ins) for b in pre.blocks for ins in b.instructions}
     steps: dict[int, list[Step]] = {}
     for num, pb in pre_blocks.items():
         if num in post_blocks:
-            steps[num] = align_block(pb.instructions, post_blocks[num].instructions)
+            steps[num] = align_block(pb.instructions, post_blocks[num].instructions, known)
     return FunctionAlignment(
         steps=steps,
         missing_blocks=sorted(set(pre_blocks) - set(post_blocks)),

@@ -51,10 +51,24 @@ def parse_assignment(text: str, file: str = "<assignment>") -> Assignment:
 
 
 def read_assignment(path: str) -> Assignment:
+    from verilocc.mir import parser
+
+    p = Path(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read assignment: {e}", path, 0, 0) from None
+        if p.is_dir():
+            raise InputError("is a directory, expected an assignment file", path, 0, 0)
+        size = p.stat().st_size
+        if size > parser.MAX_FILE_BYTES:
+            raise InputError(f"file is {size} bytes, larger than the {parser.MAX_FILE_BYTES} byte limit", path, 0, 0)
+        data = p.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read assignment: {e.strerror or e}", path, 0, 0) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise InputError("file is not UTF-8 text", path, line, col) from None
     return parse_assignment(text, path)
 
 

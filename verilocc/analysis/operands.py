@@ -12,8 +12,18 @@ from dataclasses import dataclass
 from verilocc.errors import InputError, TargetError
 from verilocc.mir.model import Function, Operand
 import functools
+import re
 
-from verilocc.target import PhysReg, RegisterClass, get_class, parse_physreg, slots_to_mask, subreg_mask
+from verilocc.target import (
+    PhysReg,
+    RegisterClass,
+    Target,
+    function_reserved_registers,
+    get_class,
+    parse_physreg,
+    slots_to_mask,
+    subreg_mask,
+)
 
 VReg = int | str
 
@@ -72,7 +82,38 @@ def vreg_classes(fn: Function) -> dict[VReg, RegisterClass]:
             for op in ins.operands:
                 if op.vreg is not None and op.vreg not in out:
                     raise InputError(f"virtual register %{op.vreg} has no register class", fn.file, op.line, op.column)
+                if op.vreg is not None and op.reg_class and op.reg_class != out[op.vreg].name:
+                    # An annotation must name a known class, the one the register already has.
+                    try:
+                        cls = get_class(op.reg_class)
+                    except TargetError as e:
+                        raise InputError(str(e), fn.file, op.line, op.column) from None
+                    if cls.name != out[op.vreg].name:
+                        raise InputError(f"conflicting register classes for %{op.vreg}: {op.reg_class}, "
+                                         f"previously {out[op.vreg].name}", fn.file, op.line, op.column)
     return out
+
+
+def check_header_registers(fn: Function, target: Target) -> None:
+    """The registers `machineFunctionInfo` names must exist: an InputError at the first unknown one."""
+    try:
+        function_reserved_registers(fn.machine_function_info, target)
+    except TargetError as e:
+        line, col = fn.line + 1, 1
+        for k, text in enumerate(fn.header_text.split("\n")):
+            bad = next((m for m in re.finditer(r"\$[A-Za-z_]\w*", text) if not _is_physreg(m.group())), None)
+            if bad is not None:
+                line, col = fn.line + 1 + k, bad.start() + 1
+                break
+        raise InputError(str(e), fn.file, line, col) from None
+
+
+def _is_physreg(name: str) -> bool:
+    try:
+        parse_physreg(name)
+    except TargetError:
+        return False
+    return True
 
 
 def physreg_at(fn: Function, op: Operand, name: str) -> PhysReg:

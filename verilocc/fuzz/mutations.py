@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from verilocc.mir.model import Function, Instruction, Module, Operand
-from verilocc.target import RegFile, TargetError, parse_physreg
+from verilocc.errors import TargetError
+from verilocc.target import RegFile, parse_physreg
 
 # Opcodes with the same operands and a different meaning, for `change_opcode`.
 OPCODE_SWAPS = {

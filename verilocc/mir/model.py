@@ -175,6 +175,7 @@ class Function:
     ir_attributes: dict[str, str] = field(default_factory=dict)  # "target-cpu" -> "gfx90a", ...
     body_line: int = 0  # line of `body:`
     trailer_text: str = ""  # YAML keys after `body:` (rare), printed back unchanged
+    body_blank_lines: int = 1  # blank lines closing the body (LLVM 19 writes one, LLVM 22 none)
 
     @property
     def target_cpu(self) -> str | None:
@@ -207,6 +208,7 @@ class Module:
     file: str
     ir_text: str | None  # the embedded LLVM IR module, as written (None when absent)
     functions: list[Function]
+    ir_blank_lines: int = 1  # blank lines closing the IR document (LLVM 19 writes one, LLVM 22 none)
     # Text between documents we keep verbatim (the `--- |` header line etc.) is regenerated.
 
     def function(self, name: str) -> Function:

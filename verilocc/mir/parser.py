@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from verilocc.errors import InputError
+from verilocc.errors import InputError, TargetError
 from verilocc.mir.model import (
     INSTR_FLAGS,
     REG_FLAGS,
@@ -30,6 +30,7 @@ from verilocc.mir.model import (
     Operand,
     VRegDecl,
 )
+from verilocc.target import parse_physreg
 
 # Larger inputs are refused with one line instead of exhausting memory.
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -47,6 +48,7 @@ _REG = re.compile(
 _PAREN_GROUP = re.compile(r"\(([^()]*)\)")
 _INT = re.compile(r"-?\d+$")
 _LIVEIN = re.compile(r"\$([A-Za-z_]\w*)(?::(0x[0-9A-Fa-f]+|\d+))?$")
+_MBB_REF = re.compile(r"%bb\.([0-9]+)(?:\.[^\s(),]+)?$")
 _SUCCESSOR = re.compile(r"%bb\.(\d+)(?:\.[^\s(]+)?(?:\(([^()]*)\))?$")
 _TRAILER_KEYWORDS = (
     "debug-location",
@@ -97,6 +99,7 @@ def parse_module(text: str, file: str = "<input>") -> Module:
     lines = text.split("\n")
     docs = _split_documents(lines, file)
     ir_text: str | None = None
+    ir_blank = 0
     functions: list[Function] = []
     for start, body in docs:
         first = body[0] if body else ""
@@ -104,6 +107,7 @@ def parse_module(text: str, file: str = "<input>") -> Module:
         if opener.rstrip().endswith("|") and ir_text is None and not functions:
             # `--- |` opens the embedded IR module.
             ir_text = "\n".join(_dedent_block(body))
+            ir_blank = _trailing_blank_lines(body)
             continue
         if not any(ln.strip() and not ln.lstrip().startswith("#") for ln in body):
             continue
@@ -111,7 +115,16 @@ def parse_module(text: str, file: str = "<input>") -> Module:
         functions.append(_parse_function(lines, start, len(body), file, ir_text))
     if not functions:
         raise InputError("no machine function found (expected a `---` document with `name:`)", file, 1, 1)
-    return Module(file=file, ir_text=ir_text, functions=functions)
+    return Module(file=file, ir_text=ir_text, functions=functions, ir_blank_lines=ir_blank)
+
+
+def _trailing_blank_lines(lines: list[str]) -> int:
+    n = 0
+    for ln in reversed(lines):
+        if ln.strip():
+            break
+        n += 1
+    return n
 
 
 def _split_documents(lines: list[str], file: str) -> list[tuple[int, list[str]]]:
@@ -189,21 +202,35 @@ def _parse_function(
                 break
     header_text = "\n".join(lines[start:header_end])
     trailer_text = "\n".join(lines[body_lines_end:end])
-    header = _load_yaml(header_text + "\n" + trailer_text, file, start)
+    header = _load_yaml(header_text + "\n" + trailer_text, file, start,
+                        list(range(start, header_end)) + list(range(body_lines_end, end)))
     if not isinstance(header, dict) or "name" not in header:
         raise InputError("machine function document without `name:`", file, start + 1, 1)
     name = str(header["name"])
+    for key, kind in _HEADER_KEY_TYPES.items():
+        value = header.get(key)
+        if value is not None and not isinstance(value, kind):
+            what = "a list" if kind is list else "a mapping"
+            raise InputError(f"`{key}:` must be {what}", file, _find_line(lines, start, header_end, key + ":"), 1)
     registers = _parse_registers(header.get("registers"), lines, start, header_end, file)
     liveins: list[tuple[str, str | None]] = []
     for entry in header.get("liveins") or []:
         if not isinstance(entry, dict) or "reg" not in entry:
             raise InputError("malformed `liveins:` entry", file, _find_line(lines, start, header_end, "liveins:"), 1)
         reg = str(entry["reg"]).lstrip("$")
+        try:
+            parse_physreg(reg)
+        except TargetError as e:
+            line, col = _find_text(lines, start, header_end, str(entry["reg"]))
+            raise InputError(str(e), file, line, col) from None
         vr = entry.get("virtual-reg") or None
         liveins.append((reg, str(vr) if vr else None))
     blocks: list[Block] = []
     if body_at is not None:
         blocks = _BodyParser(lines, body_at + 1, body_lines_end, file).parse()
+    if not blocks:
+        at = body_at + 1 if body_at is not None else start + 1
+        raise InputError(f"function '{name}' has no basic blocks (empty or truncated `body:`)", file, at, 1)
     attrs = _ir_function_attributes(ir_text, name)
     return Function(
         name=name,
@@ -216,8 +243,28 @@ def _parse_function(
         blocks=blocks,
         ir_attributes=attrs,
         body_line=(body_at + 1) if body_at is not None else 0,
+        body_blank_lines=_trailing_blank_lines(lines[body_at + 1:body_lines_end]) if body_at is not None else 0,
         trailer_text=trailer_text,
     )
+
+
+# Header keys the analyses read, and the YAML type they must have.
+_HEADER_KEY_TYPES: dict[str, type] = {
+    "liveins": list,
+    "frameInfo": dict,
+    "fixedStack": list,
+    "stack": list,
+    "machineFunctionInfo": dict,
+}
+
+
+def _find_text(lines: list[str], start: int, end: int, text: str) -> tuple[int, int]:
+    """(line, column) of the first occurrence of `text` in lines[start:end], else the start."""
+    for i in range(start, end):
+        at = lines[i].find(text) if text else -1
+        if at >= 0:
+            return i + 1, at + 1
+    return start + 1, 1
 
 
 def _find_line(lines: list[str], start: int, end: int, key: str) -> int:
@@ -227,16 +274,51 @@ def _find_line(lines: list[str], start: int, end: int, key: str) -> int:
     return start + 1
 
 
-def _load_yaml(text: str, file: str, first_line_index: int) -> Any:
+# Deeper YAML crashes libyaml's recursive composer (a segmentation fault near 25,000 levels)
+# and Python's recursion limit later on; llc writes at most 4 levels.
+_MAX_YAML_DEPTH = 100
+
+
+def _load_yaml(text: str, file: str, first_line_index: int, source_lines: list[int] | None = None) -> Any:
+    """Load a YAML header; `source_lines[k]` is the file line index of the text's line k."""
+
+    def place(k: int) -> int:
+        if source_lines is None:
+            return first_line_index + k + 1
+        return (source_lines[k] if k < len(source_lines) else (source_lines[-1] + 1 if source_lines else first_line_index)) + 1
+
     try:
+        # libyaml's event parser keeps its own stack: measure the depth before composing.
+        depth = 0
+        for ev in yaml.parse(text, Loader=_YAML_LOADER):
+            if isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > _MAX_YAML_DEPTH:
+                    mark = ev.start_mark
+                    raise InputError(f"YAML nests more than {_MAX_YAML_DEPTH} levels deep", file,
+                                     place(mark.line), mark.column + 1)
+            elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+            elif isinstance(ev, yaml.AliasEvent):
+                # llc never writes them, and they expand to arbitrarily large values.
+                mark = ev.start_mark
+                raise InputError("YAML aliases are not supported in MIR", file, place(mark.line), mark.column + 1)
         return yaml.load(text, Loader=_YAML_LOADER)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        line = first_line_index + (mark.line + 1 if mark else 1)
+        line = place(mark.line) if mark else first_line_index + 1
         col = (mark.column + 1) if mark else 1
         raise InputError(f"malformed YAML: {e.problem or e.context}", file, line, col) from None
+    except yaml.reader.ReaderError as e:
+        k = text.count("\n", 0, e.position)
+        col = e.position - (text.rfind("\n", 0, e.position) + 1) + 1
+        what = f"character #x{e.character:04x}" if isinstance(e.character, int) else "byte"
+        raise InputError(f"malformed YAML: unacceptable {what}: {e.reason}", file, place(k), col) from None
     except yaml.YAMLError as e:
-        raise InputError(f"malformed YAML: {e}", file, first_line_index + 1, 1) from None
+        msg = " ".join(str(e).split())
+        raise InputError(f"malformed YAML: {msg}", file, first_line_index + 1, 1) from None
+    except RecursionError:
+        raise InputError("YAML nests too deeply", file, first_line_index + 1, 1) from None
 
 
 def _parse_registers(
@@ -411,6 +493,15 @@ class _BodyParser:
             for succ, _ in b.successors:
                 if succ not in numbers:
                     raise self.error(f"successor %bb.{succ} is not a block of this function", b.line, 1)
+            for ins in b.instructions:
+                for op in ins.operands:
+                    if op.kind != "mbb":
+                        continue
+                    ref = _MBB_REF.match(op.text)
+                    if ref is None:
+                        raise self.error(f"malformed block reference `{op.text}` (expected %bb.N)", op.line, op.column)
+                    if int(ref.group(1)) not in numbers:
+                        raise self.error(f"use of undefined block %bb.{ref.group(1)}", op.line, op.column)
         return blocks
 
     def _parse_successors(self, s: str, col: int, lineno: int) -> list[tuple[int, str | None]]:
@@ -434,7 +525,11 @@ class _BodyParser:
             m = _LIVEIN.match(piece)
             if not m:
                 raise self.error(f"malformed block live-in `{piece}` (expected $reg[:lanemask])", lineno, pcol)
-            mask = int(m.group(2), 0) if m.group(2) else None
+            try:
+                parse_physreg(m.group(1).lower())
+            except TargetError as e:
+                raise self.error(str(e), lineno, pcol) from None
+            mask = int(m.group(2), 16 if m.group(2)[:2] in ("0x", "0X") else 10) if m.group(2) else None
             out.append((m.group(1).lower(), mask))
         return out
 
@@ -563,7 +658,7 @@ class _BodyParser:
             inner = g.group(1).strip()
             if inner.startswith("tied-def"):
                 num = inner[len("tied-def"):].strip()
-                if not num.isdigit():
+                if not (num.isascii() and num.isdigit()):
                     raise self.error(f"malformed `({inner})`", lineno, at + m.start("rest") + g.start())
                 tied = int(num)
             else:

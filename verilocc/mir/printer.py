@@ -81,7 +81,7 @@ def print_function(fn: Function) -> str:
         if i:
             lines.append("  ")
         lines.extend(print_block(block))
-    lines.append("")
+    lines.extend([""] * fn.body_blank_lines)
     if fn.trailer_text.strip():
         lines.append(fn.trailer_text)
     lines.append("...")
@@ -92,6 +92,6 @@ def print_module(module: Module) -> str:
     parts: list[str] = []
     if module.ir_text is not None:
         ir = "\n".join("  " + ln for ln in module.ir_text.rstrip("\n").split("\n"))
-        parts.append("--- |\n" + ir + "\n\n...\n")
+        parts.append("--- |\n" + ir + "\n" + "\n" * module.ir_blank_lines + "...\n")
     parts.extend(print_function(fn) for fn in module.functions)
     return "".join(parts)

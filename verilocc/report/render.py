@@ -42,7 +42,12 @@ def sorted_findings(fr: FunctionResult) -> list[Finding]:
     return sorted(fr.findings, key=Finding.sort_key)
 
 
-def to_json(report: Report) -> str:
+def _stats(stats: dict[str, Any], timings: bool) -> dict[str, Any]:
+    """Counts always; seconds only on request, so that the same input gives the same bytes."""
+    return {k: v for k, v in sorted(stats.items()) if timings or not k.startswith(("seconds", "solver_seconds"))}
+
+
+def to_json(report: Report, timings: bool = False) -> str:
     doc: dict[str, Any] = {
         "verdict": report.verdict.value,
         "file": report.file,
@@ -55,7 +60,7 @@ def to_json(report: Report) -> str:
                 "verdict": fr.verdict.value,
                 "layers": fr.layers,
                 "notes": fr.notes,
-                "stats": fr.stats,
+                "stats": _stats(fr.stats, timings),
                 "findings": [f.to_dict() for f in sorted_findings(fr)],
             }
             for fr in report.functions
@@ -155,7 +160,7 @@ def render_text(report: Report, console: Any) -> None:
             style = {"error": "red", "unknown": "yellow", "warning": "magenta"}.get(f.severity, "yellow")
             console.print(
                 f"{escape(f.place.file)}:{f.place.line}:{f.place.column}: [{style}]{tag}[/] "
-                f"[{f.layer}/{f.kind}] {escape(fr.name)}: {escape(f.message)}",
+                f"{escape(f'[{f.layer}/{f.kind}]')} {escape(fr.name)}: {escape(f.message)}",
                 highlight=False,
             )
             src = f.source or source_line(f.place.file, f.place.line, cache)

@@ -361,7 +361,7 @@ class EquivalenceChecker:
         import z3
 
         self.z3 = z3
-        self.ctx = z3.main_ctx()
+        self.ctx = z3.Context()  # a fresh context: no state shared between runs, same bytes out
         self.pre = pre
         self.post = post
         self.target = target
@@ -442,12 +442,12 @@ class EquivalenceChecker:
             if not diff:
                 identical += 1
                 continue
-            pending.append((ob, z3.And([a == b for a, b in diff]) if len(diff) > 1 else diff[0][0] == diff[0][1]))
+            pending.append((ob, z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]))
         self.stats.update({"obligations": len(self.obligations), "discharged_by_identity": identical,
                            "sent_to_solver": len(pending)})
         if not pending:
             return
-        s = z3.Solver()
+        s = z3.Solver(ctx=self.ctx)
         s.set("random_seed", self.seed)
         s.set("timeout", max(1, int(self.timeout_s * 1000)))
         s.set("rlimit", DEFAULT_RLIMIT)
