@@ -12,11 +12,11 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from verilocc.errors import InputError, TargetError
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Module, Operand
+from verilocc.mir.parser import read_text
 from verilocc.target import PhysReg, parse_physreg
 
 _LINE = re.compile(r"^\s*%(?P<v>\d+|[A-Za-z_][\w$-]*)\s*->\s*\$(?P<p>[A-Za-z_]\w*)\s*$")
@@ -51,25 +51,7 @@ def parse_assignment(text: str, file: str = "<assignment>") -> Assignment:
 
 
 def read_assignment(path: str) -> Assignment:
-    from verilocc.mir import parser
-
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise InputError("is a directory, expected an assignment file", path, 0, 0)
-        size = p.stat().st_size
-        if size > parser.MAX_FILE_BYTES:
-            raise InputError(f"file is {size} bytes, larger than the {parser.MAX_FILE_BYTES} byte limit", path, 0, 0)
-        data = p.read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read assignment: {e.strerror or e}", path, 0, 0) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise InputError("file is not UTF-8 text", path, line, col) from None
-    return parse_assignment(text, path)
+    return parse_assignment(read_text(path, "an assignment file"), path)
 
 
 def format_assignment(regs: dict[int | str, PhysReg]) -> str:

@@ -7,13 +7,12 @@ register or subregister index is an InputError at the operand's line and column.
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
 
 from verilocc.errors import InputError, TargetError
 from verilocc.mir.model import Function, Operand
-import functools
-import re
-
 from verilocc.target import (
     PhysReg,
     RegisterClass,

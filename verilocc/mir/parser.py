@@ -66,28 +66,38 @@ _FP_TYPES = ("half", "bfloat", "float", "double", "x86_fp80", "fp128", "ppc_fp12
 def read_module(path: str | os.PathLike[str]) -> Module:
     """Read and parse a MIR file; every failure is an InputError with a place."""
     name = str(path)
+    text = read_text(path, "a MIR file")
+    return parse_module(text, name)
+
+
+def read_text(path: str | os.PathLike[str], what: str) -> str:
+    """Read a UTF-8 input file of at most MAX_FILE_BYTES; every failure is an InputError."""
+    name = str(path)
     p = Path(path)
     try:
         size = p.stat().st_size
     except OSError as e:
         raise InputError(f"cannot read file: {e.strerror or e}", name, 0, 0) from None
     if p.is_dir():
-        raise InputError("is a directory, expected a MIR file", name, 0, 0)
+        raise InputError(f"is a directory, expected {what}", name, 0, 0)
     if size > MAX_FILE_BYTES:
         raise InputError(
             f"file is {size} bytes, larger than the {MAX_FILE_BYTES} byte limit", name, 0, 0
         )
     try:
-        data = p.read_bytes()
+        # Bounded: devices and pipes report no size (`/dev/zero` never ends).
+        with p.open("rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise InputError(f"cannot read file: {e.strerror or e}", name, 0, 0) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"file is larger than the {MAX_FILE_BYTES} byte limit", name, 0, 0)
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         raise InputError("file is not UTF-8 text", name, line, col) from None
-    return parse_module(text, name)
 
 
 def parse_module(text: str, file: str = "<input>") -> Module:
@@ -101,6 +111,7 @@ def parse_module(text: str, file: str = "<input>") -> Module:
     ir_text: str | None = None
     ir_blank = 0
     functions: list[Function] = []
+    names: set[str] = set()
     for start, body in docs:
         first = body[0] if body else ""
         opener = lines[start - 1] if start >= 1 else ""
@@ -112,7 +123,12 @@ def parse_module(text: str, file: str = "<input>") -> Module:
         if not any(ln.strip() and not ln.lstrip().startswith("#") for ln in body):
             continue
         del first
-        functions.append(_parse_function(lines, start, len(body), file, ir_text))
+        fn = _parse_function(lines, start, len(body), file, ir_text)
+        if fn.name in names:
+            raise InputError(f"redefinition of machine function '{fn.name}'", file,
+                             _find_line(lines, start, start + len(body), "name:"), 1)
+        names.add(fn.name)
+        functions.append(fn)
     if not functions:
         raise InputError("no machine function found (expected a `---` document with `name:`)", file, 1, 1)
     return Module(file=file, ir_text=ir_text, functions=functions, ir_blank_lines=ir_blank)
@@ -308,7 +324,7 @@ def _load_yaml(text: str, file: str, first_line_index: int, source_lines: list[i
         mark = e.problem_mark or e.context_mark
         line = place(mark.line) if mark else first_line_index + 1
         col = (mark.column + 1) if mark else 1
-        raise InputError(f"malformed YAML: {e.problem or e.context}", file, line, col) from None
+        raise InputError(f"malformed YAML: {e.problem or e.context or 'syntax error'}", file, line, col) from None
     except yaml.reader.ReaderError as e:
         k = text.count("\n", 0, e.position)
         col = e.position - (text.rfind("\n", 0, e.position) + 1) + 1
@@ -612,6 +628,8 @@ class _BodyParser:
         for op in ins.operands:
             if op.tied_def is None:
                 continue
+            if op.is_def:
+                raise self.error("`tied-def` on a def operand (it belongs on the use)", op.line, op.column)
             if op.tied_def >= len(ins.operands) or not ins.operands[op.tied_def].is_def:
                 raise self.error(f"`tied-def {op.tied_def}` does not name a def operand", op.line, op.column)
 

@@ -41,9 +41,14 @@ LAYER = "equivalence"
 @dataclass
 class Obligation:
     place: Place
-    what: str
+    what_parts: tuple[Any, ...]  # formatted only when the obligation fails (most never do)
     lhs: list[Any]  # virtual program's lanes
     rhs: list[Any]  # allocated program's lanes
+
+    @property
+    def what(self) -> str:
+        fmt, *args = self.what_parts
+        return str(fmt(*args)) if callable(fmt) else str(fmt)
 
 
 class _BlockRun:
@@ -56,6 +61,7 @@ class _BlockRun:
         self.entry = entry
         self.pv: dict[Tag, Any] = {}  # virtual program: tag -> value
         self.undef_tags: set[Tag] = set()  # lanes the virtual program made undefined here
+        self.pwritten: set[Tag] = set()  # tags the virtual program writes in this block
         self.qv: dict[object, Any] = {}  # allocated program: location -> value
         self.qlanes: dict[object, dict[tuple[int, int], Any]] = {}
         self.written: set[object] = set()
@@ -69,7 +75,7 @@ class _BlockRun:
         # Tags that one location holds at entry are equal (that is the relation assumed at the
         # boundary): they share one symbol, named after the least of them.
         rep = self.eq.canonical(self.b, tag)
-        return self.z3.Const(f"in_b{self.b}_{self.eq.vf.tag_symbol(rep)}", self.eq.sem.lane)
+        return self.eq.sem.lane_const(f"in_b{self.b}_{self.eq.vf.tag_symbol(rep)}")
 
     def pget(self, tag: Tag) -> Any | None:
         """The virtual program's value of a tag; None when it is undefined here."""
@@ -158,12 +164,14 @@ class _BlockRun:
 
     def new_junk(self) -> Any:
         self.fresh += 1
-        return self.z3.Const(f"undef_b{self.b}_{self.fresh}", self.eq.sem.lane)
+        return self.eq.sem.lane_const(f"undef_b{self.b}_{self.fresh}")
 
     def post_read(self, op: Operand) -> list[Any]:
         return [self.qget(u) for u in self.eq.vf.units_of(op)]
 
     def pre_write(self, op: Operand, lanes: list[Any | None]) -> None:
+        self.pwritten.update(self.eq.vf.tags_of(op))
+        self.pwritten.update(self.eq.vf.other_tags(op))
         for t in self.eq.vf.other_tags(op):
             self.pv.pop(t, None)
             self.undef_tags.add(t)
@@ -322,6 +330,9 @@ class _BlockRun:
         else:
             self.eq.unknown(ins, self.b, f"`{ins.opcode}` is spill code the executor does not model")
 
+    def edge_text(self, s: int, loc: object, t: Tag) -> str:
+        return f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.loc_name(loc)} holds {self.eq.vf.tag_name(t)}"
+
     def close(self, exit_states: dict[int, State], succs: list[int], last: Instruction | None, post_index: int) -> None:
         line = last.line if last is not None else 0
         place = Place(self.eq.post.file, self.eq.post.name, self.b, post_index, line)
@@ -341,8 +352,20 @@ class _BlockRun:
                     pv = self.pget(t)
                     if pv is None:
                         continue
-                    self.eq.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.loc_name(loc)} holds "
-                                   f"{self.eq.vf.tag_name(t)}", [pv], [self.qget(loc)])
+                    self.eq.oblige(place, self.edge_text, [pv], [self.qget(loc)], s, loc, t)
+            # The recipes value flow gives at s's entry (used there instead of fresh symbols)
+            # must hold here too, or they would be unproved assumptions.
+            for t, recipe in sorted(target.remat.items(), key=repr):
+                if not out.is_defined(t):
+                    continue
+                if self.entry.remat.get(t) == recipe and t not in self.pwritten and \
+                        self.pwritten.isdisjoint(recipe[1]):
+                    continue  # proved where the recipe was established; nothing here changed it
+                pv = self.pget(t)
+                again = self.recompute(recipe)
+                if pv is not None and again is not None:
+                    self.eq.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.tag_name(t)} is "
+                                   "recomputable where it is rematerialised", [pv], [again])
             for loc, store in sorted(target.lanes.items(), key=repr):
                 have = self.lanes_store(loc)
                 for k, tags in sorted(store.items()):
@@ -406,8 +429,9 @@ class EquivalenceChecker:
             self._find[block] = find
         return self._find[block](tag)
 
-    def oblige(self, place: Place, what: str, lhs: list[Any], rhs: list[Any]) -> None:
-        self.obligations.append(Obligation(place, what, lhs, rhs))
+    def oblige(self, place: Place, what: Any, lhs: list[Any], rhs: list[Any], *args: Any) -> None:
+        """Record lhs == rhs; `what` is a sentence, or a function formatting one from args."""
+        self.obligations.append(Obligation(place, (what, *args), lhs, rhs))
 
     def unknown(self, ins: Instruction, block: int, msg: str) -> None:
         self.findings.append(Finding("unsupported", LAYER, Place(self.post.file, self.post.name, block, -1, ins.line, ins.column),

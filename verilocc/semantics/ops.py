@@ -82,6 +82,12 @@ class Semantics:
         self.token_sort = z3.BitVecSort(64, ctx)
         self._funcs: dict[tuple[str, int], Any] = {}
 
+    def lane_const(self, name: str) -> Any:
+        """A 16-bit symbol, without z3py's argument checks (hot: one per input lane)."""
+        z3 = self.z3
+        sym = z3.Z3_mk_string_symbol(self.ctx.ref(), name)
+        return z3.BitVecRef(z3.Z3_mk_const(self.ctx.ref(), sym, self.lane.ast), self.ctx)
+
     def const(self, v: int) -> Any:
         return self.z3.BitVecVal(v, LANE_BITS, self.ctx)
 

@@ -1,0 +1,410 @@
+"""A concrete interpreter for pre-RA and post-RA MIR: the value oracle of the fuzzer.
+
+It runs one lane of one wave. Registers hold 32-bit values: a virtual register of class
+`vreg_128` is four values, `%7.sub2` the third; a physical register `$vgpr4_vgpr5` is the two
+32-bit registers `vgpr4`, `vgpr5` (storage computed from the name here, not by the verifier's
+target tables). Only moves are interpreted: COPY, moves of immediates and of registers,
+REG_SEQUENCE, subregister reads and writes, KILL, IMPLICIT_DEF (a fixed garbage value) and
+spills/restores through a map of stack slots. Every other opcode is a fixed pseudo-random
+function of (opcode, the text of its non-register operands, its input values) under a per-run
+seed, so a pre-RA program and an allocation of it compute the same values if and only if
+the allocation moves values correctly (up to hash collisions). Compares give 0 or 1, so
+branches on SCC or VCC go both ways. Stores append (opcode, operands, values) to the trace;
+loads see how many stores came before them.
+
+`run(program, inputs, seed)` returns a `Trace`; two programs agree on an input when their
+traces are equal. A run stops with status "timeout" after `max_steps` instructions and with
+"error: ..." on something it cannot execute (a width mismatch in a mutated COPY, an unknown
+construct); those statuses are part of the trace.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Union
+
+from verilocc.mir.model import Function, Instruction, Module, Operand
+from verilocc.mir.parser import parse_module
+
+_M64 = (1 << 64) - 1
+_M32 = (1 << 32) - 1
+
+
+def _mix(x: int) -> int:
+    """splitmix64's finaliser: a fixed bijection of 64-bit integers."""
+    x = (x + 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+def _text_hash(text: str) -> int:
+    return _mix(zlib.crc32(text.encode()) | (len(text) << 32))
+
+
+# --------------------------------------------------------------------------------------------
+# Register storage, computed from names
+# --------------------------------------------------------------------------------------------
+_NUMBERED = re.compile(r"(vgpr|sgpr|agpr|ttmp)(\d+)$")
+_PAIRS = {
+    "vcc": ("vcc_lo", "vcc_hi"),
+    "exec": ("exec_lo", "exec_hi"),
+    "flat_scr": ("flat_scr_lo", "flat_scr_hi"),
+    "xnack_mask": ("xnack_mask_lo", "xnack_mask_hi"),
+    "tba": ("tba_lo", "tba_hi"),
+    "tma": ("tma_lo", "tma_hi"),
+}
+_SINGLES = frozenset({"vcc_lo", "vcc_hi", "exec_lo", "exec_hi", "scc", "m0", "mode", "flat_scr_lo", "flat_scr_hi",
+                      "sgpr_null", "src_scc", "src_vccz", "src_execz"})
+
+
+class Unsupported(Exception):
+    pass
+
+
+def physical_units(name: str) -> tuple[str, ...]:
+    """The 32-bit registers of a physical register: `vgpr4_vgpr5` -> (`vgpr4`, `vgpr5`)."""
+    name = name.lower().lstrip("$")
+    if name in _PAIRS:
+        return _PAIRS[name]
+    if name in _SINGLES:
+        return (name,)
+    parts = name.split("_")
+    if all(_NUMBERED.match(p) for p in parts):
+        ms = [_NUMBERED.match(p) for p in parts]
+        kinds = {m.group(1) for m in ms if m}
+        idx = [int(m.group(2)) for m in ms if m]
+        if len(kinds) == 1 and idx == list(range(idx[0], idx[0] + len(idx))):
+            return tuple(parts)
+    raise Unsupported(f"register ${name}")
+
+
+def class_dwords(cls: str) -> int:
+    """Width in 32-bit registers of a register class name (`vreg_64_align2` -> 2)."""
+    m = re.search(r"_(\d+)", cls)
+    if not m or int(m.group(1)) % 32:
+        raise Unsupported(f"register class {cls}")
+    return int(m.group(1)) // 32
+
+
+def subreg_lanes(index: str) -> list[int]:
+    """`sub2_sub3` -> [2, 3]."""
+    out = []
+    for part in index.split("_"):
+        if not re.fullmatch(r"sub\d+", part):
+            raise Unsupported(f"subregister index {index}")
+        out.append(int(part[3:]))
+    if out != list(range(out[0], out[0] + len(out))):
+        raise Unsupported(f"subregister index {index}")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Traces
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Trace:
+    events: tuple[tuple[object, ...], ...]  # (opcode, non-register operands, input values) per store
+    status: str  # "ok", "timeout", "error: ..."
+    steps: int = field(default=0, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class _Stop(Exception):
+    pass
+
+
+Program = Union[str, Module]
+
+# Opcodes whose single def is the value of their single input (register or immediate).
+_MOVES = frozenset({"COPY", "V_MOV_B32_e32", "V_MOV_B32_e64", "S_MOV_B32", "S_MOV_B64", "V_MOV_B64_PSEUDO",
+                    "S_MOV_B64_IMM_PSEUDO", "V_ACCVGPR_WRITE_B32_e64", "V_ACCVGPR_READ_B32_e64",
+                    "V_ACCVGPR_MOV_B32", "S_MOVK_I32", "AV_MOV_B32_IMM_PSEUDO", "PRED_COPY", "STRICT_WWM"})
+_AMBIENT = frozenset({"exec_lo", "exec_hi", "mode"})
+
+
+class Machine:
+    def __init__(self, fn: Function, inputs: dict[str, int], seed: int, max_steps: int) -> None:
+        self.fn = fn
+        self.seed = _mix(seed & _M64)
+        self.inputs = {k.lstrip("$"): v & _M32 for k, v in inputs.items()}
+        self.max_steps = max_steps
+        self.regs: dict[str, int] = {}
+        self.vregs: dict[tuple[object, int], int] = {}
+        self.stack: dict[tuple[str, int], int] = {}
+        self.widths: dict[object, int] = {}
+        for vid, decl in fn.registers.items():
+            if decl.reg_class and decl.reg_class != "_":
+                self.widths[vid] = class_dwords(decl.reg_class)
+        self.events: list[tuple[object, ...]] = []
+        self.stores = 0
+        self._keys: dict[int, int] = {}
+
+    # -- state -------------------------------------------------------------------------------
+    def _initial(self, what: str) -> int:
+        """The value of a location nothing wrote: inputs, or a fixed function of its name."""
+        if what in self.inputs:
+            return self.inputs[what]
+        if what in ("exec_lo", "exec_hi"):
+            return _M32
+        return _mix(self.seed ^ _text_hash("uninit:" + what)) & _M32
+
+    def _vwidth(self, op: Operand) -> int:
+        w = self.widths.get(op.vreg)
+        if w is None and op.reg_class:
+            w = class_dwords(op.reg_class)
+            self.widths[op.vreg] = w
+        if w is None:
+            raise Unsupported(f"no class for %{op.vreg}")
+        return w
+
+    def _lanes(self, op: Operand) -> list[tuple[str, object, int]]:
+        """Storage of a register operand: ("v", vreg, lane) or ("p", unit, 0) per 32 bits."""
+        if op.vreg is not None:
+            lanes = subreg_lanes(op.subreg) if op.subreg else list(range(self._vwidth(op)))
+            return [("v", op.vreg, k) for k in lanes]
+        assert op.phys is not None
+        units = physical_units(op.phys)
+        if op.subreg:
+            units = tuple(units[k] for k in subreg_lanes(op.subreg))
+        return [("p", u, 0) for u in units]
+
+    def read(self, op: Operand) -> list[int]:
+        out = []
+        for kind, where, k in self._lanes(op):
+            if kind == "v":
+                key = (where, k)
+                if key not in self.vregs:
+                    self.vregs[key] = _mix(self.seed ^ _text_hash(f"uninit:%{where}.{k}")) & _M32
+                out.append(self.vregs[key])
+            else:
+                name = str(where)
+                if name not in self.regs:
+                    self.regs[name] = self._initial(name)
+                out.append(self.regs[name])
+        return out
+
+    def write(self, op: Operand, values: list[int]) -> None:
+        lanes = self._lanes(op)
+        if len(lanes) != len(values):
+            raise _Stop(f"error: {len(values)} values written to {op.register_text} ({len(lanes)} registers)")
+        for (kind, where, k), val in zip(lanes, values):
+            if kind == "v":
+                self.vregs[(where, k)] = val & _M32
+            else:
+                self.regs[str(where)] = val & _M32
+
+    # -- instruction semantics ---------------------------------------------------------------
+    def _key(self, ins: Instruction) -> int:
+        k = self._keys.get(id(ins))
+        if k is None:
+            others = "|".join(op.text for op in ins.operands if op.kind != "reg")
+            k = _text_hash(f"{ins.opcode}#{others}")
+            self._keys[id(ins)] = k
+        return k
+
+    def _hash(self, ins: Instruction, inputs: list[int]) -> int:
+        h = _mix(self.seed ^ self._key(ins))
+        for v in inputs:
+            h = _mix(h ^ v)
+        return h
+
+    def execute(self, ins: Instruction) -> str | None:
+        """Run one instruction; returns a branch target label, "end", or None to go on."""
+        op = ins.opcode
+        # Implicit operands on numbered registers (`implicit-def $vgpr4_vgpr5` after a subregister
+        # def, `implicit killed $vgpr0_vgpr1`) only annotate liveness; on special registers
+        # ($scc, $vcc, $exec, $mode, $m0) they are real inputs and results.
+        regs = [o for o in ins.operands if o.kind == "reg" and not o.is_noreg
+                and not (o.is_implicit and o.phys is not None and _is_numbered(o.phys))]
+        defs = [o for o in regs if o.is_def]
+        uses = [o for o in regs if not o.is_def and not o.has("undef")]
+        explicit_uses = [o for o in uses if not o.is_implicit]
+        others = [o for o in ins.operands if o.kind != "reg"]
+        if op in ("KILL", "DBG_VALUE", "DBG_LABEL", "SCHED_BARRIER", "S_NOP"):
+            return None
+        if op == "IMPLICIT_DEF":
+            for d in defs:
+                self.write(d, [_mix(0xDEAD ^ _text_hash("IMPLICIT_DEF") ^ k) & _M32 for k in range(len(self._lanes(d)))])
+            return None
+        if op in ("S_ENDPGM", "SI_RETURN", "SI_RETURN_TO_EPILOG", "S_SETPC_B64_return"):
+            return "end"
+        if op == "S_BRANCH":
+            return others[0].text
+        if op.startswith("S_CBRANCH_"):
+            cond = op[len("S_CBRANCH_"):]
+            target = others[0].text
+            if cond in ("SCC1", "SCC0"):
+                val = self.read(_phys("scc"))[0] != 0
+                taken = val if cond == "SCC1" else not val
+            elif cond in ("VCCNZ", "VCCZ"):
+                reg = next((u for u in uses if u.phys and u.phys.startswith("vcc")), _phys("vcc"))
+                val = any(self.read(reg))
+                taken = val if cond == "VCCNZ" else not val
+            elif cond in ("EXECNZ", "EXECZ"):
+                val = any(self.read(_phys("exec")))
+                taken = val if cond == "EXECNZ" else not val
+            else:
+                raise Unsupported(op)
+            return target if taken else None
+        if op.startswith("SI_SPILL_") and op.endswith("_SAVE"):
+            slot, base = _slot(others)
+            vals = self.read(explicit_uses[0])
+            for k, v in enumerate(vals):
+                self.stack[(slot, base + k)] = v
+            return None
+        if op.startswith("SI_SPILL_") and op.endswith("_RESTORE"):
+            slot, base = _slot(others)
+            n = len(self._lanes(defs[0]))
+            vals = []
+            for k in range(base, base + n):
+                vals.append(self.stack.get((slot, k), _mix(self.seed ^ _text_hash(f"uninit:stack.{slot}.{k}")) & _M32))
+            self.write(defs[0], vals)
+            return None
+        if op == "REG_SEQUENCE":
+            d = defs[0]
+            n = len(self._lanes(d))
+            vals = self.read(d) if d.vreg is not None and any((d.vreg, k) in self.vregs for k in range(n)) else [0] * n
+            regs = [o for o in ins.operands if o.kind == "reg" and not o.is_def]
+            subs = [o for o in others if o.kind == "subreg"]
+            if len(regs) != len(subs):
+                raise Unsupported("REG_SEQUENCE shape")
+            for r, s in zip(regs, subs):
+                lanes = subreg_lanes(s.text[len("%subreg."):])
+                v = self.read(r)
+                if len(v) != len(lanes):
+                    raise _Stop("error: REG_SEQUENCE width mismatch")
+                for k, x in zip(lanes, v):
+                    vals[k] = x
+            self.write(d, vals)
+            return None
+        if op in _MOVES and len([d for d in defs if not d.is_implicit]) == 1:
+            d = next(d for d in defs if not d.is_implicit)
+            n = len(self._lanes(d))
+            if len(explicit_uses) == 1 and not others:
+                vals = self.read(explicit_uses[0])
+                if len(vals) != n:
+                    raise _Stop(f"error: {op} of {len(vals)} registers into {n}")
+                self.write(d, vals)
+                return None
+            if not explicit_uses and len(others) == 1 and others[0].kind == "imm":
+                imm = int(others[0].text) & ((1 << (32 * n)) - 1)  # sign-extended to the def's width
+                self.write(d, [(imm >> (32 * k)) & _M32 for k in range(n)])
+                return None
+        # Everything else: a pseudo-random function of everything it reads.
+        inputs = []
+        for u in uses:
+            inputs.extend(self.read(u))
+        mem = ins.mem is not None
+        if mem:
+            inputs.append(self.stores)
+        is_store = "store" in (ins.mem or "") or any(w in op for w in ("STORE", "ATOMIC", "DS_WRITE"))
+        if is_store:
+            vals = []
+            for u in explicit_uses:
+                vals.extend(self.read(u))
+            self.events.append((op, tuple(o.text for o in others), tuple(vals)))
+            self.stores += 1
+        h = self._hash(ins, inputs)
+        compare = op.startswith(("S_CMP", "V_CMP", "S_BITCMP"))
+        for j, d in enumerate(defs):
+            n = len(self._lanes(d))
+            vals = []
+            for k in range(n):
+                x = _mix(h ^ ((j + 1) << 8 | k))
+                if compare or (d.phys == "scc"):
+                    x = (x & 1) if k == 0 else 0
+                vals.append(x & _M32)
+            self.write(d, vals)
+        return None
+
+    # -- control -----------------------------------------------------------------------------
+    def run(self) -> Trace:
+        blocks = self.fn.blocks
+        index = {f"%bb.{b.number}": i for i, b in enumerate(blocks)}
+        for b in blocks:
+            if b.name:
+                index[f"%bb.{b.number}.{b.name}"] = index[f"%bb.{b.number}"]
+        steps = 0
+        bi = 0
+        try:
+            while True:
+                block = blocks[bi]
+                target: str | None = None
+                for ins in block.instructions:
+                    steps += 1
+                    if steps > self.max_steps:
+                        return Trace(tuple(self.events), "timeout", steps)
+                    target = self.execute(ins)
+                    if target is not None:
+                        break
+                if target == "end":
+                    return Trace(tuple(self.events), "ok", steps)
+                if target is None:
+                    if bi + 1 >= len(blocks):
+                        return Trace(tuple(self.events), "error: fell off the end of the function", steps)
+                    bi += 1
+                else:
+                    if target not in index:
+                        return Trace(tuple(self.events), f"error: no block {target}", steps)
+                    bi = index[target]
+        except _Stop as e:
+            return Trace(tuple(self.events), str(e), steps)
+        except Unsupported as e:
+            return Trace(tuple(self.events), f"error: unsupported {e}", steps)
+        except (StopIteration, IndexError, ValueError) as e:
+            return Trace(tuple(self.events), f"error: malformed instruction ({type(e).__name__})", steps)
+
+
+def _is_numbered(phys: str) -> bool:
+    return phys.startswith(("vgpr", "sgpr", "agpr", "ttmp")) and phys[4:5].isdigit()
+
+
+def _slot(others: list[Operand]) -> tuple[str, int]:
+    """(stack slot number, first 32-bit word) of a spill pseudo's `%stack.N` and offset."""
+    st = next(o for o in others if o.kind == "stack")
+    m = re.match(r"%stack\.(\d+)", st.text)
+    if not m:
+        raise Unsupported(f"stack operand {st.text}")
+    imms = [o for o in others if o.kind == "imm"]
+    offset = int(imms[0].text) if imms else 0
+    return m.group(1), offset // 4
+
+
+def _phys(name: str) -> Operand:
+    return Operand(kind="reg", text=f"${name}", line=0, column=0, phys=name)
+
+
+def as_module(program: Program) -> Module:
+    return parse_module(program, "<fuzz>") if isinstance(program, str) else program
+
+
+def run(program: Program, inputs: dict[str, int], seed: int = 0, max_steps: int = 20000,
+        function: str | None = None) -> Trace:
+    """Run a function (the first unless named) of `program` on 32-bit register `inputs`."""
+    module = as_module(program)
+    fn = module.functions[0] if function is None else module.function(function)
+    try:
+        machine = Machine(fn, inputs, seed, max_steps)
+    except Unsupported as e:
+        return Trace((), f"error: unsupported {e}")
+    return machine.run()
+
+
+def random_inputs(registers: list[str] | tuple[str, ...], rng: random.Random) -> dict[str, int]:
+    return {r: rng.getrandbits(32) for r in registers}
+
+
+def function_inputs(program: Program) -> list[str]:
+    """The 32-bit registers of the function's live-ins (`$sgpr4_sgpr5` -> sgpr4, sgpr5)."""
+    module = as_module(program)
+    out: list[str] = []
+    for reg, _ in module.functions[0].liveins:
+        out.extend(physical_units(reg))
+    return out
