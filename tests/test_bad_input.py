@@ -473,9 +473,6 @@ def test_random_mutants(seed: int, tmp_path: Path, capsys: pytest.CaptureFixture
             assert "UNKNOWN" in res.out, what
 
 
-@pytest.mark.xfail(reason="smt/constraints.py _copy_units: TargetError from PhysReg.lanes when a 64-bit virtual "
-                          "register is allocated to a 32-bit register (should be a REJECTED width finding)",
-                   strict=False)
 def test_wrong_width_allocation_is_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Not bad input but a wrong allocation: %0:sreg_64 (the saved exec) placed in the 32-bit $sgpr0."""
     text = VADD_POST.read_text(encoding="utf-8")

@@ -30,9 +30,10 @@ def make_register(file: RegFile, index: int, count32: int) -> PhysReg:
 
 
 def home_of(phys: PhysReg, cls: RegisterClass, subreg: str | None, target: Target) -> PhysReg | None:
-    """The register of class width whose `subreg` is `phys`, or None if there is none."""
+    """The register of class width whose `subreg` is `phys` (or `phys` itself, when it has the
+    class's width and there is no subregister), or None if there is none."""
     if not subreg:
-        return phys
+        return phys if len(phys.units) == cls.width_units else None
     offset = mask_to_slots(subreg_mask(subreg))[0]
     if phys.file in NUMBERED_FILES and offset % 2 == 0 and cls.width_units % 2 == 0 and len(phys.units) % 2 == 0:
         index = phys.index - offset // 2

@@ -343,7 +343,10 @@ class ConstraintChecker:
                 ref = resolve_operand(fn, op, self.classes)
                 home = next(iter(self.homes[op.vreg].values())).reg
                 assert ref is not None
-                out.append(frozenset(home.lanes(ref.mask)))
+                try:
+                    out.append(frozenset(home.lanes(ref.mask)))
+                except TargetError:
+                    return None
             else:
                 return None
         return out[0], out[1]
@@ -413,10 +416,12 @@ class ConstraintChecker:
         found = collect_homes(self.pre, self.post, self.alignment, self.classes, self.target)
         self.homes = found.homes
         for v, text, phys, place in found.impossible:
+            cls = self.classes[v]
+            why = (f"no register of class {cls.name} has it as that subregister" if "." in text else
+                   f"it has {len(phys.units) * 16} bits and class {cls.name} {cls.width_units * 16}")
             self.findings.append(Finding(
-                "class", LAYER, place,
-                f"bb.{place.block} line {place.line}: {text} is in ${phys.name}, but no register of class "
-                f"{self.classes[v].name} has it as that subregister", vregs=(f"%{v}",), physregs=(f"${phys.name}",)))
+                "width", LAYER, place, f"bb.{place.block} line {place.line}: {text} is in ${phys.name}, but {why}",
+                vregs=(f"%{v}",), physregs=(f"${phys.name}",)))
 
     # --- constraints ---------------------------------------------------------------------
     def allowed(self, cls: RegisterClass) -> tuple[int, ...]:
@@ -560,10 +565,16 @@ class ConstraintChecker:
         self.disjoint.append(Disjoint(a, am, b, bm, place, kind, dop.register_text, w))
 
     # --- evaluation and proof ------------------------------------------------------------
-    def evaluate(self) -> None:
+    def evaluate(self) -> int:
+        """Report every violated disjointness; return how many encoded constraints fail."""
+        failed = 0
         for c in self.disjoint:
             if not c.holds(self.values):
+                failed += 1
                 self.findings.append(self.describe(c))
+        # Members are reported (with their reason) by check_members; count them here.
+        failed += sum(1 for m in self.members if self.values[m.var] not in set(m.allowed))
+        return failed
 
     def post_place(self, place: Place) -> Place:
         """The allocated program's instruction paired with a virtual program's one, if any."""
@@ -668,7 +679,7 @@ class ConstraintChecker:
         self.remat |= self.moved_vregs()
         self.check_members()
         self.build_disjointness()
-        self.evaluate()
+        failed = self.evaluate()
         split = sorted((v for v, h in self.homes.items() if len(h) > 1 or v in self.remat), key=_vkey)
         if split:
             self.notes.append(
@@ -676,8 +687,7 @@ class ConstraintChecker:
                 "rematerialised): their interference is checked by value flow, not here")
         self.stats.update({"variables": len(self.values), "member_constraints": len(self.members),
                            "disjoint_constraints": len(self.disjoint), "split_vregs": len(split)})
-        member_fail = any(m.allowed and self.values[m.var] not in m.allowed for m in self.members)
-        python_ok = not any(f.severity == "error" for f in self.findings) and not member_fail
+        python_ok = failed == 0
         outcome = check_z3(self.smtlib(), timeout_s=self.timeout_s, seed=self.seed)
         self.stats["solver_seconds"] = round(outcome.seconds, 3)
         self.stats["solver_answer"] = outcome.answer.value
