@@ -173,7 +173,7 @@ CASES = [
     Case("yaml-alias", "post", sub("hasWinCFI:       false", "hasWinCFI:       *x"), at="hasWinCFI:       *x"),
     Case("function-defined-twice", "post", lambda t: t + t[t.index("---\nname:"):],
          at=None),
-    Case("header-without-name", "post", sub("name:            vadd\n", ""), at=None),
+    Case("header-without-name", "post", sub("name:            vadd\n", ""), at="alignment:       1"),
     Case("registers-not-a-list", "pre", sub("registers:\n", "registers: 5\nxregisters:\n"), at="registers: 5"),
     Case("register-declared-twice", "pre", sub("  - { id: 1, class:", "  - { id: 0, class:"), at="{ id: 0, class:"),
     Case("malformed-register-entry", "pre", sub("  - { id: 1, class:", "  - { idx: 1, class:"), at="registers:"),
@@ -214,7 +214,7 @@ CASES = [
          at="name:            vadd"),
     Case("document-end-without-start", "post", sub("---\nname:", "...\n---\nname:"), at=None),
     Case("text-outside-document", "post", sub("...\n---\nname:", "...\nhello\n---\nname:"), at="hello"),
-    Case("empty-body", "post", truncate_after("body:             |\n"), at=None),
+    Case("empty-body", "post", truncate_after("body:             |\n"), at="body:"),
     Case("truncated-mid-instruction", "post", truncate_after("renamable $vgpr5, dead renamable $vcc = V_ADDC_U32_e64 killed $vgpr5, $vg"),
          at=None),
     Case("nul-byte", "post", sub("S_BRANCH %bb.1", "S_BRANCH %bb\x00.1"), at="\x00", at_col=True),
@@ -259,8 +259,19 @@ def test_non_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_unknown_mcpu(capsys: pytest.CaptureFixture[str]) -> None:
     res = run(capsys, ["verify", str(VADD_POST), "--pre", str(VADD_PRE), "--mcpu", "gfx9999"])
-    assert res.rc == 2 and res.out == "" and len(res.err.splitlines()) == 1
-    assert "gfx9999" in res.err and ": error: " in res.err and "Traceback" not in res.err
+    m = assert_bad_input(res, "--mcpu", 0, 0)
+    assert "gfx9999" in m.group("msg")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_bad_timeout(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    res = run(capsys, ["verify", str(VADD_POST), "--pre", str(VADD_PRE), "--timeout", value])
+    assert_bad_input(res, "--timeout", 0, 0)
+
+
+def test_nothing_to_verify(capsys: pytest.CaptureFixture[str]) -> None:
+    assert_bad_input(run(capsys, ["verify"]), "<args>", 0, 0)
+    assert_bad_input(run(capsys, ["verify", "--assignment", str(VADD_PRE)]), str(VADD_PRE), 0, 0)
 
 
 def test_missing_target_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -484,3 +495,18 @@ def test_wrong_width_allocation_is_not_a_crash(tmp_path: Path, capsys: pytest.Ca
     res = run(capsys, ["verify", str(post), "--pre", str(VADD_PRE)])
     assert "internal error" not in res.err
     assert res.rc == 1 and res.out.startswith("REJECTED")
+
+
+def test_assignment_without_the_subregister_is_rejected_not_bad_input(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """%8:vreg_64_align2 assigned the 32-bit $vgpr0: `%8.sub1` stays virtual, and that is a finding."""
+    lines = ["%0 -> $sgpr0_sgpr1", "%1 -> $vgpr0", "%2 -> $sgpr4_sgpr5", "%3 -> $sgpr6", "%4 -> $sgpr6_sgpr7",
+             "%5 -> $sgpr0", "%6 -> $vcc", "%7 -> $vgpr0_vgpr1", "%8 -> $vgpr0", "%9 -> $vgpr0_vgpr1",
+             "%10 -> $vgpr2_vgpr3", "%11 -> $vgpr4_vgpr5", "%12 -> $vgpr6", "%13 -> $vgpr7", "%14 -> $vgpr2"]
+    asg = tmp_path / "narrow.asg"
+    asg.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    res = run(capsys, ["verify", "--pre", str(VADD_PRE), "--assignment", str(asg)])
+    assert "Traceback" not in res.out + res.err and "internal error" not in res.err
+    assert res.rc == 1 and res.out.startswith("REJECTED"), (res.rc, res.err)
+    res = run(capsys, ["materialise", str(VADD_PRE), "--assignment", str(asg)])
+    assert res.rc == 1 and "has no sub1" in res.err and res.out == ""

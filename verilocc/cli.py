@@ -7,6 +7,7 @@ Heavy imports (z3, networkx, torch) happen inside the commands that need them.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -61,6 +62,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from verilocc.report.render import render_text, to_json, to_sarif
     from verilocc.verify import Options, load_inputs, verify_modules
 
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
     post, pre, extra = load_inputs(args.alloc, args.pre, args.assignment)
     opts = Options(mcpu=args.mcpu, layers=args.layers, timeout_s=args.timeout, seed=args.seed)
     report = verify_modules(post, pre, opts, extra_findings=extra)

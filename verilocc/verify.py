@@ -44,7 +44,9 @@ def function_target(fn: Function, mcpu: str | None, where: str) -> Target:
     try:
         target = get_target(name)
     except TargetError as e:
-        raise InputError(str(e), where if mcpu is None else "--mcpu", fn.line + 1 if mcpu is None else 0, 1) from None
+        if mcpu is not None:
+            raise InputError(str(e), "--mcpu", 0, 0) from None
+        raise InputError(str(e), where, fn.line + 1, 1) from None
     feats = fn.target_features or ""
     if "+wavefrontsize64" in feats:
         target = target.with_wavefront(64)

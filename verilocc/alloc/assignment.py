@@ -86,7 +86,10 @@ def _rewrite_function(fn: Function, asg: Assignment, findings: list[Finding]) ->
                     continue  # an identity copy, dropped as VirtRegRewriter does
             kept.append(ins)
         block.instructions = kept
-    fn.registers = {}
+    # Registers left virtual (a subregister their assignment lacks) keep their class, so the
+    # verifier reports them instead of failing on an unknown class.
+    left = {op.vreg for b in fn.blocks for ins in b.instructions for op in ins.operands if op.vreg is not None}
+    fn.registers = {k: d for k, d in fn.registers.items() if k in left}
     fn.header_text = _clear_registers(fn.header_text)
     fn.liveins = [(r, None) for r, _ in fn.liveins]
 

@@ -101,7 +101,8 @@ def read_text(path: str | os.PathLike[str], what: str) -> str:
 
 
 def parse_module(text: str, file: str = "<input>") -> Module:
-    """Parse the text of a MIR file."""
+    """Parse the text of a MIR file (CRLF line ends are read as LF, as llc does)."""
+    text = text.replace("\r\n", "\n")
     if "\x00" in text:
         at = text.index("\x00")
         line = text.count("\n", 0, at) + 1
