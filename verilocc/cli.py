@@ -7,6 +7,7 @@ Heavy imports (z3, networkx, torch) happen inside the commands that need them.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -93,6 +94,45 @@ def cmd_materialise(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    """Generate programs, allocate, mutate, verify and run them; count disagreements."""
+    import time as _time
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from verilocc.fuzz.generate import TARGETS
+    from verilocc.fuzz.oracle import check_example, save_outcome, summarise
+
+    targets = [t.strip() for t in (args.mcpu or ",".join(TARGETS)).split(",") if t.strip()]
+    for t in targets:
+        if t not in TARGETS:
+            raise InputError(f"the fuzzer generates programs for {', '.join(TARGETS)}, not '{t}'", "--mcpu", 0, 0)
+    console = Console(stderr=True, highlight=False)
+    deadline = _time.monotonic() + args.minutes * 60 if args.minutes else None
+    outcomes = []
+    saved: list[str] = []
+    with Progress(TextColumn("fuzz"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[status]}"), console=console, disable=not console.is_terminal) as bar:
+        task = bar.add_task("fuzz", total=args.examples, status="")
+        for k in range(args.examples):
+            if deadline is not None and _time.monotonic() > deadline:
+                break
+            target = targets[k % len(targets)]
+            outcome = check_example(target, args.seed + k // len(targets), mutants=args.mutants)
+            outcomes.append(outcome)
+            if outcome.disagreements and args.save:
+                saved.extend(str(p) for p in save_outcome(outcome, args.save))
+            bad = sum(len(o.disagreements) for o in outcomes)
+            bar.update(task, advance=1, status=f"{bad} disagreement(s)")
+    summary = summarise(outcomes)
+    summary["targets"] = targets
+    summary["seed"] = args.seed
+    summary["saved"] = saved
+    sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    return 1 if summary["disagreements"] else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="verilocc",
@@ -121,6 +161,23 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
     v.add_argument("--timings", action="store_true", help="add seconds per layer to the JSON stats")
     v.set_defaults(func=cmd_verify)
+
+    f = sub.add_parser(
+        "fuzz",
+        help="property-based fuzzing of the verifier against independent oracles",
+        description="Generate random programs, allocate them with a reference allocator, permute and mutate the "
+        "allocations, verify each and run it in a concrete interpreter. A VERIFIED allocation whose run differs "
+        "(unsound), a correct one not VERIFIED, or a crash is a disagreement. Prints a JSON summary; exit 1 if "
+        "there was any disagreement.",
+    )
+    f.add_argument("--examples", type=int, default=100, metavar="N", help="examples to generate (default 100)")
+    f.add_argument("--seed", type=int, default=0, metavar="S", help="first seed (default 0)")
+    f.add_argument("--mcpu", metavar="GFX[,GFX]", help="targets (default gfx908,gfx90a,gfx942,gfx1100)")
+    f.add_argument("--minutes", type=float, default=None, metavar="M", help="stop after M minutes")
+    f.add_argument("--mutants", type=int, default=3, metavar="K", help="mutation operators tried per example")
+    f.add_argument("--save", metavar="DIR", default="tests/fixtures/fuzz/found",
+                   help="write disagreeing pairs here (default tests/fixtures/fuzz/found)")
+    f.set_defaults(func=cmd_fuzz)
 
     m = sub.add_parser("materialise", help="apply an assignment to a pre-RA MIR file and print the post-RA MIR",
                        description="Rewrite every virtual register of PRE.mir to its assigned physical register.")

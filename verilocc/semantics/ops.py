@@ -38,7 +38,8 @@ def has_side_effects(ins: Instruction) -> bool:
         return False
     if ins.mem is not None:
         return True
-    return not any(op.kind == "reg" and op.is_def and not op.has("dead") for op in ins.operands) or ins.opcode.startswith(
+    # `dead` is a liveness annotation the two programs may disagree on: not part of meaning.
+    return not any(op.kind == "reg" and op.is_def for op in ins.operands) or ins.opcode.startswith(
         ("S_BRANCH", "S_CBRANCH", "SI_", "S_ENDPGM", "S_BARRIER", "S_WAITCNT", "S_SETPRIO", "S_SENDMSG", "S_SLEEP",
          "ATOMIC_FENCE", "S_SETREG", "S_DCACHE", "BUFFER_", "GLOBAL_", "FLAT_", "SCRATCH_", "DS_")
     )

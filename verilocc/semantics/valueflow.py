@@ -312,6 +312,8 @@ class _Walker:
                 return
             dtags, stags = self.c.tags_of(dst), self.c.tags_of(src)
             for dt, st in zip(dtags, stags):
+                if dt == st:
+                    continue  # `%1 = COPY %1` changes nothing
                 self.forget_tag(dt)
                 if self.s.is_defined(st) or st[0] == "$":
                     if dt[0] != "$":
