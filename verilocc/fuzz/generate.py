@@ -158,7 +158,10 @@ class _Gen:
         self.fresh_here: set[int] = set()  # vars first defined in the current block
         self.cur = self._open()
         self.inputs: list[tuple[str, int]] = []
-        self.loop_depth = 0
+        self.self_copies = True  # `%3 = COPY %3`: legal, and coalescers delete it
+        self.counters: set[int] = set()  # loop counters: only their latch redefines them
+        self.pending = 0  # blocks of open constructs not laid out yet
+        self.tie = ""  # "(tied-def 0)" to write the ties of V_FMAC / *_mac_e64 out (llc infers them)
 
     # -- infrastructure ----------------------------------------------------------------------
     def _open(self) -> _Block:
@@ -253,7 +256,8 @@ class _Gen:
         class `cls`, or (n == 1) one lane of a fully defined tuple. Returns (text, var, lanes)."""
         r = self.src.integer(0, 99)
         if not fresh_only and r < 25:
-            same = sorted(vid for vid in self.env if self.vars[vid].cls == cls and self.full(self.vars[vid]))
+            same = sorted(vid for vid in self.env if self.vars[vid].cls == cls and self.full(self.vars[vid])
+                          and vid not in self.counters)
             if same:
                 v = self.vars[self.src.choice(same)]
                 return f"%{v.id}:{v.cls}", v, None
@@ -324,7 +328,7 @@ class _Gen:
         if not accs or a is None or b is None:
             return False
         acc = self.src.choice(accs)
-        self.emit(f"%{acc}:vgpr_32 = nofpexcept V_FMAC_F32_e32 {a}, {b}, %{acc}, implicit $mode, implicit $exec")
+        self.emit(f"%{acc}:vgpr_32 = nofpexcept V_FMAC_F32_e32 {a}, {b}, %{acc}{self.tie}, implicit $mode, implicit $exec")
         return True
 
     def t_cndmask(self) -> bool:
@@ -510,14 +514,15 @@ class _Gen:
         if self.p.agprs:
             kinds += [("a", "a"), ("a", "v"), ("v", "a")]
         dst_file, src_file = self.src.choice(kinds)
-        n = self.src.choice((1, 1, 1, 2, 2, 4, 8))
-        if dst_file == "s" and n == 16:
-            n = 8
+        n = self.src.choice((1, 1, 1, 2, 2, 4, 8, 16))
         val = self.value(src_file, n)
         if val is None:
             return False
         cls = {"v": self.p.vclass, "a": self.p.aclass}.get(dst_file, _sclass)(n)
         d, v, lanes = self.dest(dst_file, n, cls)
+        if d.split(":")[0] == val and not self.self_copies:  # `%3 = COPY %3`, `%3.sub1 = COPY %3.sub1`
+            v = self.new_var(cls, dst_file, n)
+            d, lanes = f"%{v.id}:{cls}", None
         self.emit(f"{d} = COPY {val}")
         self.define(v, lanes)
         return True
@@ -580,7 +585,8 @@ class _Gen:
     def t_mfma(self) -> bool:
         if not self.p.agprs:
             return False
-        big = self.src.chance(0.3)
+        have_big = bool(self.pieces("a", 16, classes=(self.p.aclass(16),)) or self.pieces("v", 16, classes=(self.p.vclass(16),)))
+        big = self.src.chance(0.6 if have_big else 0.3)
         n = 16 if big else 4
         op = "V_MFMA_F32_16X16X1F32" if big else "V_MFMA_F32_4X4X1F32"
         file = "v" if self.p.aligned and self.src.chance(0.3) else "a"
@@ -590,7 +596,9 @@ class _Gen:
             return False
         accs = self.pieces(file, n, classes=(cls,))
         suffix = "_vgprcd" if file == "v" else ""
-        r = self.src.integer(0, 2)
+        r = self.src.integer(0, 3)
+        if r == 3:
+            r = 1
         if r == 0 or not accs:  # no accumulator input: the result may not overlap the sources
             v = self.new_var(cls, file, n)
             self.emit(f"early-clobber %{v.id}:{cls} = {op}{suffix}_e64 {a}, {b}, 0, 0, 0, 0, implicit $mode, implicit $exec")
@@ -598,17 +606,21 @@ class _Gen:
         elif r == 1:  # accumulate in place (the tied _mac form of the big MFMAs)
             acc = self.src.choice(accs)
             mac = "_mac" if big else ""
-            self.emit(f"{acc}:{cls} = {op}{suffix}{mac}_e64 {a}, {b}, {acc}, 0, 0, 0, implicit $mode, implicit $exec")
+            tie = self.tie if big else ""
+            self.emit(f"{acc}:{cls} = {op}{mac}{suffix}_e64 {a}, {b}, {acc}{tie}, 0, 0, 0, implicit $mode, implicit $exec")
         else:
             acc = self.src.choice(accs)
             v = self.new_var(cls, file, n)
             ec = "early-clobber " if big else ""
             self.emit(f"{ec}%{v.id}:{cls} = {op}{suffix}_e64 {a}, {b}, {acc}, 0, 0, 0, implicit $mode, implicit $exec")
             self.define(v)
+        if r != 1 and big and self.src.chance(0.5):  # a GEMM-like chain accumulates into the result
+            self.emit(f"%{v.id}:{cls} = {op}_mac{suffix}_e64 {b}, {a}, %{v.id}{self.tie}, 0, 0, 0, implicit $mode, implicit $exec")
         return True
 
     def t_kill(self) -> bool:
-        local = sorted(vid for vid in self.fresh_here if vid in self.env and self.full(self.vars[vid]))
+        local = sorted(vid for vid in self.fresh_here if vid in self.env and self.full(self.vars[vid])
+                       and vid not in self.counters)
         if not local:
             return False
         vid = self.src.choice(local)
@@ -668,11 +680,15 @@ class _Gen:
         return f"%{v.id}"
 
     def blocks_left(self) -> int:
-        return self.max_blocks - len(self.layout)
+        return self.max_blocks - len(self.layout) - self.pending
 
     def region(self, depth: int) -> None:
-        """A sequence of straight-line code and nested constructs in the current block."""
-        while self.room():
+        """A sequence of straight-line code and nested constructs in the current block. The
+        whole function has `max_instrs`; a nested region takes a few of its own, so that the
+        arms of late constructs are not empty."""
+        start = self.count
+        local = self.src.integer(1, 8) if depth else self.max_instrs
+        while self.count - start < local and self.count < self.max_instrs + 6 * depth:
             r = self.src.integer(0, 99)
             if depth < 2 and r < 12 and self.blocks_left() >= 2:
                 self.if_then(depth)
@@ -680,12 +696,9 @@ class _Gen:
                 self.if_else(depth)
             elif depth < 2 and r < 30 and self.blocks_left() >= 2:
                 self.loop(depth)
-            elif r < 36 and depth > 0:
-                return
             else:
                 for _ in range(self.src.integer(1, 4)):
-                    if self.room():
-                        self.random_instruction()
+                    self.random_instruction()
 
     def branch(self, op: str, use: str, taken: _Block, other: _Block) -> None:
         self.cur.term = [(f"{op} %bb.{{}}, implicit {use}", taken), ("S_BRANCH %bb.{}", other)]
@@ -700,10 +713,12 @@ class _Gen:
         then_b, join = _Block(), _Block()
         self.branch(op, use, join, then_b)
         before = dict(self.env)
+        self.pending += 1
         self._switch(then_b)
         self.region(depth + 1)
         self.jump(join)
         self.env = _meet(before, self.env)
+        self.pending -= 1
         self._switch(join)
 
     def if_else(self, depth: int) -> None:
@@ -711,11 +726,13 @@ class _Gen:
         then_b, else_b, join = _Block(), _Block(), _Block()
         self.branch(op, use, else_b, then_b)
         before = dict(self.env)
+        self.pending += 2
         self._switch(then_b)
         self.region(depth + 1)
         self.jump(join)
         after_then = self.env
         self.env = dict(before)
+        self.pending -= 1
         self._switch(else_b)
         self.region(depth + 1)
         # Give some registers first defined in the then-arm a value here too, so they are
@@ -735,18 +752,20 @@ class _Gen:
                 self.define(v)
         self.jump(join)
         self.env = _meet(after_then, self.env)
+        self.pending -= 1
         self._switch(join)
 
     def loop(self, depth: int) -> None:
         ctr = self.new_var("sreg_32", "s", 1)
+        self.counters.add(ctr.id)
         self.emit(f"%{ctr.id}:sreg_32 = S_MOV_B32 {self.src.integer(0, 3)}")
         self.define(ctr)
         header = _Block()
         self.jump(header)
         self._switch(header)
-        self.loop_depth += 1
+        self.pending += 1
         self.region(depth + 1)
-        self.loop_depth -= 1
+        self.pending -= 1
         # The latch: the counter changes every iteration, so the hashed compare of the
         # interpreter takes the back edge about half of the time.
         step = self.ssrc() or "1"
@@ -790,8 +809,11 @@ class _Gen:
     def epilogue(self) -> None:
         """Store a few values that are live at the end, so a wrong allocation shows."""
         vals = sorted(vid for vid in self.env if self.full(self.vars[vid]))
-        k = min(len(vals), self.src.integer(2, 5))
-        chosen = [vals[self.src.integer(0, len(vals) - 1)] for _ in range(k)] if vals else []
+        k = min(len(vals), self.src.integer(3, 8))
+        chosen = []
+        for _ in range(k):  # distinct values, most recent first
+            left = [v for v in vals if v not in chosen]
+            chosen.append(left[-1 - self.src.integer(0, min(3, len(left) - 1))])
         addr = self.value("v", 2)
         for vid in chosen:
             v = self.vars[vid]
@@ -818,7 +840,7 @@ class _Gen:
 
 
 _VREG = re.compile(r"(?P<undef>undef )?%(?P<id>\d+)(?P<sub>\.sub[\w]*)?(?P<cls>:\w+)?")
-_TIED = ("V_FMAC_F32_e32", "_mac_e64")
+_TIED = ("V_FMAC_F32_e32", "_mac_e64", "_mac_vgprcd_e64")
 
 
 def _split_components(g: _Gen, mark_dead: bool) -> None:
@@ -832,13 +854,15 @@ def _split_components(g: _Gen, mark_dead: bool) -> None:
     whose value nothing reads get the `dead` flag, as LiveIntervals leaves them before RA."""
     blocks = g.layout
     Site = tuple[int, int]  # (block index, instruction index)
-    # Operands per instruction: (defs, uses) as lists of (var, span, undef, has_subreg).
-    parsed: list[list[tuple[list[tuple[int, tuple[int, int], bool, bool]], list[tuple[int, tuple[int, int]]]]]] = []
+    Span = tuple[int, int]
+    # Operands per instruction: defs as (var, span of `%N`, undef, has subregister), uses as (var, span).
+    parsed: list[list[tuple[list[tuple[int, Span, bool, bool]], list[tuple[int, Span]]]]] = []
     for b in blocks:
         rows = []
         for line in b.instrs:
             cut = line.find(" = ")
-            defs, uses = [], []
+            defs: list[tuple[int, Span, bool, bool]] = []
+            uses: list[tuple[int, Span]] = []
             for m in _VREG.finditer(line):
                 vid = int(m.group("id"))
                 span = (m.start("id") - 1, m.end("id"))
@@ -851,14 +875,16 @@ def _split_components(g: _Gen, mark_dead: bool) -> None:
     index = {id(b): i for i, b in enumerate(blocks)}
     succs = [[index[id(s)] for s in b.succs] for b in blocks]
     # Reaching definitions: per block, var -> sites reaching its end.
-    outs: list[dict[int, frozenset[Site]]] = [dict() for _ in blocks]
+    outs: list[dict[int, frozenset[Site]]] = [{} for _ in blocks]
     changed = True
     preds: list[list[int]] = [[] for _ in blocks]
     for i, ss in enumerate(succs):
         for j in ss:
             preds[j].append(i)
 
-    def transfer(bi: int, state: dict[int, frozenset[Site]], visit: Callable[[int, int, dict[int, frozenset[Site]]], None] | None) -> dict[int, frozenset[Site]]:
+    State = dict[int, frozenset[Site]]
+
+    def transfer(bi: int, state: State, visit: Callable[[int, int, State], None] | None) -> State:
         st = dict(state)
         for ii, (defs, _uses) in enumerate(parsed[bi]):
             if visit is not None:
@@ -899,9 +925,8 @@ def _split_components(g: _Gen, mark_dead: bool) -> None:
             sites = st.get(vid, frozenset())
             use_sites[(bi, ii, k)] = sites
             read.update((vid, s2) for s2 in sites)
-            first = next(iter(sorted(sites)), None)
             for s2 in sites:
-                union((vid, s2), (vid, first))  # type: ignore[arg-type]
+                union((vid, s2), (vid, min(sites)))
         tied = any(t in line for t in _TIED)
         for vid, _span, undef, sub in defs:
             find((vid, (bi, ii)))
@@ -911,7 +936,7 @@ def _split_components(g: _Gen, mark_dead: bool) -> None:
                     read.add((vid, s2))
 
     for bi in range(len(blocks)):
-        state = {}
+        state = {}  # reaching definitions at the block's entry
         for p in preds[bi]:
             for vid, sites in outs[p].items():
                 state[vid] = state.get(vid, frozenset()) | sites
@@ -929,28 +954,24 @@ def _split_components(g: _Gen, mark_dead: bool) -> None:
     for bi, b in enumerate(blocks):
         for ii, line in enumerate(b.instrs):
             defs, uses = parsed[bi][ii]
-            edits: list[tuple[tuple[int, int], int]] = []
-            dead_at: list[int] = []
-            for vid, span, _u, _s in defs:
-                edits.append((span, names[find((vid, (bi, ii)))]))
-                if mark_dead and (vid, (bi, ii)) not in read:
-                    dead_at.append(_operand_start(line, span[0]))
-            for k, (vid, span) in enumerate(uses):
+            edits: set[tuple[int, int, str]] = set()  # (start, end, replacement) in the original line
+            for vid, (a, e), _u, _s in defs:
+                edits.add((a, e, f"%{names[find((vid, (bi, ii)))]}"))
+                start = _operand_start(line, a)
+                if mark_dead and (vid, (bi, ii)) not in read and not line[start:].startswith("dead "):
+                    edits.add((start, start, "dead "))
+            for k, (vid, (a, e)) in enumerate(uses):
                 sites = use_sites.get((bi, ii, k), frozenset())
                 if sites:
-                    edits.append((span, names[find((vid, next(iter(sites))))]))
-            for (a, e), new_id in sorted(edits, reverse=True):
-                line = line[:a] + f"%{new_id}" + line[e:]
-            for a in sorted(set(dead_at), reverse=True):
-                if not line[a:].startswith("dead "):
-                    line = line[:a] + "dead " + line[a:]
+                    edits.add((a, e, f"%{names[find((vid, next(iter(sites))))]}"))
+            for a, e, text in sorted(edits, reverse=True):
+                line = line[:a] + text + line[e:]
             b.instrs[ii] = line
 
 
 def _operand_start(line: str, at: int) -> int:
     """Where the operand whose register starts at `at` begins (before its flags)."""
-    start = max(line.rfind(", ", 0, at) + 2, 0) if ", " in line[:at] else 0
-    return start
+    return line.rfind(", ", 0, at) + 2 if ", " in line[:at] else 0
 
 
 def _sclass(n: int) -> str:
@@ -1063,11 +1084,17 @@ def render_body(blocks: Sequence[tuple[int, Sequence[int], Sequence[str], Sequen
     return "\n".join(out) + "\n"
 
 
-def generate(src: Source, target: str, max_instrs: int | None = None, max_blocks: int | None = None) -> Program:
+def generate(src: Source, target: str, max_instrs: int | None = None, max_blocks: int | None = None,
+             mark_dead: bool | None = None, self_copies: bool = True, explicit_ties: bool | None = None) -> Program:
+    """One program for `target`. `mark_dead` flags unread defs `dead` (as LiveIntervals
+    leaves them); `explicit_ties` writes `(tied-def 0)` on tied uses (llc writes it only when
+    the tie is not the opcode's); `self_copies` allows `%3 = COPY %3`. None: at random."""
     prof = PROFILES[target]
-    max_instrs = max_instrs if max_instrs is not None else src.integer(5, 60)
+    max_instrs = max_instrs if max_instrs is not None else src.integer(3, 34)
     max_blocks = max_blocks if max_blocks is not None else src.integer(2, 8)
     g = _Gen(src, prof, max_instrs, max_blocks)
+    g.self_copies = self_copies
+    g.tie = "(tied-def 0)" if (src.chance(0.3) if explicit_ties is None else explicit_ties) else ""
     g.prologue()
     g.region(0)
     if len(g.layout) == 1:
@@ -1075,7 +1102,7 @@ def generate(src: Source, target: str, max_instrs: int | None = None, max_blocks
         g.jump(last)
         g._switch(last)
     g.epilogue()
-    _split_components(g, mark_dead=src.chance(0.75))
+    _split_components(g, mark_dead=src.chance(0.75) if mark_dead is None else mark_dead)
     for num, b in enumerate(g.layout):
         b.number = num
     body = []
@@ -1097,13 +1124,14 @@ def random_program(target: str, seed: int, **kw: Any) -> Program:
     return generate(RandomSource(random.Random(seed)), target, **kw)
 
 
-def programs(target: str | None = None, max_instrs: int | None = None) -> Any:
-    """Hypothesis strategy of `Program`s for `target` (any of TARGETS when None)."""
+def programs(target: str | None = None, max_instrs: int | None = None, **options: Any) -> Any:
+    """Hypothesis strategy of `Program`s for `target` (any of TARGETS when None); `options`
+    are those of `generate` (mark_dead, self_copies, explicit_ties)."""
     from hypothesis import strategies as st
 
     @st.composite
     def _programs(draw: Callable[[Any], Any]) -> Program:
         t = target if target is not None else draw(st.sampled_from(TARGETS))
-        return generate(DrawSource(draw), t, max_instrs=max_instrs)
+        return generate(DrawSource(draw), t, max_instrs=max_instrs, **options)
 
     return _programs()

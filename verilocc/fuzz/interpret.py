@@ -4,18 +4,20 @@ It runs one lane of one wave. Registers hold 32-bit values: a virtual register o
 `vreg_128` is four values, `%7.sub2` the third; a physical register `$vgpr4_vgpr5` is the two
 32-bit registers `vgpr4`, `vgpr5` (storage computed from the name here, not by the verifier's
 target tables). Only moves are interpreted: COPY, moves of immediates and of registers,
-REG_SEQUENCE, subregister reads and writes, KILL, IMPLICIT_DEF (a fixed garbage value) and
-spills/restores through a map of stack slots. Every other opcode is a fixed pseudo-random
-function of (opcode, the text of its non-register operands, its input values) under a per-run
-seed, so a pre-RA program and an allocation of it compute the same values if and only if
-the allocation moves values correctly (up to hash collisions). Compares give 0 or 1, so
-branches on SCC or VCC go both ways. Stores append (opcode, operands, values) to the trace;
-loads see how many stores came before them.
+REG_SEQUENCE, subregister reads and writes, KILL, IMPLICIT_DEF (a fixed garbage value),
+spills and restores through a map of stack slots, and SGPR spills to VGPR lanes. Every other
+opcode is a fixed pseudo-random function of (opcode, the text of its non-register operands,
+its input values) under a per-run seed, so a pre-RA program and an allocation of it compute
+the same values if and only if the allocation moves values correctly (up to hash
+collisions). Compares give 0 or 1, so branches on SCC or VCC go both ways. Stores append
+(opcode, operands, values) to the trace; loads see how many stores came before them. A
+misaligned register tuple (which the hardware cannot encode) faults the whole run.
 
 `run(program, inputs, seed)` returns a `Trace`; two programs agree on an input when their
 traces are equal. A run stops with status "timeout" after `max_steps` instructions and with
-"error: ..." on something it cannot execute (a width mismatch in a mutated COPY, an unknown
-construct); those statuses are part of the trace.
+"error: ..." on something it cannot execute (a width mismatch in a mutated COPY, a misaligned
+tuple, an unknown construct); those statuses are part of the trace. `strict=True` also
+refuses reads of undefined virtual register lanes (a well-formedness check of pre-RA code).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import random
 import re
 import zlib
 from dataclasses import dataclass, field
-from typing import Union
 
 from verilocc.mir.model import Function, Instruction, Module, Operand
 from verilocc.mir.parser import parse_module
@@ -59,6 +60,10 @@ _PAIRS = {
 }
 _SINGLES = frozenset({"vcc_lo", "vcc_hi", "exec_lo", "exec_hi", "scc", "m0", "mode", "flat_scr_lo", "flat_scr_hi",
                       "sgpr_null", "src_scc", "src_vccz", "src_execz"})
+
+
+# Processors with FeatureGFX90AInsts: VGPR/AGPR tuples must start at an even register.
+ALIGNED_VECTOR_TUPLES = frozenset({"gfx90a", "gfx940", "gfx941", "gfx942", "gfx950"})
 
 
 class Unsupported(Exception):
@@ -120,28 +125,31 @@ class _Stop(Exception):
     pass
 
 
-Program = Union[str, Module]
+Program = str | Module
 
 # Opcodes whose single def is the value of their single input (register or immediate).
 _MOVES = frozenset({"COPY", "V_MOV_B32_e32", "V_MOV_B32_e64", "S_MOV_B32", "S_MOV_B64", "V_MOV_B64_PSEUDO",
                     "S_MOV_B64_IMM_PSEUDO", "V_ACCVGPR_WRITE_B32_e64", "V_ACCVGPR_READ_B32_e64",
                     "V_ACCVGPR_MOV_B32", "S_MOVK_I32", "AV_MOV_B32_IMM_PSEUDO", "PRED_COPY", "STRICT_WWM"})
-_AMBIENT = frozenset({"exec_lo", "exec_hi", "mode"})
 
 
 class Machine:
-    def __init__(self, fn: Function, inputs: dict[str, int], seed: int, max_steps: int) -> None:
+    def __init__(self, fn: Function, inputs: dict[str, int], seed: int, max_steps: int, strict: bool = False) -> None:
         self.fn = fn
+        self.strict = strict  # reading a virtual register lane no def wrote is an error
+        self.undefined: set[tuple[object, int]] = set()  # lanes IMPLICIT_DEF wrote
         self.seed = _mix(seed & _M64)
         self.inputs = {k.lstrip("$"): v & _M32 for k, v in inputs.items()}
         self.max_steps = max_steps
         self.regs: dict[str, int] = {}
         self.vregs: dict[tuple[object, int], int] = {}
         self.stack: dict[tuple[str, int], int] = {}
+        self.side: dict[tuple[str, int], int] = {}  # (vgpr, lane) -> value, lanes other than the modelled one
         self.widths: dict[object, int] = {}
         for vid, decl in fn.registers.items():
             if decl.reg_class and decl.reg_class != "_":
                 self.widths[vid] = class_dwords(decl.reg_class)
+        self.aligned_vector_tuples = (fn.target_cpu or "") in ALIGNED_VECTOR_TUPLES
         self.events: list[tuple[object, ...]] = []
         self.stores = 0
         self._keys: dict[int, int] = {}
@@ -171,15 +179,33 @@ class Machine:
             return [("v", op.vreg, k) for k in lanes]
         assert op.phys is not None
         units = physical_units(op.phys)
+        if len(units) > 1:
+            self._check_tuple(op.phys, units)
         if op.subreg:
             units = tuple(units[k] for k in subreg_lanes(op.subreg))
         return [("p", u, 0) for u in units]
+
+    def _check_tuple(self, name: str, units: tuple[str, ...]) -> None:
+        """The hardware has no misaligned tuples: SGPR pairs start even and wider SGPR tuples at
+        a multiple of 4 (no such LLVM register exists otherwise); on gfx90a/gfx942/gfx950,
+        VGPR and AGPR tuples start even (the encoding drops bit 0, MachineVerifier: "Subtarget
+        requires even aligned vector registers"). Such an operand faults the run."""
+        m = _NUMBERED.match(units[0])
+        if not m:
+            return
+        kind, first = m.group(1), int(m.group(2))
+        if kind == "sgpr" and first % (2 if len(units) == 2 else 4):
+            raise _Stop(f"error: misaligned SGPR tuple ${name}")
+        if kind in ("vgpr", "agpr") and self.aligned_vector_tuples and first % 2:
+            raise _Stop(f"error: misaligned {kind.upper()} tuple ${name} on {self.fn.target_cpu}")
 
     def read(self, op: Operand) -> list[int]:
         out = []
         for kind, where, k in self._lanes(op):
             if kind == "v":
                 key = (where, k)
+                if self.strict and (key not in self.vregs or key in self.undefined):
+                    raise _Stop(f"error: %{where} lane {k} is read but not defined")
                 if key not in self.vregs:
                     self.vregs[key] = _mix(self.seed ^ _text_hash(f"uninit:%{where}.{k}")) & _M32
                 out.append(self.vregs[key])
@@ -197,8 +223,12 @@ class Machine:
         for (kind, where, k), val in zip(lanes, values):
             if kind == "v":
                 self.vregs[(where, k)] = val & _M32
+                self.undefined.discard((where, k))
             else:
                 self.regs[str(where)] = val & _M32
+                if self.side:  # an ordinary VGPR write clobbers every lane
+                    for key in [key for key in self.side if key[0] == where]:
+                        del self.side[key]
 
     # -- instruction semantics ---------------------------------------------------------------
     def _key(self, ins: Instruction) -> int:
@@ -232,6 +262,7 @@ class Machine:
         if op == "IMPLICIT_DEF":
             for d in defs:
                 self.write(d, [_mix(0xDEAD ^ _text_hash("IMPLICIT_DEF") ^ k) & _M32 for k in range(len(self._lanes(d)))])
+                self.undefined.update((w, k) for kind, w, k in self._lanes(d) if kind == "v")
             return None
         if op in ("S_ENDPGM", "SI_RETURN", "SI_RETURN_TO_EPILOG", "S_SETPC_B64_return"):
             return "end"
@@ -253,6 +284,9 @@ class Machine:
             else:
                 raise Unsupported(op)
             return target if taken else None
+        if op in ("SI_SPILL_S32_TO_VGPR", "SI_RESTORE_S32_FROM_VGPR"):
+            self._lane_spill(op, defs, explicit_uses, others)
+            return None
         if op.startswith("SI_SPILL_") and op.endswith("_SAVE"):
             slot, base = _slot(others)
             vals = self.read(explicit_uses[0])
@@ -269,8 +303,7 @@ class Machine:
             return None
         if op == "REG_SEQUENCE":
             d = defs[0]
-            n = len(self._lanes(d))
-            vals = self.read(d) if d.vreg is not None and any((d.vreg, k) in self.vregs for k in range(n)) else [0] * n
+            vals = [0] * len(self._lanes(d))
             regs = [o for o in ins.operands if o.kind == "reg" and not o.is_def]
             subs = [o for o in others if o.kind == "subreg"]
             if len(regs) != len(subs):
@@ -324,6 +357,25 @@ class Machine:
             self.write(d, vals)
         return None
 
+    def _lane_spill(self, op: str, defs: list[Operand], uses: list[Operand], others: list[Operand]) -> None:
+        """SGPR spills to a lane of a VGPR (v_writelane / v_readlane). The modelled lane is lane
+        0; other lanes live beside the register until an ordinary write to it clobbers them."""
+        lane = int(next(o for o in others if o.kind == "imm").text)
+        if op == "SI_SPILL_S32_TO_VGPR":
+            (value,) = self.read(uses[0])
+            (vgpr,) = physical_units(defs[0].phys or "")
+            if lane == 0:
+                self.regs[vgpr] = value
+            else:
+                self.side[(vgpr, lane)] = value
+            return
+        (vgpr,) = physical_units(uses[0].phys or "")
+        if lane == 0:
+            (value,) = self.read(uses[0])
+        else:
+            value = self.side.get((vgpr, lane), _mix(self.seed ^ _text_hash(f"lane:{vgpr}.{lane}")) & _M32)
+        self.write(defs[0], [value])
+
     # -- control -----------------------------------------------------------------------------
     def run(self) -> Trace:
         blocks = self.fn.blocks
@@ -334,6 +386,14 @@ class Machine:
         steps = 0
         bi = 0
         try:
+            # A misaligned tuple anywhere means the program cannot be encoded at all.
+            for b in blocks:
+                for ins in b.instructions:
+                    for op in ins.operands:
+                        if op.kind == "reg" and op.phys and not op.is_implicit and _is_numbered(op.phys):
+                            units = physical_units(op.phys)
+                            if len(units) > 1:
+                                self._check_tuple(op.phys, units)
             while True:
                 block = blocks[bi]
                 target: str | None = None
@@ -386,12 +446,14 @@ def as_module(program: Program) -> Module:
 
 
 def run(program: Program, inputs: dict[str, int], seed: int = 0, max_steps: int = 20000,
-        function: str | None = None) -> Trace:
-    """Run a function (the first unless named) of `program` on 32-bit register `inputs`."""
+        function: str | None = None, strict: bool = False) -> Trace:
+    """Run a function (the first unless named) of `program` on 32-bit register `inputs`.
+    `strict`: reading a virtual register lane that holds no defined value is an error (a
+    check that a pre-RA program is well formed on this path)."""
     module = as_module(program)
     fn = module.functions[0] if function is None else module.function(function)
     try:
-        machine = Machine(fn, inputs, seed, max_steps)
+        machine = Machine(fn, inputs, seed, max_steps, strict)
     except Unsupported as e:
         return Trace((), f"error: unsupported {e}")
     return machine.run()

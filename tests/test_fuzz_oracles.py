@@ -1,0 +1,306 @@
+"""The fuzzing oracles (`verilocc/fuzz/`) and what they say about the verifier.
+
+(a) generated programs are well formed: verilocc's parser reads them and the interpreter
+    runs them strictly (no read of an undefined lane);
+(b) reference allocations and renamings of them are VERIFIED and agree with the program;
+(c) soundness: a mutant the verifier calls VERIFIED agrees with the program on every input;
+(d) a mutant whose trace differs from the program's is not VERIFIED;
+(e) each property notices a verifier bug planted by monkeypatching.
+The pairs of the verifier bugs the oracles found are checked at the end.
+Everything is deterministic (hypothesis `derandomize=True`, fixed seeds) and bounded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from verilocc.findings import Verdict
+from verilocc.fuzz import generate, interpret, oracle
+from verilocc.fuzz.generate import PROFILES, TARGETS, Program, programs, random_program
+from verilocc.fuzz.interpret import function_inputs, run
+from verilocc.fuzz.refalloc import Budget, allocate, permute
+from verilocc.mir.parser import parse_module
+from verilocc.verify import Options, verify_modules
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "fuzz"
+
+
+def _settings(n: int) -> settings:
+    return settings(derandomize=True, max_examples=n, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much])
+
+
+def _inputs(text: str, k: int, seed: int = 0) -> list[dict[str, int]]:
+    regs = function_inputs(text)
+    rng = random.Random(seed)
+    return [{r: rng.getrandbits(32) for r in regs} for _ in range(k)]
+
+
+def _verdict(post: str, pre: str) -> Verdict:
+    return verify_modules(parse_module(post, "post.mir"), parse_module(pre, "pre.mir"), Options(timeout_s=20)).verdict
+
+
+def _avoiding_known(target: str | None = None) -> st.SearchStrategy[Program]:
+    return programs(target, **oracle.GEN_AVOID)  # type: ignore[arg-type]
+
+
+# --- (a) well-formed programs --------------------------------------------------------------
+@_settings(100)
+@given(programs())
+def test_generated_programs_parse_and_run(program: Program) -> None:
+    module = parse_module(program.text, "gen.mir")
+    (fn,) = module.functions
+    assert fn.target_cpu == program.target
+    assert 2 <= len(fn.blocks) <= 8
+    declared = set(fn.registers)
+    used = {op.vreg for b in fn.blocks for i in b.instructions for op in i.operands if op.vreg is not None}
+    assert used <= declared
+    for k, inp in enumerate(_inputs(program.text, 2)):
+        trace = run(module, inp, seed=k, strict=True)
+        assert trace.ok, trace.status  # loops end: their counters change every iteration
+        assert trace.events  # the results are stored
+
+
+def test_generator_covers_the_shapes() -> None:
+    texts = [random_program(t, s).text for t in TARGETS for s in range(60)]
+    joined = "\n".join(texts)
+    for shape in ("S_CBRANCH_SCC1", "S_CBRANCH_VCCNZ", "undef %", ".sub1:", "vreg_512", "sgpr_256", "areg_128_align2",
+                  "class: areg_128,", "vreg_64_align2", "V_MFMA_F32_16X16X1F32_mac_e64", "early-clobber", "V_FMAC_F32_e32",
+                  "GLOBAL_STORE_DWORDX4", "S_LOAD_DWORDX16_IMM", "IMPLICIT_DEF", "KILL %", "dead %", "S_CSELECT_B32",
+                  "V_ADDC_U32_e64"):
+        assert shape in joined, shape
+    # Loops: a block that branches to itself or back.
+    assert any(_has_back_edge(t) for t in texts)
+
+
+def _has_back_edge(text: str) -> bool:
+    fn = parse_module(text, "x.mir").functions[0]
+    return any(s <= b.number for b in fn.blocks for s, _ in b.successors)
+
+
+# --- the interpreter on its own --------------------------------------------------------------
+def _tiny(target: str, registers: list[tuple[int, str]], body: list[str],
+          stack: tuple[tuple[int, int, str], ...] = ()) -> str:
+    liveins = [("sgpr4_sgpr5", 0 if registers else None), ("vgpr0", 1 if registers else None)]
+    return (generate.ir_module(target) + generate.function_header(target, registers, liveins, stack)
+            + generate.render_body([(0, [], ["$sgpr4_sgpr5", "$vgpr0"], body)]))
+
+
+def test_interpreter_moves_values_and_sees_wrong_ones() -> None:
+    """A hand-made spill: the right reload agrees with the program (and is VERIFIED), a reload
+    from another slot does not."""
+    store = "GLOBAL_STORE_DWORD {a}, {v}, 0, 0, implicit $exec :: (store (s32), addrspace 1)"
+    pre = _tiny("gfx90a", [(0, "sgpr_64"), (1, "vgpr_32"), (2, "vreg_64_align2"), (3, "vgpr_32"), (4, "vreg_64_align2"),
+                           (5, "vgpr_32")], [
+        "%0:sgpr_64 = COPY $sgpr4_sgpr5", "%1:vgpr_32 = COPY $vgpr0", "%2:vreg_64_align2 = COPY %0",
+        "%3:vgpr_32 = V_ADD_U32_e32 %1, %1, implicit $exec",
+        "undef %4.sub0:vreg_64_align2 = COPY %3", "%4.sub1:vreg_64_align2 = V_MOV_B32_e32 7, implicit $exec",
+        store.format(a="%2", v="%4.sub1"), "%5:vgpr_32 = V_MOV_B32_e32 9, implicit $exec",
+        store.format(a="%2", v="%3"), store.format(a="%2", v="%5"), "S_ENDPGM 0"])
+
+    def post(slot: int) -> str:
+        return _tiny("gfx90a", [], [
+            "renamable $vgpr2_vgpr3 = COPY $sgpr4_sgpr5", "renamable $vgpr4 = V_ADD_U32_e32 $vgpr0, $vgpr0, implicit $exec",
+            "SI_SPILL_V32_SAVE $vgpr4, %stack.0, $sgpr32, 0, implicit $exec :: (store (s32) into %stack.0, addrspace 5)",
+            "renamable $vgpr5 = V_MOV_B32_e32 7, implicit $exec", store.format(a="renamable $vgpr2_vgpr3", v="renamable $vgpr5"),
+            "renamable $vgpr4 = V_MOV_B32_e32 9, implicit $exec",
+            (f"renamable $vgpr0 = SI_SPILL_V32_RESTORE %stack.{slot}, $sgpr32, 0, implicit $exec "
+             f":: (load (s32) from %stack.{slot}, addrspace 5)"),
+            store.format(a="renamable $vgpr2_vgpr3", v="renamable $vgpr0"),
+            store.format(a="renamable $vgpr2_vgpr3", v="renamable $vgpr4"), "S_ENDPGM 0"],
+            ((0, 4, "default"), (1, 4, "default")))
+
+    inputs = _inputs(pre, 3)
+    assert all(run(pre, inp, seed=k, strict=True) == run(post(0), inp, seed=k) for k, inp in enumerate(inputs))
+    assert all(run(pre, inp, seed=k) != run(post(1), inp, seed=k) for k, inp in enumerate(inputs))
+    assert run(pre, inputs[0]).events[0][2][2] == 7  # a store's values: the address lanes, then the data
+    assert _verdict(post(0), pre) is Verdict.VERIFIED
+    assert _verdict(post(1), pre) is not Verdict.VERIFIED
+
+
+def test_interpreter_refuses_misaligned_tuples() -> None:
+    program = random_program("gfx90a", 1, **oracle.GEN_AVOID)  # type: ignore[arg-type]
+    alloc = allocate(program.text, random.Random(1))
+    odd = permute(alloc.text, random.Random(2), alloc.assignment.values(), misalign=True)
+    assert odd != alloc.text
+    trace = run(odd, _inputs(program.text, 1)[0])
+    assert trace.status.startswith("error: misaligned"), trace.status
+    assert interpret.physical_units("vgpr4_vgpr5") == ("vgpr4", "vgpr5")
+    assert interpret.physical_units("vcc") == ("vcc_lo", "vcc_hi")
+
+
+# --- (b) reference allocations -------------------------------------------------------------
+@_settings(40)
+@given(_avoiding_known(), st.sampled_from(oracle.BUDGETS), st.integers(0, 2**16))
+def test_reference_allocations_are_verified_and_agree(program: Program, budget: Budget, seed: int) -> None:
+    rng = random.Random(seed)
+    alloc = allocate(program.text, rng, budget)
+    renamed = permute(alloc.text, rng, alloc.assignment.values())
+    inputs = _inputs(program.text, 3, seed)
+    expected = [run(program.text, inp, seed=k) for k, inp in enumerate(inputs)]
+    for name, post in (("reference", alloc.text), ("permuted", renamed)):
+        assert [run(post, inp, seed=k) for k, inp in enumerate(inputs)] == expected, f"{name} computes something else"
+        assert _verdict(post, program.text) is Verdict.VERIFIED, name
+
+
+def test_reference_allocator_spills_and_permute_renames() -> None:
+    spilled = renamed = 0
+    for seed in range(6):
+        program = random_program("gfx942", seed, **oracle.GEN_AVOID)  # type: ignore[arg-type]
+        alloc = allocate(program.text, random.Random(seed), Budget(4, 8, 4))
+        spilled += bool(alloc.spilled)
+        renamed += permute(alloc.text, random.Random(seed), alloc.assignment.values()) != alloc.text
+    assert spilled >= 3 and renamed >= 5
+
+
+# --- (c) and (d) mutants -------------------------------------------------------------------
+@_settings(30)
+@given(_avoiding_known(), st.integers(0, 2**16))
+def test_verified_mutants_agree_with_the_program(program: Program, seed: int) -> None:
+    """(c) Soundness: whenever the verifier says VERIFIED, the traces are equal."""
+    from verilocc.fuzz.mutations import OPERATORS
+
+    rng = random.Random(seed)
+    alloc = allocate(program.text, rng, rng.choice(oracle.BUDGETS))
+    pre = parse_module(program.text, "pre.mir")
+    post = parse_module(alloc.text, "post.mir")
+    inputs = _inputs(program.text, 3, seed)
+    expected = [run(pre, inp, seed=k) for k, inp in enumerate(inputs)]
+    for name in sorted(OPERATORS):
+        mutant = OPERATORS[name](post, rng)
+        if mutant is None:
+            continue
+        verdict = verify_modules(mutant.module, pre, Options(timeout_s=20)).verdict
+        if verdict is Verdict.VERIFIED:
+            got = [run(mutant.module, inp, seed=k) for k, inp in enumerate(inputs)]
+            assert got == expected, f"{name}: {mutant.description} is VERIFIED but computes something else"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_differing_mutants_are_not_verified(target: str) -> None:
+    """(d) A mutant the interpreter tells apart from the program is never VERIFIED; and the
+    check is not vacuous: most examples have such mutants."""
+    differing = 0
+    for seed in range(4):
+        outcome = oracle.check_example(target, seed, mutants=6, inputs=3)
+        assert outcome.status == "checked", outcome.status
+        assert not outcome.disagreements, [(d.kind, d.variant, d.detail) for d in outcome.disagreements]
+        differing += sum(v.differs for v in outcome.variants)
+        for v in outcome.variants:
+            if v.differs:
+                assert v.verdict != Verdict.VERIFIED.name, v
+    assert differing >= 2
+
+
+# --- (e) planted verifier bugs -------------------------------------------------------------
+def _first_disagreement(targets: tuple[str, ...], kind: str, seeds: int, **kw: object) -> oracle.Outcome | None:
+    for seed in range(seeds):
+        for t in targets:
+            outcome = oracle.check_example(t, seed, **kw)  # type: ignore[arg-type]
+            if any(d.kind == kind for d in outcome.disagreements):
+                return outcome
+    return None
+
+
+def test_planted_alignment_bug_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switch off tuple alignment (the gfx90a rule and the `_align2` classes): a renaming
+    that puts tuples on odd VGPRs gets VERIFIED, and the interpreter refuses to run it."""
+    import verilocc.verify as verify_module
+    from verilocc.target import classes, get_class
+
+    real_target = verify_module.function_target
+    real_contains, real_members = classes.RegisterClass.contains, classes.RegisterClass.members
+
+    def unaligned(cls: classes.RegisterClass) -> classes.RegisterClass:
+        return get_class(cls.name.replace("_align2", "")) if "_align2" in cls.name else cls
+
+    monkeypatch.setattr(verify_module, "function_target",
+                        lambda *a: dataclasses.replace(real_target(*a), aligned_vgpr_tuples=False))
+    monkeypatch.setattr(classes.RegisterClass, "contains", lambda self, reg, t: real_contains(unaligned(self), reg, t))
+    monkeypatch.setattr(classes.RegisterClass, "members", lambda self, t: real_members(unaligned(self), t))
+    classes._contains.cache_clear()
+    classes._members.cache_clear()
+    try:
+        found = _first_disagreement(("gfx90a", "gfx942"), "unsound", seeds=3, mutants=0)
+    finally:
+        classes._contains.cache_clear()
+        classes._members.cache_clear()
+    assert found is not None
+    assert any(d.variant == "misaligned" for d in found.disagreements)
+
+
+def test_planted_value_flow_bug_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switch off the value-flow and equivalence layers: wrong mutants get VERIFIED."""
+    from verilocc.semantics import equivalence, valueflow
+
+    monkeypatch.setattr(valueflow.ValueFlowChecker, "run", lambda self: [])
+    monkeypatch.setattr(equivalence.EquivalenceChecker, "run", lambda self: [])
+    found = _first_disagreement(("gfx90a", "gfx1100"), "unsound", seeds=3, misaligned=False)
+    assert found is not None
+    assert all(d.variant.startswith("mutant:") for d in found.disagreements)
+
+
+def test_planted_over_strict_alignment_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Demand 4-aligned vector tuples: correct reference allocations get REJECTED."""
+    from verilocc.smt import constraints
+    from verilocc.target import RegFile
+
+    real = constraints.register_problem
+
+    def strict(reg, cls, target, limits):  # type: ignore[no-untyped-def]
+        problem = real(reg, cls, target, limits)
+        if problem is None and reg.file in (RegFile.VGPR, RegFile.AGPR) and len(reg.units) >= 4 and reg.index % 4:
+            return "alignment", f"${reg.name}: planted rule, vector tuples start at a multiple of 4"
+        return problem
+
+    monkeypatch.setattr(constraints, "register_problem", strict)
+    found = _first_disagreement(("gfx908", "gfx1100"), "false-rejection", seeds=4, mutants=0, misaligned=False)
+    assert found is not None
+    assert any(d.variant in ("reference", "permuted") for d in found.disagreements)
+
+
+# --- driver ----------------------------------------------------------------------------------
+def test_check_example_summary_and_save(tmp_path: Path) -> None:
+    outcomes = [oracle.check_example("gfx1100", 7, mutants=["wrong-use", "clobber-def"], inputs=2)]
+    summary = oracle.summarise(outcomes)
+    assert summary["examples"] == 1 and summary["verdicts"]
+    fake = dataclasses.replace(outcomes[0].variants[0])
+    outcomes[0].disagreements.append(oracle.Disagreement("unsound", fake.name, fake.verdict, "test", "pre", "post"))
+    written = oracle.save_outcome(outcomes[0], tmp_path)
+    assert written and written[0].read_text() == "post"
+    assert PROFILES["gfx1100"].wave32
+
+
+@pytest.mark.llc
+def test_llvm_allocations_are_verified() -> None:
+    """LLVM's own allocations of generated programs (some under a VGPR budget that makes it
+    spill) are correct by assumption: the interpreter agrees and the verifier says VERIFIED."""
+    if shutil.which("llc-19") is None:
+        pytest.skip("llc-19 is not on PATH")
+    seen = 0
+    for seed in range(3):
+        for target in TARGETS:
+            outcome = oracle.check_example(target, seed, mutants=0, misaligned=False, llvm=True)
+            assert not outcome.disagreements, [(d.kind, d.variant, d.detail) for d in outcome.disagreements]
+            seen += any(v.name == "llvm" for v in outcome.variants)
+    assert seen >= 10
+
+
+# --- verifier bugs found by the oracles (tests/fixtures/fuzz/README.md) ----------------------
+@pytest.mark.parametrize("name", sorted(oracle.FOUND_VERIFIER_ISSUES))
+def test_found_pairs_are_correct_allocations(name: str) -> None:
+    """The pairs are correct allocations by the interpreter's account; that the verifier
+    accepts them is tests/test_fuzz_regressions.py."""
+    pre = (FIXTURES / f"{name}.pre.mir").read_text()
+    post = (FIXTURES / f"{name}.post.mir").read_text()
+    for k, inp in enumerate(_inputs(pre, 4)):
+        a, b = run(pre, inp, seed=k), run(post, inp, seed=k)
+        assert a.ok and a == b

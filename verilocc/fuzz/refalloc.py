@@ -1,0 +1,667 @@
+"""A reference register allocator: simple enough to be obviously correct.
+
+It allocates the programs of `verilocc.fuzz.generate` (one function, virtual registers of
+VGPR, SGPR and AGPR classes) without splitting or coalescing:
+
+1. Liveness of whole virtual registers (and of the physical input registers the program
+   reads) by the textbook backward dataflow over the CFG; a subregister def without `undef`
+   reads the register it updates.
+2. Interference by Chaitin's rule: a def interferes with everything live after its
+   instruction, with the other defs of the instruction, and (early-clobber) with its uses.
+3. Greedy colouring, unspillable and widest registers first: each virtual register gets one physical
+   register of its file and width, aligned as the target requires (even VGPR/AGPR tuples
+   on gfx90a/gfx942; SGPR pairs even, wider SGPR tuples 4-aligned), inside a register
+   budget, avoiding reserved registers ($sgpr32 the stack pointer, the scratch resource
+   $sgpr0-3 on gfx908/gfx90a) and overlapping no interfering register.
+4. A register that does not fit is spilled everywhere: it lives in a stack slot, each
+   instruction that reads it is preceded by an `SI_SPILL_*_RESTORE` into a temporary that is
+   free at that instruction, and each instruction that writes it is followed by an
+   `SI_SPILL_*_SAVE`. When no temporary is free the budget grows and allocation restarts.
+
+`permute` renames the registers of an allocated program consistently (keeping tuple
+alignment and the input registers) to give another correct allocation.
+
+Nothing here is shared with the verifier: register files, widths and alignment are computed
+from class and register names.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from verilocc.fuzz.generate import PROFILES, Profile, render_body
+from verilocc.fuzz.interpret import Unsupported, class_dwords, physical_units, subreg_lanes
+from verilocc.mir.model import Function, Instruction, Module, Operand
+from verilocc.mir.parser import parse_module
+
+Item = object  # a virtual register id (int/str) or a physical 32-bit register name ("sgpr6")
+Unit = tuple[str, int]  # ("v", 4) is $vgpr4
+_PREFIX = {"v": "vgpr", "s": "sgpr", "a": "agpr"}
+_NUMBERED = re.compile(r"(vgpr|sgpr|agpr)(\d+)$")
+
+
+# Registers of each file that colouring leaves free at the top of the budget, for the
+# temporaries of spill code (an instruction reads at most a few spilled values).
+SPILL_RESERVE = 4
+
+
+class AllocationError(Exception):
+    """The program has a construct this allocator does not handle."""
+
+
+class _NeedMore(Exception):
+    """The budget of a register file is too small; the caller retries with a larger one."""
+
+    def __init__(self, file: str, what: str) -> None:
+        super().__init__(what)
+        self.file = file
+
+
+@dataclass(frozen=True)
+class Budget:
+    vgprs: int = 32
+    sgprs: int = 32
+    agprs: int = 32
+
+    def grow(self, file: str) -> Budget:
+        return Budget(self.vgprs + 8 * (file == "v"), self.sgprs + 8 * (file == "s"), self.agprs + 8 * (file == "a"))
+
+    def size(self, file: str) -> int:
+        return {"v": self.vgprs, "s": self.sgprs, "a": self.agprs}[file]
+
+
+@dataclass
+class Allocation:
+    text: str
+    assignment: dict[object, str]  # virtual register -> physical register name
+    spilled: dict[object, int]  # virtual register -> stack slot
+    budget: Budget
+    attempts: int = 1
+    notes: list[str] = field(default_factory=list)
+
+
+def class_file(cls: str) -> str:
+    if cls.startswith(("vgpr", "vreg")):
+        return "v"
+    if cls.startswith(("sgpr", "sreg")):
+        return "s"
+    if cls.startswith(("agpr", "areg")):
+        return "a"
+    raise AllocationError(f"register class {cls}")
+
+
+def alignment(file: str, n: int, prof: Profile) -> int:
+    if file == "s":
+        return 1 if n == 1 else 2 if n == 2 else 4
+    return 2 if prof.aligned and n >= 2 else 1
+
+
+def reg_name(file: str, start: int, n: int) -> str:
+    return "_".join(f"{_PREFIX[file]}{k}" for k in range(start, start + n))
+
+
+def _units_of_phys(name: str) -> list[Unit] | None:
+    """Numbered 32-bit registers of a physical register, or None for special registers."""
+    try:
+        parts = physical_units(name)
+    except Unsupported:
+        return None
+    out = []
+    for p in parts:
+        m = _NUMBERED.match(p)
+        if not m:
+            return None
+        out.append((m.group(1)[0], int(m.group(2))))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Liveness and interference
+# --------------------------------------------------------------------------------------------
+@dataclass
+class _Ins:
+    block: int  # index in fn.blocks
+    ins: Instruction
+    uses: set[Item]
+    defs: set[Item]
+    kills: set[Item]  # items whose whole old value dies here (full defs)
+    early: set[Item]  # early-clobber defs
+
+
+class _Analysis:
+    def __init__(self, fn: Function) -> None:
+        self.fn = fn
+        self.width: dict[object, int] = {}
+        self.file: dict[object, str] = {}
+        for vid, decl in fn.registers.items():
+            if not decl.reg_class:
+                raise AllocationError(f"%{vid} has no class")
+            self.file[vid] = class_file(decl.reg_class)
+            self.width[vid] = class_dwords(decl.reg_class)
+        self.blocks: list[list[_Ins]] = []
+        for bi, b in enumerate(fn.blocks):
+            rows = []
+            for ins in b.instructions:
+                rows.append(self._row(bi, ins))
+            self.blocks.append(rows)
+        number = {b.number: i for i, b in enumerate(fn.blocks)}
+        self.succs: list[list[int]] = []
+        for i, b in enumerate(fn.blocks):
+            ss = [number[n] for n, _ in b.successors]
+            if not ss and b.instructions and not _ends(b.instructions[-1]) and i + 1 < len(fn.blocks):
+                ss = [i + 1]  # fall through
+            self.succs.append(ss)
+        self._liveness()
+
+    def _row(self, bi: int, ins: Instruction) -> _Ins:
+        uses: set[Item] = set()
+        defs: set[Item] = set()
+        kills: set[Item] = set()
+        early: set[Item] = set()
+        for op in ins.operands:
+            if op.kind != "reg" or op.is_noreg:
+                continue
+            if op.vreg is not None:
+                if op.vreg not in self.width:
+                    raise AllocationError(f"%{op.vreg} is not declared")
+                if op.is_def:
+                    defs.add(op.vreg)
+                    if op.subreg is None or op.has("undef"):
+                        kills.add(op.vreg)
+                    else:
+                        uses.add(op.vreg)  # a subregister def updates the register
+                    if op.has("early-clobber"):
+                        early.add(op.vreg)
+                elif not op.has("undef"):
+                    uses.add(op.vreg)
+                continue
+            units = _units_of_phys(op.phys or "")
+            if units is None:
+                continue  # $scc, $vcc, $exec...: never allocated here
+            names = {reg_name(f, k, 1) for f, k in units}
+            if op.is_def:
+                defs |= names
+                kills |= names
+            elif not op.has("undef"):
+                uses |= names
+        return _Ins(bi, ins, uses, defs, kills, early)
+
+    def _liveness(self) -> None:
+        n = len(self.blocks)
+        self.live_in: list[set[Item]] = [set() for _ in range(n)]
+        self.live_out: list[set[Item]] = [set() for _ in range(n)]
+        changed = True
+        while changed:
+            changed = False
+            for bi in reversed(range(n)):
+                out: set[Item] = set()
+                for s in self.succs[bi]:
+                    out |= self.live_in[s]
+                live = set(out)
+                for row in reversed(self.blocks[bi]):
+                    live -= row.kills
+                    live |= row.uses
+                if out != self.live_out[bi] or live != self.live_in[bi]:
+                    self.live_out[bi], self.live_in[bi] = out, live
+                    changed = True
+        self.before: dict[int, set[Item]] = {}
+        self.after: dict[int, set[Item]] = {}
+        for bi in range(n):
+            live = set(self.live_out[bi])
+            for row in reversed(self.blocks[bi]):
+                self.after[id(row)] = set(live)
+                live -= row.kills
+                live |= row.uses
+                self.before[id(row)] = set(live)
+        undefined = [x for x in self.live_in[0] if not isinstance(x, str)]
+        if undefined:
+            raise AllocationError(f"virtual registers read before any def: {sorted(map(str, undefined))}")
+
+    def rows(self) -> Iterable[_Ins]:
+        for rows in self.blocks:
+            yield from rows
+
+    def interference(self) -> dict[Item, set[Item]]:
+        edges: dict[Item, set[Item]] = {}
+
+        def add(a: Item, b: Item) -> None:
+            if a != b:
+                edges.setdefault(a, set()).add(b)
+                edges.setdefault(b, set()).add(a)
+
+        for row in self.rows():
+            after = self.after[id(row)]
+            for d in row.defs:
+                for x in after:
+                    add(d, x)
+                for d2 in row.defs:
+                    add(d, d2)
+            for d in row.early:
+                for u in row.uses:
+                    add(d, u)
+        return edges
+
+
+def _ends(ins: Instruction) -> bool:
+    return ins.opcode in ("S_BRANCH", "S_ENDPGM", "SI_RETURN", "S_SETPC_B64_return")
+
+
+# --------------------------------------------------------------------------------------------
+# Allocation
+# --------------------------------------------------------------------------------------------
+class _Allocator:
+    def __init__(self, fn: Function, prof: Profile, budget: Budget, rng: random.Random, spill: bool) -> None:
+        self.fn = fn
+        self.prof = prof
+        self.budget = budget
+        self.rng = rng
+        self.allow_spill = spill
+        self.a = _Analysis(fn)
+        self.reserved: set[Unit] = {("s", 32)} | {("s", k) for k in prof.reserved_sgprs}
+        self.color: dict[Item, Unit] = {}  # item -> first unit
+        self.spilled: dict[object, int] = {}
+        for it in self._all_items():
+            if isinstance(it, str):
+                m = _NUMBERED.match(it)
+                assert m
+                self.color[it] = (m.group(1)[0], int(m.group(2)))
+
+    def _all_items(self) -> set[Item]:
+        items: set[Item] = set()
+        for row in self.a.rows():
+            items |= row.uses | row.defs
+        return items
+
+    def units(self, item: Item, first: Unit | None = None) -> list[Unit]:
+        f, k = first if first is not None else self.color[item]
+        n = 1 if isinstance(item, str) else self.a.width[item]
+        return [(f, k + j) for j in range(n)]
+
+    def candidates(self, file: str, n: int, top: int) -> list[int]:
+        al = alignment(file, n, self.prof)
+        return [k for k in range(0, top - n + 1, al)
+                if not any((file, k + j) in self.reserved for j in range(n))]
+
+    def pick(self, file: str, n: int, taken: set[Unit], keep: int = 0) -> int | None:
+        """A free register; `keep` registers at the top of the budget stay free (for spill
+        temporaries, so that spilling, not growing the budget, answers pressure)."""
+        top = self.budget.size(file) - keep
+        free = [k for k in self.candidates(file, n, top) if not any((file, k + j) in taken for j in range(n))]
+        if not free:
+            return None
+        return free[0] if self.rng.random() < 0.6 else self.rng.choice(free)
+
+    def spillable(self, v: object) -> bool:
+        if not self.allow_spill or self.a.file[v] == "a" or self.a.width[v] > 4:
+            return False
+        for row in self.a.rows():
+            for op in row.ins.operands:
+                if op.kind == "reg" and op.vreg == v and op.is_def and (op.has("undef") or row.ins.opcode == "IMPLICIT_DEF"):
+                    return False
+        return True
+
+    def colour(self) -> None:
+        edges = self.a.interference()
+        vregs = sorted((x for x in self._all_items() if not isinstance(x, str)), key=str)
+        self.rng.shuffle(vregs)
+        # Registers that cannot be spilled first, then the widest: what is left over spills.
+        can_spill = {v: self.spillable(v) for v in vregs}
+        vregs.sort(key=lambda v: (can_spill[v], -self.a.width[v]))
+        for v in vregs:
+            taken: set[Unit] = set()
+            for w in edges.get(v, ()):
+                if w in self.color:
+                    taken.update(self.units(w))
+            keep = SPILL_RESERVE if self.allow_spill and self.a.file[v] in "vs" else 0
+            k = self.pick(self.a.file[v], self.a.width[v], taken, keep)
+            if k is None:
+                if can_spill[v]:
+                    self.spilled[v] = len(self.spilled)
+                    continue
+                raise _NeedMore(self.a.file[v], f"%{v}")
+            self.color[v] = (self.a.file[v], k)
+
+    # -- rewriting ---------------------------------------------------------------------------
+    def occupied(self, items: Iterable[Item]) -> set[Unit]:
+        out: set[Unit] = set()
+        for x in items:
+            if x in self.color:
+                out.update(self.units(x))
+        return out
+
+    def temps(self, row: _Ins) -> dict[object, Unit]:
+        """A register per spilled virtual register touched by the instruction."""
+        before = self.occupied(self.a.before[id(row)])
+        after = self.occupied(self.a.after[id(row)]) | self.occupied(row.defs)
+        early_regs = self.occupied(row.early)
+        use_regs = self.occupied(row.uses)
+        out: dict[object, Unit] = {}
+        reload_taken: set[Unit] = set()
+        def_taken: set[Unit] = set()
+        spilled_uses = sorted((v for v in row.uses if v in self.spilled), key=str)
+        spilled_defs = sorted((v for v in row.defs if v in self.spilled and v not in row.uses), key=str)
+        for v in spilled_uses:
+            f, n = self.a.file[v], self.a.width[v]
+            taken = before | reload_taken | early_regs
+            if v in row.defs:  # read and written: one temporary, which must also survive the def
+                taken |= after | def_taken
+            k = self.pick(f, n, taken)
+            if k is None:
+                raise _NeedMore(f, f"no temporary for %{v}")
+            out[v] = (f, k)
+            reload_taken.update((f, k + j) for j in range(n))
+            if v in row.defs:
+                def_taken.update((f, k + j) for j in range(n))
+        for v in spilled_defs:
+            f, n = self.a.file[v], self.a.width[v]
+            taken = after | def_taken
+            if v in row.early:
+                taken |= use_regs | reload_taken
+            k = self.pick(f, n, taken)
+            if k is None:
+                raise _NeedMore(f, f"no temporary for %{v}")
+            out[v] = (f, k)
+            def_taken.update((f, k + j) for j in range(n))
+        return out
+
+    def phys_of(self, op: Operand, temps: dict[object, Unit]) -> str:
+        first = temps.get(op.vreg) or self.color[op.vreg]
+        f, k = first
+        n = self.a.width[op.vreg]
+        if op.subreg:
+            lanes = subreg_lanes(op.subreg)
+            if lanes[-1] >= n:
+                raise AllocationError(f"%{op.vreg}.{op.subreg} is outside its class")
+            return reg_name(f, k + lanes[0], len(lanes))
+        return reg_name(f, k, n)
+
+    def spill_code(self, v: object, temp: Unit, save: bool) -> str:
+        f, n = self.a.file[v], self.a.width[v]
+        slot = self.spilled[v]
+        reg = reg_name(temp[0], temp[1], n)
+        kind = "V" if f == "v" else "S" if f == "s" else "A"
+        bits = 32 * n
+        align = ", align 4" if n > 1 else ""
+        if save:
+            mem = f"(store (s{bits}) into %stack.{slot}{align}, addrspace 5)"
+            if f == "s":
+                return f"SI_SPILL_S{bits}_SAVE ${reg}, %stack.{slot}, implicit $exec, implicit $sgpr32 :: {mem}"
+            return f"SI_SPILL_{kind}{bits}_SAVE ${reg}, %stack.{slot}, $sgpr32, 0, implicit $exec :: {mem}"
+        mem = f"(load (s{bits}) from %stack.{slot}{align}, addrspace 5)"
+        if f == "s":
+            return f"renamable ${reg} = SI_SPILL_S{bits}_RESTORE %stack.{slot}, implicit $exec, implicit $sgpr32 :: {mem}"
+        return f"renamable ${reg} = SI_SPILL_{kind}{bits}_RESTORE %stack.{slot}, $sgpr32, 0, implicit $exec :: {mem}"
+
+    def rewrite(self, row: _Ins) -> list[str]:
+        ins = row.ins
+        if ins.opcode == "KILL" and any(op.vreg in self.spilled for op in ins.operands if op.kind == "reg"):
+            return []  # nothing to keep alive in a register
+        temps = self.temps(row) if any(v in self.spilled for v in row.uses | row.defs) else {}
+        out = []
+        for v in sorted((v for v in row.uses if v in self.spilled), key=str):
+            out.append(self.spill_code(v, temps[v], save=False))
+        line = _print(ins, lambda op: self.phys_of(op, temps))
+        copy = ins.opcode == "COPY" and len(ins.operands) == 2 and all(o.kind == "reg" for o in ins.operands)
+        if copy:
+            d, s = ins.operands
+            if _phys_text(d, lambda op: self.phys_of(op, temps)) == _phys_text(s, lambda op: self.phys_of(op, temps)):
+                line = None  # an identity copy: the allocator deletes it
+        if line is not None:
+            out.append(line)
+        dead = {op.vreg for op in ins.operands if op.kind == "reg" and op.is_def and op.has("dead")}
+        for v in sorted((v for v in row.defs if v in self.spilled and v not in dead), key=str):
+            out.append(self.spill_code(v, temps[v], save=True))
+        return out
+
+    def block_liveins(self, bi: int) -> list[str]:
+        if bi == 0:
+            return [f"${r}" for r, _ in self.fn.liveins]
+        names = set()
+        for x in self.a.live_in[bi]:
+            if x in self.color:
+                f, k = self.color[x]
+                names.add((f, k, 1 if isinstance(x, str) else self.a.width[x]))
+        return [f"${reg_name(f, k, n)}" for f, k, n in sorted(names)]
+
+
+def _phys_text(op: Operand, phys_of: object) -> str:
+    if op.vreg is not None:
+        return phys_of(op)  # type: ignore[operator]
+    return op.register_text.lstrip("$")
+
+
+def _print(ins: Instruction, phys_of: object) -> str:
+    """One post-RA instruction line: virtual operands become `renamable` physical ones."""
+    defs: list[str] = []
+    rest: list[str] = []
+    leading = True
+    for op in ins.operands:
+        if op.kind != "reg":
+            leading = False
+            rest.append(op.text)
+            continue
+        flags = []
+        if op.has("implicit"):
+            flags.append("implicit")
+        if op.has("implicit-def"):
+            flags.append("implicit-def")
+        if op.has("dead"):
+            flags.append("dead")
+        if op.has("killed") and op.vreg is None:
+            flags.append("killed")
+        if op.has("undef") and (not op.is_def or op.vreg is None):
+            flags.append("undef")
+        if op.has("early-clobber"):
+            flags.append("early-clobber")
+        if op.vreg is not None:
+            flags.append("renamable")
+            text = "$" + phys_of(op)  # type: ignore[operator]
+        else:
+            text = op.register_text
+            if op.has("renamable"):
+                flags.append("renamable")
+        piece = " ".join([*flags, text])
+        if leading and op.is_def and not op.is_implicit:
+            defs.append(piece)
+        else:
+            leading = False
+            rest.append(piece)
+    head = ", ".join(defs) + " = " if defs else ""
+    line = head + " ".join([*ins.instr_flags, ins.opcode])
+    if rest:
+        line += " " + ", ".join(rest)
+    if ins.mem:
+        line += " :: " + ins.mem
+    return line
+
+
+# --------------------------------------------------------------------------------------------
+# Whole function
+# --------------------------------------------------------------------------------------------
+def _post_header(fn: Function, slots: list[tuple[int, int, str]]) -> str:
+    out: list[str] = []
+    lines = fn.header_text.split("\n")
+    i = 0
+    while i < len(lines):
+        ln = lines[i]
+        if ln.startswith("registers:"):
+            out.append("registers:       []")
+            i += 1
+            while i < len(lines) and lines[i].startswith((" ", "-")):
+                i += 1
+            continue
+        if ln.startswith("stack:"):
+            i += 1
+            while i < len(lines) and lines[i].startswith((" ", "-")):
+                i += 1
+            if slots:
+                out.append("stack:")
+                for sid, size, stack_id in slots:
+                    out.append(f"  - {{ id: {sid}, name: '', type: spill-slot, offset: 0, size: {size}, alignment: 4, ")
+                    out.append(f"      stack-id: {stack_id}, callee-saved-register: '', callee-saved-restored: true, ")
+                    out.append("      debug-info-variable: '', debug-info-expression: '', debug-info-location: '' }")
+            else:
+                out.append("stack:           []")
+            continue
+        ln = re.sub(r"virtual-reg: '%[^']*'", "virtual-reg: ''", ln)
+        if ln.strip().startswith("hasSpilledVGPRs:"):
+            ln = "  hasSpilledVGPRs: " + ("true" if any(s != "sgpr-spill" for _, _, s in slots) else "false")
+        if ln.strip().startswith("hasSpilledSGPRs:"):
+            ln = "  hasSpilledSGPRs: " + ("true" if any(s == "sgpr-spill" for _, _, s in slots) else "false")
+        out.append(ln)
+        i += 1
+    return "---\n" + "\n".join(out)
+
+
+def _module_text(module: Module, fn_text: str) -> str:
+    parts = []
+    if module.ir_text is not None:
+        ir = "\n".join(("  " + ln) if ln else "" for ln in module.ir_text.rstrip("\n").split("\n"))
+        parts.append("--- |\n" + ir + "\n\n...\n")
+    parts.append(fn_text)
+    return "".join(parts)
+
+
+def profile_of(fn: Function, target: str | None = None) -> Profile:
+    name = target or fn.target_cpu
+    if name not in PROFILES:
+        raise AllocationError(f"target {name!r} is not one of {sorted(PROFILES)}")
+    return PROFILES[name]
+
+
+def allocate(pre: str | Module, rng: random.Random | None = None, budget: Budget | None = None,
+             spill: bool = True, target: str | None = None, max_attempts: int = 40) -> Allocation:
+    """Allocate the (single) function of a pre-RA program; returns the post-RA text."""
+    module = parse_module(pre, "<pre>") if isinstance(pre, str) else pre
+    if len(module.functions) != 1:
+        raise AllocationError("one function per program")
+    fn = module.functions[0]
+    prof = profile_of(fn, target)
+    rng = rng or random.Random(0)
+    budget = budget or Budget()
+    state = rng.getstate()
+    for attempt in range(1, max_attempts + 1):
+        rng.setstate(state)
+        try:
+            al = _Allocator(fn, prof, budget, rng, spill)
+            al.colour()
+            body = []
+            for bi, b in enumerate(fn.blocks):
+                lines: list[str] = []
+                for row in al.a.blocks[bi]:
+                    lines.extend(al.rewrite(row))
+                body.append((b.number, [n for n, _ in b.successors], al.block_liveins(bi), lines))
+        except _NeedMore as e:
+            budget = budget.grow(e.file)
+            continue
+        slots = []
+        for v, sid in sorted(al.spilled.items(), key=lambda x: x[1]):
+            slots.append((sid, 4 * al.a.width[v], "sgpr-spill" if al.a.file[v] == "s" else "default"))
+
+        text = _module_text(module, _post_header(fn, slots) + "\n" + render_body(body))
+        assignment = {v: reg_name(f, k, al.a.width[v]) for v, (f, k) in al.color.items() if not isinstance(v, str)}
+        return Allocation(text, assignment, dict(al.spilled), budget, attempt)
+    raise AllocationError(f"no allocation within {max_attempts} budget increases")
+
+
+# --------------------------------------------------------------------------------------------
+# Renaming an allocation
+# --------------------------------------------------------------------------------------------
+_REG_TOKEN = re.compile(r"\$((?:vgpr|sgpr|agpr)\d+(?:_(?:vgpr|sgpr|agpr)\d+)*)\b")
+
+
+def permute(post_text: str, rng: random.Random, tuples: Iterable[str] | None = None,
+            top: dict[str, int] | None = None, misalign: bool = False) -> str:
+    """Rename the registers of an allocated program consistently: another correct allocation.
+
+    Registers are grouped into clusters of overlapping tuples; each cluster moves as a whole
+    by an offset that keeps every tuple's alignment (4 for SGPRs, 2 for VGPR/AGPR tuples on
+    gfx90a/gfx942) to a place no other cluster uses. Input registers, $sgpr32 and the
+    registers the reference allocator reserves stay where they are. `top` bounds each file
+    (default: what the program uses, at least 32 VGPRs/AGPRs and 32 SGPRs).
+
+    A tuple the text only names piece by piece (`$sgpr28`, `$sgpr29`... of an sgpr_256) is
+    invisible here: pass the allocation's registers as `tuples` (`Allocation.assignment`
+    values). Without them, adjacent registers are kept together, which is always safe.
+
+    With `misalign`, VGPR/AGPR clusters holding a tuple move by an odd offset instead: the
+    values still flow right, but on gfx90a/gfx942 such tuples do not exist in hardware, so
+    this is a wrong allocation (the text is returned unchanged when nothing can move).
+    """
+    head, sep, body = post_text.partition("\nbody:")
+    if not sep:
+        return post_text
+    cpu = re.search(r'"target-cpu"="(gfx\w+)"', post_text)
+    prof = PROFILES.get(cpu.group(1) if cpu else "", PROFILES["gfx90a"])
+    fixed_names = set(re.findall(r"reg: '\$([\w]+)'", head.split("frameInfo:")[0]))
+    ranges: dict[str, list[tuple[int, int]]] = {"v": [], "s": [], "a": []}
+    fixed: dict[str, set[int]] = {"v": set(), "s": {32, *prof.reserved_sgprs}, "a": set()}
+    for name in set(_REG_TOKEN.findall(body)) | fixed_names | {t.lstrip("$") for t in tuples or ()}:
+        units = _units_of_phys(name)
+        if not units:
+            continue
+        f = units[0][0]
+        ranges[f].append((units[0][1], units[-1][1]))
+        if name in fixed_names:
+            fixed[f].update(k for _, k in units)
+    mapping: dict[str, dict[int, int]] = {}
+    for f, rs in ranges.items():
+        if not rs:
+            continue
+        clusters = _clusters(rs, adjacent=tuples is None)
+        used_top = max(hi for _, hi in rs) + 1
+        limit = max(used_top, (top or {}).get(f, 32))
+        step = 4 if f == "s" else 2 if prof.aligned else 1
+        odd = misalign and f in "va" and prof.aligned
+        if odd:
+            step = 1
+        occupied = set(fixed[f])
+        moves: dict[int, int] = {}
+        movable = []
+        for lo, hi in clusters:
+            if any(k in fixed[f] for k in range(lo, hi + 1)):
+                occupied.update(range(lo, hi + 1))
+                moves[lo] = 0
+            else:
+                movable.append((lo, hi))
+        rng.shuffle(movable)
+        for lo, hi in movable:
+            size = hi - lo + 1
+            starts = [s for s in range(lo % step, limit - size + 1, step)
+                      if not any(k in occupied for k in range(s, s + size))]
+            if odd:  # tuples to odd places, single registers anywhere
+                tuple_here = any(a >= lo and b <= hi and b > a for a, b in rs)
+                starts = [s for s in starts if (s - lo) % 2 == 1] if tuple_here else starts
+            s = rng.choice(starts) if starts else lo
+            if not starts and any(k in occupied for k in range(lo, lo + size)):
+                return post_text  # no room to move: keep the allocation as it is
+            occupied.update(range(s, s + size))
+            moves[lo] = s - lo
+        m: dict[int, int] = {}
+        for lo, hi in clusters:
+            for k in range(lo, hi + 1):
+                m[k] = k + moves[lo]
+        mapping[f] = m
+
+    def rename(match: re.Match[str]) -> str:
+        units = _units_of_phys(match.group(1))
+        if not units:
+            return match.group(0)
+        f = units[0][0]
+        first = mapping.get(f, {}).get(units[0][1], units[0][1])
+        return "$" + reg_name(f, first, len(units))
+
+    return head + sep + _REG_TOKEN.sub(rename, body)
+
+
+def _clusters(ranges: list[tuple[int, int]], adjacent: bool) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + (1 if adjacent else 0):
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
