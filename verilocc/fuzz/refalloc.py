@@ -8,15 +8,17 @@ VGPR, SGPR and AGPR classes) without splitting or coalescing:
    reads the register it updates.
 2. Interference by Chaitin's rule: a def interferes with everything live after its
    instruction, with the other defs of the instruction, and (early-clobber) with its uses.
-3. Greedy colouring, unspillable and widest registers first: each virtual register gets one physical
-   register of its file and width, aligned as the target requires (even VGPR/AGPR tuples
-   on gfx90a/gfx942; SGPR pairs even, wider SGPR tuples 4-aligned), inside a register
-   budget, avoiding reserved registers ($sgpr32 the stack pointer, the scratch resource
-   $sgpr0-3 on gfx908/gfx90a) and overlapping no interfering register.
-4. A register that does not fit is spilled everywhere: it lives in a stack slot, each
-   instruction that reads it is preceded by an `SI_SPILL_*_RESTORE` into a temporary that is
-   free at that instruction, and each instruction that writes it is followed by an
-   `SI_SPILL_*_SAVE`. When no temporary is free the budget grows and allocation restarts.
+3. Greedy colouring, unspillable and widest registers first: each virtual register gets
+   one physical register of its file and width, aligned as the target requires (even
+   VGPR/AGPR tuples on gfx90a/gfx942; SGPR pairs even, wider SGPR tuples 4-aligned), inside
+   a register budget, avoiding reserved registers ($sgpr32 the stack pointer, the scratch
+   resource $sgpr0-3 on gfx908/gfx90a) and overlapping no interfering register.
+4. A VGPR or SGPR register of up to 128 bits that does not fit (colouring keeps
+   `SPILL_RESERVE` registers per file free) is spilled everywhere: it lives in a stack slot,
+   each instruction that reads it is preceded by an `SI_SPILL_*_RESTORE` into a temporary
+   that is free at that instruction, and each instruction that writes it is followed by an
+   `SI_SPILL_*_SAVE`. When something does not fit anyway, that file's budget grows and
+   allocation restarts.
 
 `permute` renames the registers of an allocated program consistently (keeping tuple
 alignment and the input registers) to give another correct allocation.
