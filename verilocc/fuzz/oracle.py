@@ -58,9 +58,14 @@ FOUND_VERIFIER_ISSUES = {
     "explicit-tie": "`(tied-def 0)` written on a use in the virtual program only (llc prints it only when the "
                     "tie is not the opcode's) made the instruction impure (alloc.alignment.is_pure): correct "
                     "allocations were REJECTED",
-    "odd-tuple-copy": "open: an odd VGPR/AGPR tuple in a COPY (LLVM's split of a vreg_512_align2 on gfx90a) is "
+    "odd-tuple-copy": "an odd VGPR/AGPR tuple in a COPY (LLVM's split of a vreg_512_align2 on gfx90a) was "
                       "reported as an alignment error, but COPY has no alignment constraint: LLVM's own "
-                      "allocation is REJECTED",
+                      "allocation was REJECTED (fixed in 6e56050)",
+    "loop-constant-redef": "open: a loop-carried register the loop redefines with a constant (S_MOV) is taken to "
+                           "hold the constant already where the allocated program copies its old value: correct "
+                           "allocations are REJECTED",
+    "dead-def-deleted": "open: LLVM deletes an instruction whose defs are all dead (`dead %6.sub2 = S_AND_B32 ..., "
+                        "implicit-def dead $scc`); is_pure refuses the implicit def, so it is a dropped instruction",
 }
 # Generator options that keep away from the triggers of verifier bugs still open, so that the
 # properties test everything else (`check_example(avoid_known=True)`); e.g. while the issues
