@@ -162,6 +162,7 @@ class _Gen:
         self.counters: set[int] = set()  # loop counters: only their latch redefines them
         self.pending = 0  # blocks of open constructs not laid out yet
         self.tie = ""  # "(tied-def 0)" to write the ties of V_FMAC / *_mac_e64 out (llc infers them)
+        self.constant_redefs = True  # moves of immediates may redefine existing registers
 
     # -- infrastructure ----------------------------------------------------------------------
     def _open(self) -> _Block:
@@ -315,7 +316,7 @@ class _Gen:
         a = self.literal() if r == 0 else self.value("s", 1) if r == 1 else self.value("v", 1)
         if a is None:
             return False
-        d, v, lanes = self.dest("v", 1, "vgpr_32")
+        d, v, lanes = self.dest("v", 1, "vgpr_32", fresh_only=r == 0 and not self.constant_redefs)
         self.emit(f"{d} = V_MOV_B32_e32 {a}, implicit $exec")
         self.define(v, lanes)
         return True
@@ -429,11 +430,12 @@ class _Gen:
         return True
 
     def t_smov(self) -> bool:
+        fresh = not self.constant_redefs
         if self.src.chance(0.3):
-            d, v, lanes = self.dest("s", 2, "sreg_64")
+            d, v, lanes = self.dest("s", 2, "sreg_64", fresh_only=fresh)
             self.emit(f"{d} = S_MOV_B64 {self.literal()}")
         else:
-            d, v, lanes = self.dest("s", 1, self.src.choice(("sreg_32", "sgpr_32")))
+            d, v, lanes = self.dest("s", 1, self.src.choice(("sreg_32", "sgpr_32")), fresh_only=fresh)
             self.emit(f"{d} = S_MOV_B32 {self.literal()}")
         self.define(v, lanes)
         return True
@@ -1085,15 +1087,19 @@ def render_body(blocks: Sequence[tuple[int, Sequence[int], Sequence[str], Sequen
 
 
 def generate(src: Source, target: str, max_instrs: int | None = None, max_blocks: int | None = None,
-             mark_dead: bool | None = None, self_copies: bool = True, explicit_ties: bool | None = None) -> Program:
+             mark_dead: bool | None = None, self_copies: bool = True, explicit_ties: bool | None = None,
+             constant_redefs: bool = True) -> Program:
     """One program for `target`. `mark_dead` flags unread defs `dead` (as LiveIntervals
     leaves them); `explicit_ties` writes `(tied-def 0)` on tied uses (llc writes it only when
-    the tie is not the opcode's); `self_copies` allows `%3 = COPY %3`. None: at random."""
+    the tie is not the opcode's); `self_copies` allows `%3 = COPY %3` and `%3.sub1 = COPY
+    %3.sub1`; `constant_redefs` lets moves of immediates redefine existing (for instance
+    loop-carried) registers. None: at random."""
     prof = PROFILES[target]
     max_instrs = max_instrs if max_instrs is not None else src.integer(3, 34)
     max_blocks = max_blocks if max_blocks is not None else src.integer(2, 8)
     g = _Gen(src, prof, max_instrs, max_blocks)
     g.self_copies = self_copies
+    g.constant_redefs = constant_redefs
     g.tie = "(tied-def 0)" if (src.chance(0.3) if explicit_ties is None else explicit_ties) else ""
     g.prologue()
     g.region(0)
@@ -1126,7 +1132,7 @@ def random_program(target: str, seed: int, **kw: Any) -> Program:
 
 def programs(target: str | None = None, max_instrs: int | None = None, **options: Any) -> Any:
     """Hypothesis strategy of `Program`s for `target` (any of TARGETS when None); `options`
-    are those of `generate` (mark_dead, self_copies, explicit_ties)."""
+    are those of `generate` (mark_dead, self_copies, explicit_ties, constant_redefs)."""
     from hypothesis import strategies as st
 
     @st.composite
