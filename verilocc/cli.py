@@ -94,37 +94,64 @@ def cmd_materialise(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fuzz_one(target: str, seed: int, mutants: int) -> object:
+    """One example, without the bulky program and allocation (a worker process returns it)."""
+    import dataclasses
+
+    from verilocc.fuzz.oracle import check_example
+
+    return dataclasses.replace(check_example(target, seed, mutants=mutants), program=None, allocation=None)
+
+
 def cmd_fuzz(args: argparse.Namespace) -> int:
     """Generate programs, allocate, mutate, verify and run them; count disagreements."""
     import time as _time
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from verilocc.fuzz.generate import TARGETS
-    from verilocc.fuzz.oracle import check_example, save_outcome, summarise
+    from verilocc.fuzz.oracle import Outcome, save_outcome, summarise
 
     targets = [t.strip() for t in (args.mcpu or ",".join(TARGETS)).split(",") if t.strip()]
     for t in targets:
         if t not in TARGETS:
             raise InputError(f"the fuzzer generates programs for {', '.join(TARGETS)}, not '{t}'", "--mcpu", 0, 0)
+    if args.jobs < 1:
+        raise InputError("--jobs must be at least 1", "--jobs", 0, 0)
     console = Console(stderr=True, highlight=False)
     deadline = _time.monotonic() + args.minutes * 60 if args.minutes else None
-    outcomes = []
+    outcomes: list[Outcome] = []
     saved: list[str] = []
+    work = ((targets[k % len(targets)], args.seed + k // len(targets)) for k in range(args.examples))
+    pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None
     with Progress(TextColumn("fuzz"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[status]}"), console=console, disable=not console.is_terminal) as bar:
         task = bar.add_task("fuzz", total=args.examples, status="")
-        for k in range(args.examples):
-            if deadline is not None and _time.monotonic() > deadline:
+        running: list[Future[object]] = []
+        while True:
+            while len(running) < (2 * args.jobs if pool else 1) and (deadline is None or _time.monotonic() < deadline):
+                item = next(work, None)
+                if item is None:
+                    break
+                if pool is not None:
+                    running.append(pool.submit(_fuzz_one, *item, args.mutants))
+                else:
+                    done: Future[object] = Future()
+                    done.set_result(_fuzz_one(*item, args.mutants))
+                    running.append(done)
+            if not running:
                 break
-            target = targets[k % len(targets)]
-            outcome = check_example(target, args.seed + k // len(targets), mutants=args.mutants)
+            outcome = running.pop(0).result()
+            assert isinstance(outcome, Outcome)
             outcomes.append(outcome)
             if outcome.disagreements and args.save:
-                saved.extend(str(p) for p in save_outcome(outcome, args.save))
+                saved.extend(str(p) for p in save_outcome(outcome, args.save, shrunk=args.shrink))
             bad = sum(len(o.disagreements) for o in outcomes)
             bar.update(task, advance=1, status=f"{bad} disagreement(s)")
+    if pool is not None:
+        pool.shutdown()
     summary = summarise(outcomes)
     summary["targets"] = targets
     summary["seed"] = args.seed
@@ -176,7 +203,11 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--minutes", type=float, default=None, metavar="M", help="stop after M minutes")
     f.add_argument("--mutants", type=int, default=3, metavar="K", help="mutation operators tried per example")
     f.add_argument("--save", metavar="DIR", default="tests/fixtures/fuzz/found",
-                   help="write disagreeing pairs here (default tests/fixtures/fuzz/found)")
+                   help="write each disagreeing pair here, shrunk, as a regression test that "
+                   "tests/test_fuzz_regressions.py runs (default tests/fixtures/fuzz/found)")
+    f.add_argument("--no-shrink", dest="shrink", action="store_false",
+                   help="save disagreeing pairs as found, without deleting instructions first")
+    f.add_argument("--jobs", type=int, default=1, metavar="J", help="worker processes (default 1)")
     f.set_defaults(func=cmd_fuzz)
 
     m = sub.add_parser("materialise", help="apply an assignment to a pre-RA MIR file and print the post-RA MIR",

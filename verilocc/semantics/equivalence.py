@@ -22,6 +22,7 @@ timeout is UNKNOWN.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +60,8 @@ class _BlockRun:
         self.z3 = eq.z3
         self.b = b
         self.entry = entry
-        self.pv: dict[Tag, Any] = {}  # virtual program: tag -> value
+        self.pv: dict[Tag, Any] = {}  # virtual program: tag -> value set in this block
+        self.pentry: dict[Tag, Any | None] = {}  # virtual program: tag -> value at block entry
         self.undef_tags: set[Tag] = set()  # lanes the virtual program made undefined here
         self.pwritten: set[Tag] = set()  # tags the virtual program writes in this block
         self.qv: dict[object, Any] = {}  # allocated program: location -> value
@@ -78,26 +80,37 @@ class _BlockRun:
         return self.eq.sem.lane_const(f"in_b{self.b}_{self.eq.vf.tag_symbol(rep)}")
 
     def pget(self, tag: Tag) -> Any | None:
-        """The virtual program's value of a tag; None when it is undefined here."""
+        """The virtual program's current value of a tag; None when it is undefined here."""
         if tag in self.pv:
             return self.pv[tag]
-        if tag in self.undef_tags or (tag[0] != "$" and not self.entry.is_defined(tag)):
+        if tag in self.undef_tags:
             return None
-        recipe = self.entry.remat.get(tag)
-        v = self.recompute(recipe) if recipe is not None else None
-        if v is None:
-            v = self.entry_value(tag)
-        self.pv[tag] = v
+        return self.pentry_value(tag)
+
+    def pentry_value(self, tag: Tag) -> Any | None:
+        """The virtual program's value of a tag at block entry, whatever the block did since
+        (the allocated program reads its entry locations lazily, maybe after the virtual
+        program redefined the tag); None when it is undefined at entry."""
+        if tag in self.pentry:
+            return self.pentry[tag]
+        v: Any | None = None
+        if tag[0] == "$" or self.entry.is_defined(tag):
+            recipe = self.entry.remat.get(tag)
+            v = self.recompute(recipe, self.pentry_value) if recipe is not None else None
+            if v is None:
+                v = self.entry_value(tag)
+        self.pentry[tag] = v
         return v
 
-    def recompute(self, recipe: tuple[tuple[object, ...], tuple[Tag, ...], int]) -> Any | None:
+    def recompute(self, recipe: tuple[tuple[object, ...], tuple[Tag, ...], int],
+                  get: Callable[[Tag], Any | None]) -> Any | None:
         """The value of a lane that value flow says was computed by a pure instruction whose
-        inputs still hold their values: recompute it from the entry values of those inputs."""
+        inputs still hold their values: recompute it from the values `get` gives the inputs."""
         key, inputs, pos = recipe
         ins = self.eq.vf.remat_instructions.get(key)
         if ins is None:
             return None
-        values = [self.pget(t) for t in inputs]
+        values = [get(t) for t in inputs]
         if any(v is None for v in values):
             return None
         ops = value_inputs(ins)
@@ -117,9 +130,9 @@ class _BlockRun:
         defined = sorted((t for t in tags if self.entry.is_defined(t)), key=repr)
         if not defined:
             return None
-        first = self.pget(defined[0])
+        first = self.pentry_value(defined[0])
         for t in defined[1:]:
-            other = self.pget(t)
+            other = self.pentry_value(t)
             if other is not None and not other.eq(first):
                 self.assumptions.append(other == first)
         return first
@@ -362,7 +375,7 @@ class _BlockRun:
                         self.pwritten.isdisjoint(recipe[1]):
                     continue  # proved where the recipe was established; nothing here changed it
                 pv = self.pget(t)
-                again = self.recompute(recipe)
+                again = self.recompute(recipe, self.pget)
                 if pv is not None and again is not None:
                     self.eq.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.tag_name(t)} is "
                                    "recomputable where it is rematerialised", [pv], [again])

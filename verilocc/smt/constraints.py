@@ -26,6 +26,7 @@ agree with that evaluation, and any disagreement or timeout is an "unknown" find
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from verilocc.alloc.alignment import (
@@ -183,6 +184,12 @@ def register_problem(reg: PhysReg, cls: RegisterClass | None, target: Target, li
     if limits.reserved.intersection(reg.units):
         return "reserved", f"{name} is reserved on {target.name} and may not be allocated"
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def allowed_first_units(cls: RegisterClass, target: Target, limits: Limits) -> tuple[int, ...]:
+    """First register units of the registers that can hold a value of the class."""
+    return tuple(sorted({m.units[0] for m in cls.members(target) if register_problem(m, cls, target, limits) is None}))
 
 
 @dataclass(frozen=True)
@@ -427,15 +434,7 @@ class ConstraintChecker:
 
     # --- constraints ---------------------------------------------------------------------
     def allowed(self, cls: RegisterClass) -> tuple[int, ...]:
-        got = self._allowed_cache.get(cls.name)
-        if got is None:
-            firsts = []
-            for m in cls.members(self.target):
-                if register_problem(m, cls, self.target, self.limits) is None:
-                    firsts.append(m.units[0])
-            got = tuple(sorted(set(firsts)))
-            self._allowed_cache[cls.name] = got
-        return got
+        return allowed_first_units(cls, self.target, self.limits)
 
     def allowed_av(self, cls: RegisterClass) -> tuple[int, ...]:
         """Allowed first units of `cls` widened to both vector files (see av_interchangeable)."""
