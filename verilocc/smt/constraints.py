@@ -36,7 +36,6 @@ from verilocc.alloc.alignment import (
     instruction_key,
     is_constant_def,
     is_pure,
-    is_spill_code,
 )
 from verilocc.alloc.homes import NUMBERED_FILES, HomeUse, collect_homes, make_register
 from verilocc.analysis.liveness import Liveness
@@ -757,9 +756,10 @@ def post_only_checks(fn: Function, target: Target, classes: dict[VReg, RegisterC
                 # Fixed registers of the ABI (not renamable) are only checked against the file.
                 problem = register_problem(reg, None, target, limits if op.has("renamable") else UNLIMITED)
                 if (problem is not None and problem[0] == "alignment" and reg.file is not RegFile.SGPR
-                        and (ins.opcode in MOVE_OPCODES or is_spill_code(ins))):
-                    # Copies and spills expand register by register (copyPhysReg, the spill
-                    # lowering): their vector tuples need no alignment, and LLVM makes odd ones.
+                        and ins.opcode in MOVE_OPCODES):
+                    # Generic opcodes (COPY expands register by register in copyPhysReg) have
+                    # no alignment constraint, and LLVM makes odd ones. Spill pseudos do: the
+                    # machine verifier says "Subtarget requires even aligned vector registers".
                     problem = None
                 if problem is not None:
                     kind, why = problem
