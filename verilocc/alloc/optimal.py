@@ -727,6 +727,18 @@ class _Search:
         self.fix(bound(best))  # type: ignore[operator]
         return best
 
+    def tops(self) -> dict[int, int]:
+        """Highest register index + 1 per file code in the current model (fixed registers too)."""
+        assert self.model is not None
+        p = self.enc.p
+        tops = {f.code: p.fixed_top.get(f.code, 0) for f in FILES}
+        for v, val in p.values.items():
+            reg = self.enc.register_of(v, self.model)
+            loc = locate(reg)
+            assert loc is not None
+            tops[loc[0].code] = max(tops[loc[0].code], loc[1] + val.width32)
+        return tops
+
     def current_of(self, bound: object) -> int:
         return int(bound.current(self))  # type: ignore[attr-defined]
 
@@ -804,12 +816,14 @@ class _Bound:
         return z3.And(self.enc.occupancy_count <= vec, self.enc.sgprs <= sgpr)
 
     def current(self, search: _Search) -> int:
+        """The model's value, from the registers it assigns (the `top_*` unknowns are only
+        bounded below, so a model may leave slack in them)."""
+        tops = search.tops()
         if self.kind == "vector":
-            return search.value(self.enc.vector)
+            return tops[_VGPR.code] + tops[_AGPR.code]
         if self.kind == "sgpr":
-            return search.value(self.enc.sgprs)
-        tops = {f: search.value(self.enc.top[f.code]) for f in (_SGPR, _VGPR, _AGPR)}
-        return -usage_dict(self.enc.p.target, tops[_VGPR], tops[_AGPR], tops[_SGPR])["waves"]
+            return tops[_SGPR.code]
+        return -usage_dict(self.enc.p.target, tops[_VGPR.code], tops[_AGPR.code], tops[_SGPR.code])["waves"]
 
 
 def _wave_limits(target: Target, waves: int) -> tuple[int, int]:
