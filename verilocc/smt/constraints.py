@@ -309,6 +309,7 @@ class ConstraintChecker:
             if st.role is Role.MATCHED and st.pre is not None and st.post is not None
         }
         self._allowed_cache: dict[str, tuple[int, ...]] = {}
+        self.query: str | None = None
 
     def rematerialised_vregs(self) -> set[VReg]:
         """Virtual registers whose live range LLVM may have cut by rematerialisation.
@@ -670,7 +671,8 @@ class ConstraintChecker:
         for i, d in enumerate(self.disjoint):
             out.append(f"(define-fun d{i} () Bool {d.smt()}) ; {d.kind} {d.a.label} {d.b.label} bb.{d.place.block} line {d.place.line}")
             names.append(f"d{i}")
-        conj = "true" if not names else "(and " + " ".join(names) + ")"
+        # SMT-LIB's `and` takes two or more arguments (cvc5 rejects a unary one).
+        conj = "true" if not names else names[0] if len(names) == 1 else "(and " + " ".join(names) + ")"
         out.append(f"(assert (not {conj}))")
         out.append("(check-sat)")
         return "\n".join(out) + "\n"
@@ -690,7 +692,8 @@ class ConstraintChecker:
         self.stats.update({"variables": len(self.values), "member_constraints": len(self.members),
                            "disjoint_constraints": len(self.disjoint), "split_vregs": len(split)})
         python_ok = failed == 0
-        outcome = check_z3(self.smtlib(), timeout_s=self.timeout_s, seed=self.seed)
+        self.query = self.smtlib()  # the text z3 decides is the text a certificate stores
+        outcome = check_z3(self.query, timeout_s=self.timeout_s, seed=self.seed)
         self.stats["solver_seconds"] = round(outcome.seconds, 3)
         self.stats["solver_answer"] = outcome.answer.value
         place = Place(self.post.file, self.post.name, -1, -1, 0)
