@@ -87,23 +87,31 @@ def cmd_verify(args: argparse.Namespace) -> int:
         console = Console(highlight=False, soft_wrap=True)
         render_text(report, console)
     if args.certificate:
-        write_certificate_of(args, report, time.perf_counter() - started)
+        return write_certificate_of(args, report, time.perf_counter() - started)
     return report.verdict.exit_code
 
 
-def write_certificate_of(args: argparse.Namespace, report: Report, seconds: float) -> None:
+def write_certificate_of(args: argparse.Namespace, report: Report, seconds: float) -> int:
+    """Write the certificate of a VERIFIED report; say on stderr why there is none otherwise."""
     from verilocc.certificate.write import write_certificate
     from verilocc.findings import Verdict
 
     if report.verdict is not Verdict.VERIFIED:
         print(f"verilocc: no certificate written to {args.certificate}: the verdict is {report.verdict.value}",
               file=sys.stderr)
-        return
+        return report.verdict.exit_code
+    missing = [fr for fr in report.functions if fr.certificate is None]
+    if missing:
+        why = next((n for n in missing[0].notes if n.startswith("no certificate")), "no obligations")
+        print(f"verilocc: no certificate written to {args.certificate}: function {missing[0].name}: {why}",
+              file=sys.stderr)
+        return EXIT_UNKNOWN  # VERIFIED, but the asked-for proof cannot be handed out
     inputs = {"post": args.alloc, "pre": args.pre, "assignment": args.assignment}
     files = write_certificate(args.certificate, report, inputs, seed=args.seed, timeout_s=args.timeout,
                               layers=args.layers, seconds=seconds)
     print(f"verilocc: certificate written to {args.certificate} ({len(files) - 1} obligation(s)); "
           f"check it with `verilocc recheck {args.certificate}`", file=sys.stderr)
+    return report.verdict.exit_code
 
 
 def cmd_recheck(args: argparse.Namespace) -> int:

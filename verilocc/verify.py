@@ -154,8 +154,12 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
     fr.findings = dedupe(fr.findings)
     if opts.certify and fr.verdict is Verdict.VERIFIED and checker is not None and eq is not None:
         from verilocc.certificate.collect import collect_obligations
+        from verilocc.certificate.obligation import CertificateError
 
-        fr.certificate = collect_obligations(fr, checker, vf, eq, pre, post, alignment, opts.timeout_s, opts.seed)
+        try:
+            fr.certificate = collect_obligations(fr, checker, vf, eq, pre, post, alignment, opts.timeout_s, opts.seed)
+        except CertificateError as e:
+            fr.notes.append(f"no certificate: {e}")
     missing = [layer for layer in LAYERS if layer not in fr.layers]
     if missing:
         fr.notes.append("layers not run: " + ", ".join(missing) + " (the verdict cannot be VERIFIED)")
