@@ -660,10 +660,11 @@ class ConstraintChecker:
     def smtlib(self) -> str:
         """The proof obligation: the assignment and the negated conjunction of all constraints."""
         out = ["(set-logic QF_LIA)"]
+        # The assignment as definitions, not asserted equalities: the same formula, and every
+        # constraint becomes ground, which solvers (cvc5 re-checking a certificate) decide by
+        # rewriting instead of by substitution.
         for var in sorted(self.values, key=_var_key):
-            out.append(f"(declare-const {var} Int)")
-        for var in sorted(self.values, key=_var_key):
-            out.append(f"(assert (= {var} {self.values[var]}))")
+            out.append(f"(define-fun {var} () Int {self.values[var]})")
         names: list[str] = []
         for i, m in enumerate(self.members):
             out.append(f"(define-fun m{i} () Bool {m.smt()}) ; {m.vreg} in {m.cls}")
