@@ -171,6 +171,18 @@ def test_secretly_satisfiable_constraints_obligation_fails(capsys: pytest.Captur
     assert code == 1 and f"obligation {rel}: cvc5 finds it satisfiable" in stdout
 
 
+def test_timeout_fails(capsys: pytest.CaptureFixture[str], vadd_cert: Path) -> None:
+    """An obligation cvc5 cannot decide within --timeout (factoring a 64-bit product) fails."""
+    rel = next(ob["file"] for ob in _manifest(vadd_cert)["obligations"] if ob["layer"] == "value-flow")  # type: ignore[attr-defined]
+    (vadd_cert / rel).write_text(
+        "(set-logic QF_BV)\n(declare-fun a () (_ BitVec 32))\n(declare-fun b () (_ BitVec 32))\n"
+        "(assert (= (bvmul ((_ zero_extend 32) a) ((_ zero_extend 32) b)) #x7fffffffffffffe7))\n"
+        "(assert (bvugt a #x00000001))\n(assert (bvugt b #x00000001))\n(check-sat)\n")
+    _refresh_hash(vadd_cert, rel)
+    code, stdout, _ = _run(capsys, "recheck", str(vadd_cert), "--timeout", "0.5")
+    assert code == 1 and f"obligation {rel}: cvc5 answers unknown" in stdout
+
+
 def test_rejected_pair_writes_no_certificate(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     m = mutations.wrong_use(read_module(f"{VADD}.post.mir"), random.Random(3))
     assert m is not None
@@ -245,3 +257,20 @@ def test_manifest_states_what_is_not_covered(vadd_cert: Path, capsys: pytest.Cap
     assert m["trusted"] and m["versions"]["z3"] and m["seed"] == 0  # type: ignore[index]
     code, stdout, _ = _run(capsys, "recheck", str(vadd_cert))
     assert code == 0 and "not independently re-checked" in stdout
+
+
+def test_assignment_certificate(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """An assignment is certified with its own hash; the materialised program is not an input."""
+    from verilocc.alloc.assignment import assignment_from_allocation, format_assignment
+
+    pre = read_module(f"{VADD}.pre.mir")
+    asg = tmp_path / "vadd.asg"
+    asg.write_text(format_assignment(assignment_from_allocation(pre, read_module(f"{VADD}.post.mir")).regs))
+    out = tmp_path / "cert"
+    code, _, err = _run(capsys, "verify", "--pre", f"{VADD}.pre.mir", "--assignment", str(asg), "--certificate", str(out))
+    assert code == 0, err
+    assert [i["role"] for i in _manifest(out)["inputs"]] == ["pre", "assignment"]  # type: ignore[attr-defined]
+    assert _run(capsys, "recheck", str(out))[0] == 0
+    asg.write_text(asg.read_text() + "\n")
+    code, stdout, _ = _run(capsys, "recheck", str(out))
+    assert code == 1 and f"input assignment {asg}: SHA-256" in stdout

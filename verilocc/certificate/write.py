@@ -54,8 +54,12 @@ def _previous_files(directory: Path) -> set[Path] | None:
     try:
         manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
         files = {directory / MANIFEST}
+        root = directory.resolve()
         for ob in manifest["obligations"]:
-            files.add(directory / str(ob["file"]))
+            p = directory / str(ob["file"])
+            if root not in p.resolve().parents:
+                return None  # names a file outside the directory: not one of ours
+            files.add(p)
         return files
     except (OSError, ValueError, KeyError, TypeError):
         return None
