@@ -16,7 +16,12 @@ certificate is not written); for layer 2's encoding the block is listed as not c
 from __future__ import annotations
 
 from verilocc.alloc.alignment import FunctionAlignment
-from verilocc.certificate.obligation import CertificateError, FunctionCertificate, ProofObligation, Uncovered
+from verilocc.certificate.obligation import (
+    CertificateError,
+    FunctionCertificate,
+    ProofObligation,
+    Uncovered,
+)
 from verilocc.certificate.smt2 import query_text
 from verilocc.certificate.valueflow import valueflow_obligations
 from verilocc.findings import FunctionResult
@@ -28,13 +33,13 @@ from verilocc.smt.solver import Answer, check_z3
 
 # Checks of a VERIFIED verdict that run in Python only, with no solver query to certify.
 PYTHON_ONLY = (
-    ("constraints", "registers of the allocated program exist, lie in the file and the budget, are aligned and "
-     "not reserved; tied operands share a register; early-clobber defs do not overlap uses (post-only checks)"),
+    ("constraints", ("registers of the allocated program exist, lie in the file and the budget, are aligned and "
+     "not reserved; tied operands share a register; early-clobber defs do not overlap uses (post-only checks)")),
     ("constraints", "no register is read before some path defines it (undefined reads)"),
-    ("constraints", "class membership of the homes of split, spilled or rematerialised virtual registers (they have "
-     "no variable in the SMT obligation)"),
-    ("value-flow", "the allocated program has the virtual program's blocks and successors, and no instruction is "
-     "added or dropped (alignment of the two programs)"),
+    ("constraints", ("class membership of the homes of split, spilled or rematerialised virtual registers (they have "
+     "no variable in the SMT obligation)")),
+    ("value-flow", ("the allocated program has the virtual program's blocks and successors, and no instruction is "
+     "added or dropped (alignment of the two programs)")),
 )
 
 

@@ -31,7 +31,15 @@ counts), and that is exactly the property the equivalence proof needs.
 from __future__ import annotations
 
 import hashlib
-from verilocc.alloc.alignment import FunctionAlignment, Role, Step, instruction_key, is_pure, value_inputs
+
+from verilocc.alloc.alignment import (
+    FunctionAlignment,
+    Role,
+    Step,
+    instruction_key,
+    is_pure,
+    value_inputs,
+)
 from verilocc.certificate.obligation import ProofObligation, Uncovered
 from verilocc.certificate.smt2 import symbol
 from verilocc.mir.model import Block, Function, Instruction, Operand

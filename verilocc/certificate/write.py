@@ -34,9 +34,9 @@ OBLIGATIONS = "obligations"
 
 TRUSTED = (
     "the MIR parser and the alignment of the two programs (which instruction corresponds to which)",
-    "the translation of the programs into the obligations: layer 1's constraints from liveness and the register "
+    ("the translation of the programs into the obligations: layer 1's constraints from liveness and the register "
     "classes, layer 3's symbolic execution (opcode semantics, assumptions A1-A5 of proofs/SOUNDNESS.md), layer 2's "
-    "encoding of each aligned step",
+    "encoding of each aligned step"),
     "SHA-256 and the re-checking solver",
 )
 
@@ -125,7 +125,7 @@ def mir_syntax(paths: list[str]) -> dict[str, Any]:
         if m:
             hints[p] = f"LLVM {m.group(1)}"
     return {
-        "detected": sorted(set(hints.values()))[0] if len(set(hints.values())) == 1 else None,
+        "detected": min(set(hints.values())) if len(set(hints.values())) == 1 else None,
         "accepted": f"LLVM MIR (YAML documents and body language) of llc 15 to 22, as read by verilocc {__version__}",
     }
 
@@ -162,7 +162,7 @@ def write_certificate(path: str, report: Report, inputs: dict[str, str | None], 
         manifest = {
             "format": FORMAT,
             "verdict": report.verdict.value,
-            "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "verify_seconds": round(seconds, 3),
             "inputs": [{"role": role, "path": p, "sha256": sha256_file(Path(p))} for role, p in given.items()],
             "mir_syntax": mir_syntax(list(given.values())),
