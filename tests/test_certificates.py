@@ -274,3 +274,16 @@ def test_assignment_certificate(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     asg.write_text(asg.read_text() + "\n")
     code, stdout, _ = _run(capsys, "recheck", str(out))
     assert code == 1 and f"input assignment {asg}: SHA-256" in stdout
+
+
+def test_manifest_without_a_layer_1_obligation_fails(capsys: pytest.CaptureFixture[str], vadd_cert: Path) -> None:
+    m = _manifest(vadd_cert)
+    dropped = [ob for ob in m["obligations"] if ob["layer"] == "constraints"]  # type: ignore[attr-defined]
+    m["obligations"] = [ob for ob in m["obligations"] if ob["layer"] != "constraints"]  # type: ignore[attr-defined]
+    for ob in dropped:
+        (vadd_cert / ob["file"]).unlink()
+    (vadd_cert / "certificate.json").write_text(json.dumps(m))
+    code, stdout, _ = _run(capsys, "recheck", str(vadd_cert))
+    assert code == 1 and "the manifest lists no layer 1 obligation" in stdout
+    digest = hashlib.sha256((vadd_cert / "certificate.json").read_bytes()).hexdigest()
+    assert f"manifest SHA-256: {digest}" in stdout

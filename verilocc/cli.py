@@ -93,7 +93,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def write_certificate_of(args: argparse.Namespace, report: Report, seconds: float) -> int:
     """Write the certificate of a VERIFIED report; say on stderr why there is none otherwise."""
-    from verilocc.certificate.write import write_certificate
+    from verilocc.certificate.write import MANIFEST, sha256_file, write_certificate
     from verilocc.findings import Verdict
 
     if report.verdict is not Verdict.VERIFIED:
@@ -109,8 +109,9 @@ def write_certificate_of(args: argparse.Namespace, report: Report, seconds: floa
     inputs = {"post": args.alloc, "pre": args.pre, "assignment": args.assignment}
     files = write_certificate(args.certificate, report, inputs, seed=args.seed, timeout_s=args.timeout,
                               layers=args.layers, seconds=seconds)
-    print(f"verilocc: certificate written to {args.certificate} ({len(files) - 1} obligation(s)); "
-          f"check it with `verilocc recheck {args.certificate}`", file=sys.stderr)
+    digest = sha256_file(Path(args.certificate) / MANIFEST)
+    print(f"verilocc: certificate written to {args.certificate} ({len(files) - 1} obligation(s), manifest SHA-256 "
+          f"{digest}); check it with `verilocc recheck {args.certificate}`", file=sys.stderr)
     return report.verdict.exit_code
 
 

@@ -11,7 +11,9 @@
    each, a time limit per obligation). Only `unsat` passes; `sat`, `unknown`, a timeout or a
    parse error fails. Scripts may only declare, define, assert and end with one check-sat.
 
-Every problem is reported on its own line; any problem fails the re-check (exit 1). A
+The manifest itself is not signed (whoever can change the files can change it): its SHA-256
+is printed, to compare with one kept apart from the certificate. Every problem is reported
+on its own line; any problem fails the re-check (exit 1). A
 certificate that cannot be read at all is bad input (exit 2). Claims the manifest lists as
 not covered are printed as not independently re-checked.
 """
@@ -48,6 +50,7 @@ class RecheckResult:
     inputs_checked: int = 0
     seconds: float = 0.0
     solver: str = ""
+    manifest_sha256: str = ""
 
     @property
     def ok(self) -> bool:
@@ -132,8 +135,15 @@ def recheck(directory: str, *, input_root: str | None = None, overrides: dict[st
     d = Path(directory)
     manifest = load_manifest(d)
     res = RecheckResult(manifest, solver=f"cvc5 {cvc5_version()}")
+    res.manifest_sha256 = sha256_file(d / MANIFEST)
     if manifest["verdict"] != "VERIFIED":
         res.problems.append(f"the manifest's verdict is {manifest['verdict']}, not VERIFIED")
+    # Every function keeps its layer 1 obligation: a manifest that lost one lost a claim.
+    with_constraints = {ob.get("function") for ob in manifest["obligations"] if ob.get("layer") == "constraints"}
+    for fn in manifest.get("functions", []):
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if name not in with_constraints:
+            res.problems.append(f"function {name}: the manifest lists no layer 1 obligation for it")
 
     # Inputs.
     for inp in manifest["inputs"]:
@@ -236,5 +246,7 @@ def render(res: RecheckResult, directory: str, console: Any) -> None:
         for (layer, claim, reason), n in seen.items():
             times = f" (in {n} functions)" if n > 1 else ""
             console.print(f"  - {layer}: {claim}{times}: {reason}", markup=False)
+    # The manifest is not signed: an auditor compares this with a hash kept elsewhere.
+    console.print(f"manifest SHA-256: {res.manifest_sha256}", markup=False)
     verdict = "RECHECKED" if res.ok else "RECHECK FAILED"
     console.print(f"{verdict} {directory}: {len(res.problems)} problem(s)", markup=False)
