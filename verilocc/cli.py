@@ -15,13 +15,9 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from verilocc import __version__
 from verilocc.errors import InputError
-
-if TYPE_CHECKING:
-    from verilocc.findings import Report
 
 EXIT_BAD_INPUT = 2
 EXIT_UNKNOWN = 3
@@ -87,31 +83,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         console = Console(highlight=False, soft_wrap=True)
         render_text(report, console)
     if args.certificate:
-        return write_certificate_of(args, report, time.perf_counter() - started)
-    return report.verdict.exit_code
+        from verilocc.certificate.write import certify
 
-
-def write_certificate_of(args: argparse.Namespace, report: Report, seconds: float) -> int:
-    """Write the certificate of a VERIFIED report; say on stderr why there is none otherwise."""
-    from verilocc.certificate.write import MANIFEST, sha256_file, write_certificate
-    from verilocc.findings import Verdict
-
-    if report.verdict is not Verdict.VERIFIED:
-        print(f"verilocc: no certificate written to {args.certificate}: the verdict is {report.verdict.value}",
-              file=sys.stderr)
-        return report.verdict.exit_code
-    missing = [fr for fr in report.functions if fr.certificate is None]
-    if missing:
-        why = next((n for n in missing[0].notes if n.startswith("no certificate")), "no obligations")
-        print(f"verilocc: no certificate written to {args.certificate}: function {missing[0].name}: {why}",
-              file=sys.stderr)
-        return EXIT_UNKNOWN  # VERIFIED, but the asked-for proof cannot be handed out
-    inputs = {"post": args.alloc, "pre": args.pre, "assignment": args.assignment}
-    files = write_certificate(args.certificate, report, inputs, seed=args.seed, timeout_s=args.timeout,
-                              layers=args.layers, seconds=seconds)
-    digest = sha256_file(Path(args.certificate) / MANIFEST)
-    print(f"verilocc: certificate written to {args.certificate} ({len(files) - 1} obligation(s), manifest SHA-256 "
-          f"{digest}); check it with `verilocc recheck {args.certificate}`", file=sys.stderr)
+        inputs = {"post": args.alloc, "pre": args.pre, "assignment": args.assignment}
+        return certify(args.certificate, report, inputs, seed=args.seed, timeout_s=args.timeout, layers=args.layers,
+                       seconds=time.perf_counter() - started)
     return report.verdict.exit_code
 
 

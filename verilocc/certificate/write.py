@@ -181,3 +181,23 @@ def write_certificate(path: str, report: Report, inputs: dict[str, str | None], 
     except OSError as e:
         raise InputError(f"cannot write the certificate: {e.strerror or e}", path, 0, 0) from None
     return [MANIFEST, *written]
+
+
+def certify(path: str, report: Report, inputs: dict[str, str | None], *, seed: int, timeout_s: float,
+            layers: tuple[str, ...], seconds: float) -> int:
+    """`verify --certificate`: write the certificate of a VERIFIED report, or say on stderr why
+    there is none; return the exit code (the verdict's, or 3 when a VERIFIED function's
+    obligations could not be made)."""
+    if report.verdict is not Verdict.VERIFIED:
+        print(f"verilocc: no certificate written to {path}: the verdict is {report.verdict.value}", file=sys.stderr)
+        return report.verdict.exit_code
+    missing = [fr for fr in report.functions if fr.certificate is None]
+    if missing:
+        why = next((n for n in missing[0].notes if n.startswith("no certificate")), "no obligations")
+        print(f"verilocc: no certificate written to {path}: function {missing[0].name}: {why}", file=sys.stderr)
+        return Verdict.UNKNOWN.exit_code  # VERIFIED, but the asked-for proof cannot be handed out
+    files = write_certificate(path, report, inputs, seed=seed, timeout_s=timeout_s, layers=layers, seconds=seconds)
+    digest = sha256_file(Path(path) / MANIFEST)
+    print(f"verilocc: certificate written to {path} ({len(files) - 1} obligation(s), manifest SHA-256 {digest}); "
+          f"check it with `verilocc recheck {path}`", file=sys.stderr)
+    return report.verdict.exit_code
