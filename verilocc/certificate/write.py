@@ -114,18 +114,25 @@ def _versions() -> dict[str, str]:
 
 
 def mir_syntax(paths: list[str]) -> dict[str, Any]:
-    """What can be said about the files' LLVM version: llc records none, so only hints."""
-    hints: dict[str, Any] = {}
+    """What can be said about the LLVM version behind the files.
+
+    llc records no version in MIR; the embedded IR module's `llvm.ident` names the compiler
+    that made the IR, which is usually, not necessarily, the llc that wrote the MIR. So the
+    manifest gives that hint and, always, what verilocc's parser accepted.
+    """
+    idents: set[str] = set()
     for p in paths:
         try:
-            head = Path(p).read_text(encoding="utf-8", errors="replace")[:4000]
+            text = Path(p).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        m = re.search(r"(?:clang|LLVM) version ([0-9][0-9.]*)", head)
-        if m:
-            hints[p] = f"LLVM {m.group(1)}"
+        ir = text.split("\n---", 2)[0] if text.startswith("--- |") else ""
+        idents.update(m.group(1) for m in re.finditer(r'!\{!"([^"]*(?:clang|LLVM) version [0-9][^"]*)"\}', ir))
+    majors = {m.group(1) for i in idents if (m := re.search(r"version ([0-9]+)", i))}
     return {
-        "detected": min(set(hints.values())) if len(set(hints.values())) == 1 else None,
+        "detected": f"LLVM {majors.pop()} (from the embedded IR's llvm.ident; MIR does not record llc's version)"
+        if len(majors) == 1 else None,
+        "llvm_ident": sorted(idents),
         "accepted": f"LLVM MIR (YAML documents and body language) of llc 15 to 22, as read by verilocc {__version__}",
     }
 
