@@ -28,6 +28,7 @@ from typing import Any
 
 from verilocc.certificate.obligation import CertificateError
 from verilocc.certificate.write import FORMAT, MANIFEST, OBLIGATIONS, sha256_file
+from verilocc.errors import InputError
 
 _ALLOWED_COMMANDS = frozenset({"set-logic", "set-info", "declare-sort", "declare-fun", "declare-const",
                                "define-fun", "define-sort", "assert"})
@@ -132,6 +133,11 @@ def solve_cvc5(path: Path, timeout_s: float) -> tuple[str, str]:
 def recheck(directory: str, *, input_root: str | None = None, overrides: dict[str, str] | None = None,
             timeout_s: float = 60.0, progress: Any = None) -> RecheckResult:
     start = time.perf_counter()
+    try:
+        import cvc5  # noqa: F401 - the re-check needs it; say so before reading anything
+    except ImportError:
+        raise InputError("cvc5 is not installed (pip install cvc5); it is the solver that re-checks", "<cvc5>", 0, 0) \
+            from None
     d = Path(directory)
     manifest = load_manifest(d)
     res = RecheckResult(manifest, solver=f"cvc5 {cvc5_version()}")
