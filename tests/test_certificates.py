@@ -288,3 +288,19 @@ def test_manifest_without_a_layer_1_obligation_fails(capsys: pytest.CaptureFixtu
     assert code == 1 and "the manifest lists no layer 1 obligation" in stdout
     digest = hashlib.sha256((vadd_cert / "certificate.json").read_bytes()).hexdigest()
     assert f"manifest SHA-256: {digest}" in stdout
+
+
+def test_equivalence_obligation_without_its_assumptions_fails(capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path) -> None:
+    """Layer 3's query rests on the block-entry assumptions; dropped (hash fixed up), cvc5 finds sat."""
+    pair = CORPUS / "gfx1100" / "sgemm_128x128_t8x8_v64"
+    out = tmp_path / "cert"
+    assert _certify(capsys, out, Path(f"{pair}.post.mir"), Path(f"{pair}.pre.mir"))[0] == 0
+    rel = next(ob["file"] for ob in _manifest(out)["obligations"] if ob["layer"] == "equivalence")  # type: ignore[attr-defined]
+    text = (out / rel).read_text()
+    forged = re.sub(r"^\(assert (?!\(not ).*\n", "", text, flags=re.MULTILINE)
+    assert forged != text and "(assert (not " in forged
+    (out / rel).write_text(forged)
+    _refresh_hash(out, rel)
+    code, stdout, _ = _run(capsys, "recheck", str(out))
+    assert code == 1 and f"obligation {rel}: cvc5 finds it satisfiable" in stdout
