@@ -193,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--timings", action="store_true", help="add seconds per layer to the JSON stats")
     v.add_argument("--certificate", metavar="DIR",
                    help="if VERIFIED, write the proof obligations (SMT-LIB) and a manifest with input hashes to DIR "
-                   "(new, empty, or a previous certificate); check them with `verilocc recheck DIR`")
+                   "(new, empty, or a previous certificate; otherwise exit 2); other verdicts write nothing; exit 3 "
+                   "if a VERIFIED proof cannot be written; check it with `verilocc recheck DIR`")
     v.set_defaults(func=cmd_verify)
 
     r = sub.add_parser(
