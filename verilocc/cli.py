@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -65,8 +66,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
+    if args.certificate:
+        from verilocc.certificate.write import prepare_directory
+
+        prepare_directory(args.certificate)  # refuse a bad DIR before spending time on the proof
+    started = time.perf_counter()
     post, pre, extra = load_inputs(args.alloc, args.pre, args.assignment)
-    opts = Options(mcpu=args.mcpu, layers=args.layers, timeout_s=args.timeout, seed=args.seed)
+    opts = Options(mcpu=args.mcpu, layers=args.layers, timeout_s=args.timeout, seed=args.seed,
+                   certify=bool(args.certificate))
     report = verify_modules(post, pre, opts, extra_findings=extra)
     if args.format == "json":
         write_output(args.output, to_json(report, timings=args.timings), [args.alloc, args.pre, args.assignment])
@@ -75,7 +82,31 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         console = Console(highlight=False, soft_wrap=True)
         render_text(report, console)
+    if args.certificate:
+        from verilocc.certificate.write import certify
+
+        inputs = {"post": args.alloc, "pre": args.pre, "assignment": args.assignment}
+        return certify(args.certificate, report, inputs, seed=args.seed, timeout_s=args.timeout, layers=args.layers,
+                       seconds=time.perf_counter() - started)
     return report.verdict.exit_code
+
+
+def cmd_recheck(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from verilocc.certificate.obligation import CertificateError
+    from verilocc.certificate.recheck import recheck, render
+
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
+    overrides = {role: p for role, p in (("post", args.post), ("pre", args.pre), ("assignment", args.assignment)) if p}
+    try:
+        res = recheck(args.directory, input_root=args.input_root, overrides=overrides, timeout_s=args.timeout)
+    except CertificateError as e:
+        print(f"{args.directory}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    render(res, args.directory, Console(highlight=False, soft_wrap=True))
+    return 0 if res.ok else 1
 
 
 def cmd_materialise(args: argparse.Namespace) -> int:
@@ -220,7 +251,28 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query (default 60)")
     v.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
     v.add_argument("--timings", action="store_true", help="add seconds per layer to the JSON stats")
+    v.add_argument("--certificate", metavar="DIR",
+                   help="if VERIFIED, write the proof obligations (SMT-LIB) and a manifest with input hashes to DIR "
+                   "(new, empty, or a previous certificate; otherwise exit 2); other verdicts write nothing; exit 3 "
+                   "if a VERIFIED proof cannot be written; check it with `verilocc recheck DIR`")
     v.set_defaults(func=cmd_verify)
+
+    r = sub.add_parser(
+        "recheck",
+        help="re-check a certificate with cvc5, independently of verilocc's proof",
+        description="Re-hash the inputs and obligations of a certificate written by `verify --certificate` and "
+        "decide every obligation with cvc5; each must be unsat. Input paths are read as recorded (relative to the "
+        "current directory), under --input-root, or as given by --post/--pre/--assignment. Exit codes: 0 re-checked, "
+        "1 a problem (changed or missing file, extra obligation, sat, unknown or timeout), 2 unreadable certificate.",
+    )
+    r.add_argument("directory", metavar="DIR", help="the certificate directory")
+    r.add_argument("--input-root", metavar="DIR", help="resolve the recorded relative input paths under DIR")
+    r.add_argument("--post", metavar="ALLOC.mir", help="the allocated program to hash instead of the recorded path")
+    r.add_argument("--pre", metavar="PRE.mir", help="the virtual program to hash instead of the recorded path")
+    r.add_argument("--assignment", metavar="FILE", help="the assignment to hash instead of the recorded path")
+    r.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="cvc5 time limit per obligation (default 60)")
+    r.set_defaults(func=cmd_recheck)
 
     f = sub.add_parser(
         "fuzz",

@@ -417,6 +417,9 @@ class EquivalenceChecker:
         self.assumptions: list[Any] = []
         self.findings: list[Finding] = []
         self.stats: dict[str, object] = {}
+        # The exact assertions sent to z3 (None when no obligation needed the solver): a
+        # certificate prints these, so it is this proof, not a re-derivation of it.
+        self.query: list[Any] | None = None
 
     def canonical(self, block: int, tag: Tag) -> Tag:
         """Union-find over the defined tags that a location holds together at block entry."""
@@ -497,8 +500,8 @@ class EquivalenceChecker:
         s.set("random_seed", self.seed)
         s.set("timeout", max(1, int(self.timeout_s * 1000)))
         s.set("rlimit", DEFAULT_RLIMIT)
-        s.add(self.assumptions)
-        s.add(z3.Not(z3.And([f for _, f in pending])))
+        self.query = [*self.assumptions, z3.Not(z3.And([f for _, f in pending]))]
+        s.add(self.query)
         r = s.check()
         if r == z3.unsat:
             return

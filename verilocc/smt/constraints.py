@@ -315,6 +315,7 @@ class ConstraintChecker:
             if st.role is Role.MATCHED and st.pre is not None and st.post is not None
         }
         self._allowed_cache: dict[str, tuple[int, ...]] = {}
+        self.query: str | None = None
 
     def rematerialised_vregs(self) -> set[VReg]:
         """Virtual registers whose live range LLVM may have cut by rematerialisation.
@@ -657,10 +658,11 @@ class ConstraintChecker:
     def smtlib(self) -> str:
         """The proof obligation: the assignment and the negated conjunction of all constraints."""
         out = ["(set-logic QF_LIA)"]
+        # The assignment as definitions, not asserted equalities: the same formula, and every
+        # constraint becomes ground, which solvers (cvc5 re-checking a certificate) decide by
+        # rewriting instead of by substitution.
         for var in sorted(self.values, key=_var_key):
-            out.append(f"(declare-const {var} Int)")
-        for var in sorted(self.values, key=_var_key):
-            out.append(f"(assert (= {var} {self.values[var]}))")
+            out.append(f"(define-fun {var} () Int {self.values[var]})")
         names: list[str] = []
         for i, m in enumerate(self.members):
             out.append(f"(define-fun m{i} () Bool {m.smt()}) ; {m.vreg} in {m.cls}")
@@ -668,7 +670,8 @@ class ConstraintChecker:
         for i, d in enumerate(self.disjoint):
             out.append(f"(define-fun d{i} () Bool {d.smt()}) ; {d.kind} {d.a.label} {d.b.label} bb.{d.place.block} line {d.place.line}")
             names.append(f"d{i}")
-        conj = "true" if not names else "(and " + " ".join(names) + ")"
+        # SMT-LIB's `and` takes two or more arguments (cvc5 rejects a unary one).
+        conj = "true" if not names else names[0] if len(names) == 1 else "(and " + " ".join(names) + ")"
         out.append(f"(assert (not {conj}))")
         out.append("(check-sat)")
         return "\n".join(out) + "\n"
@@ -688,7 +691,8 @@ class ConstraintChecker:
         self.stats.update({"variables": len(self.values), "member_constraints": len(self.members),
                            "disjoint_constraints": len(self.disjoint), "split_vregs": len(split)})
         python_ok = failed == 0
-        outcome = check_z3(self.smtlib(), timeout_s=self.timeout_s, seed=self.seed)
+        self.query = self.smtlib()  # the text z3 decides is the text a certificate stores
+        outcome = check_z3(self.query, timeout_s=self.timeout_s, seed=self.seed)
         self.stats["solver_seconds"] = round(outcome.seconds, 3)
         self.stats["solver_answer"] = outcome.answer.value
         place = Place(self.post.file, self.post.name, -1, -1, 0)
