@@ -125,15 +125,6 @@ def cmd_materialise(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fuzz_one(target: str, seed: int, mutants: int) -> object:
-    """One example, without the bulky program and allocation (a worker process returns it)."""
-    import dataclasses
-
-    from verilocc.fuzz.oracle import check_example
-
-    return dataclasses.replace(check_example(target, seed, mutants=mutants), program=None, allocation=None)
-
-
 def cmd_allocate(args: argparse.Namespace) -> int:
     """Allocate a pre-RA file with a strategy; write the post-RA MIR only when VERIFIED."""
     from functools import partial
@@ -165,6 +156,15 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     if args.assignment_out:
         write_output(args.assignment_out, outcome.assignment_text(), [args.pre, args.output])
     return 0
+
+
+def _fuzz_one(target: str, seed: int, mutants: int) -> object:
+    """One example, without the bulky program and allocation (a worker process returns it)."""
+    import dataclasses
+
+    from verilocc.fuzz.oracle import check_example
+
+    return dataclasses.replace(check_example(target, seed, mutants=mutants), program=None, allocation=None)
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
