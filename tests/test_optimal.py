@@ -149,6 +149,6 @@ def test_llc_finishes_code_generation(kernel: str, tmp_path: Path) -> None:
     mcpu = kernel.split("/")[0]
     run = subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "-O3", "-verify-machineinstrs",
                           "-start-after=virtregrewriter,1", str(out), "-o", str(tmp_path / "k.s")],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "s_endpgm" in (tmp_path / "k.s").read_text()

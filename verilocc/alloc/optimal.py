@@ -42,9 +42,21 @@ from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.liveness import Liveness, compute_liveness
 from verilocc.analysis.operands import VReg, slot_mask, vreg_classes
 from verilocc.errors import TargetError
-from verilocc.mir.model import Function, Instruction, Module
-from verilocc.smt.constraints import Limits, function_limits, lane_runs, register_problem
-from verilocc.target import PhysReg, RegFile, RegisterClass, Target, file_register, parse_physreg
+from verilocc.mir.model import Function, Module
+from verilocc.smt.constraints import (
+    Limits,
+    function_limits,
+    lane_runs,
+    register_problem,
+)
+from verilocc.target import (
+    PhysReg,
+    RegFile,
+    RegisterClass,
+    Target,
+    file_register,
+    parse_physreg,
+)
 
 if TYPE_CHECKING:
     import z3
@@ -158,7 +170,7 @@ class Problem:
     conflicts: list[_Conflict]
     copies: list[tuple[_Side, int, _Side, int, int]]  # (dst, dst slot offset, src, src offset, slots)
     fixed_top: dict[int, int]  # file code -> highest fixed register index + 1
-    pressure: dict[str, int]  # lower bounds: "vector" and "sgpr" registers live at once
+    pressure: dict[str, int]  # lower bounds: "vector", "sgpr", "vgpr" (VGPR-only values) live at once
 
 
 def build_problem(fn: Function, target: Target) -> Problem:
@@ -212,7 +224,7 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> 
     """Pairs that must not share a lane (as layer 1 builds them), and the pressure bounds."""
     seen: set[_Conflict] = set()
     out: list[_Conflict] = []
-    peak = {"vector": 0, "sgpr": 0}
+    peak = {"vector": 0, "sgpr": 0, "vgpr": 0, "line": 0}
 
     def add(a: _Side, am: int, b: _Side, bm: int, waiver: tuple[int, int] | None = None) -> None:
         if a == b or (a.vreg is None and b.vreg is None) or not am or not bm:
@@ -233,7 +245,7 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> 
             ins = blocks[b].instructions[idx]
             eff = effects[idx]
             # Pressure after this instruction, dead defs included.
-            units = {"vector": 0, "sgpr": 0}
+            units = {"vector": 0, "sgpr": 0, "vgpr": 0}
             occupied = dict(live.vregs)
             for d in eff.defs:
                 if d.vreg is not None:
@@ -242,12 +254,18 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> 
                 files = set(values[w].allowed)
                 kind = "vector" if files <= vector else "sgpr" if files <= {_SGPR.code, _VCC.code} else None
                 if kind is not None:
-                    units[kind] += bin(m).count("1")
+                    units[kind] += m.bit_count()
+                if files == {_VGPR.code}:
+                    units["vgpr"] += m.bit_count()
             for side, m in _phys_sides(live.units):
                 if side.file in vector:
-                    units["vector"] += bin(m).count("1")
+                    units["vector"] += m.bit_count()
+                if side.file == _VGPR.code:
+                    units["vgpr"] += m.bit_count()
                 elif side.file == _SGPR.code:
-                    units["sgpr"] += bin(m).count("1")
+                    units["sgpr"] += m.bit_count()
+            if (units["vgpr"] + 1) // 2 > peak["vgpr"]:
+                peak["vgpr"], peak["line"] = (units["vgpr"] + 1) // 2, ins.line
             peak["vector"] = max(peak["vector"], (units["vector"] + 1) // 2)
             peak["sgpr"] = max(peak["sgpr"], (max(0, units["sgpr"] - 4) + 1) // 2)  # VCC may hold 2
 
@@ -828,9 +846,9 @@ class _Bound:
 
 def _wave_limits(target: Target, waves: int) -> tuple[int, int]:
     """Most vector registers (occupancy count) and SGPRs that still allow `waves` per SIMD."""
-    vec = max((c for c in range(0, 1025) if target.waves_with_vgprs(c) >= waves), default=0)
+    vec = max((c for c in range(1025) if target.waves_with_vgprs(c) >= waves), default=0)
     extra = target.reserved_num_sgprs()
-    sgpr = max((c for c in range(0, 801) if target.waves_with_sgprs(c + extra) >= waves), default=0)
+    sgpr = max((c for c in range(801) if target.waves_with_sgprs(c + extra) >= waves), default=0)
     return vec, sgpr
 
 
@@ -852,6 +870,15 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
         return result("unsupported", str(e))
     if any(op.kind == "regmask" for b in fn.blocks for ins in b.instructions for op in ins.operands):
         return result("unsupported", "calls (register masks) are not modelled by the verifier")
+    # The pressure bound proves some budgets too small before any search.
+    limits = problem.limits
+    vector_budget = limits.total_vector if target.unified_vgpr_file else limits.vgprs + limits.agprs
+    if problem.pressure["vgpr"] > limits.vgprs or problem.pressure["vector"] > vector_budget:
+        need = (f"{problem.pressure['vgpr']} VGPRs" if problem.pressure["vgpr"] > limits.vgprs
+                else f"{problem.pressure['vector']} vector registers")
+        return result("infeasible", f"values needing {need} are live at once (near line {problem.pressure['line']}), "
+                                    f"beyond this function's budget ({limits.vgprs} VGPRs, {vector_budget} vector "
+                                    "registers in all): it needs spill code, which an assignment cannot express")
     ctx = z3.Context()
     try:
         enc = _Encoding(problem, ctx)
@@ -867,7 +894,6 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
         answer = search.check(enc.pinned(start_point))
     if answer != "sat":
         answer = search.check()
-    limits = problem.limits
     if answer == "unsat":
         return result("infeasible", f"the values live at once do not fit in the budget ({limits.vgprs} VGPRs, "
                                     f"{limits.agprs} AGPRs, {limits.sgprs} SGPRs) without spill code, which an "
