@@ -66,10 +66,12 @@ STATUSES = ("optimal", "feasible", "infeasible", "unknown", "unsupported")
 
 #: Share of the time limit the objective descent may use; the rest is for copy hints.
 _DESCENT_SHARE = 0.75
-#: z3 resource units per second of time limit: the deterministic limit of every query (z3's
-#: wall-clock timeout stays as a safety net). Measured here: z3 5.4 spends about 2-4 million
-#: units per second on these problems.
-_RLIMIT_PER_SECOND = 3_000_000
+#: z3 resource units ("rlimit count") per second of the time limit. Every query is limited in
+#: these units, which z3 counts the same way on every machine, so the same input gives the
+#: same allocation; measured here (z3 5.4, 2 shared cores): 0.7-1.5 million per second.
+_RLIMIT_PER_SECOND = 1_000_000
+#: Wall-clock safety net, in multiples of the time limit, for machines much slower than ours.
+_WALL_FACTOR = 3.0
 
 
 @dataclass
@@ -668,15 +670,18 @@ def _le(ta: z3.ArithRef | int, ka: int, tb: z3.ArithRef | int, kb: int, ctx: z3.
 # Solving
 # --------------------------------------------------------------------------------------------
 class _Search:
-    """One incremental z3 solver over the hard constraints, and the lexicographic steps."""
+    """One incremental z3 solver over the hard constraints, and the lexicographic steps.
 
-    def __init__(self, enc: _Encoding, seed: int, deadline: float, seconds: float) -> None:
+    Budgets are z3 resource units, not seconds (see `_RLIMIT_PER_SECOND`): `spent` counts
+    what the queries used, and each step runs until a unit mark (`until`)."""
+
+    def __init__(self, enc: _Encoding, seed: int, units: int, wall_deadline: float) -> None:
         import z3
 
         self.enc = enc
-        self.seed = seed
-        self.deadline = deadline
-        self.rlimit = max(1, int(seconds * _RLIMIT_PER_SECOND))
+        self.units = units
+        self.spent = 0
+        self.wall_deadline = wall_deadline
         self.solver = z3.Solver(ctx=enc.ctx)
         self.solver.set("random_seed", seed)
         self.solver.add(enc.hard)
@@ -686,29 +691,44 @@ class _Search:
         self.reason = ""
 
     def remaining(self, until: float | None = None) -> float:
-        return (until or self.deadline) - time.perf_counter()
+        """Resource units left before `until` (default: the whole budget)."""
+        return (self.units if until is None else until) - self.spent
 
-    def check(self, extra: z3.BoolRef | None = None, until: float | None = None) -> str:
+    def _limit(self, solver: z3.Solver | z3.Optimize, until: float | None) -> bool:
+        """Give `solver` the units left before `until`; False when none are left."""
+        left = int(self.remaining(until))
+        wall = self.wall_deadline - time.perf_counter()
+        if left <= 0 or wall <= 0:
+            self.reason = "the time limit was reached"
+            return False
+        solver.set("rlimit", left)
+        solver.set("timeout", max(1, int(wall * 1000)))
+        return True
+
+    def _count(self, solver: z3.Solver | z3.Optimize) -> int:
+        stats = solver.statistics()
+        return int(stats.get_key_value("rlimit count")) if "rlimit count" in stats.keys() else 0
+
+    def check(self, extra: z3.BoolRef | None = None, until: float | None = None,
+              assumptions: tuple[z3.BoolRef, ...] = ()) -> str:
         """"sat" (self.model updated), "unsat" or "unknown" for the hard constraints + `extra`."""
         import z3
 
-        left = self.remaining(until)
-        if left <= 0:
-            self.reason = "the time limit was reached"
-            return "unknown"
         s = self.solver
-        s.set("timeout", max(1, int(left * 1000)))
-        s.set("rlimit", self.rlimit)
+        if not self._limit(s, until):
+            return "unknown"
+        before = self._count(s)
         if extra is not None:
             s.push()
             s.add(extra)
         try:
-            r = s.check()
+            r = s.check(*assumptions)
             if r == z3.sat:
                 self.model = s.model()
             elif r == z3.unknown:
                 self.reason = f"z3 gave up ({s.reason_unknown()})"
         finally:
+            self.spent += max(0, self._count(s) - before)
             if extra is not None:
                 s.pop()
         return "sat" if r == z3.sat else "unsat" if r == z3.unsat else "unknown"
@@ -732,7 +752,7 @@ class _Search:
             # cannot decide moves the next try up instead of ending the search.
             mid = floor if first else (floor + best - 1) // 2
             first = False
-            cap = time.perf_counter() + max(1.0, self.remaining(until) / 3)
+            cap = self.spent + max(_RLIMIT_PER_SECOND, self.remaining(until) / 3)
             answer = self.check(bound(mid), min(until, cap))  # type: ignore[operator]
             if answer == "sat":
                 best = self.current_of(bound)
@@ -766,15 +786,13 @@ class _Search:
 
         assert self.model is not None
         count = sum(1 for t in soft if z3.is_true(self.model.eval(t, model_completion=True)))
-        left = self.remaining(until)
-        if count < len(soft) and left > 0:
-            opt = z3.Optimize(ctx=self.enc.ctx)
-            opt.set("timeout", max(1, int(left * 1000)))
-            opt.set("rlimit", self.rlimit)
+        opt = z3.Optimize(ctx=self.enc.ctx)
+        if count < len(soft) and self._limit(opt, until):
             opt.add(self.enc.hard + self.fixed)
             for t in soft:
                 opt.add_soft(t, 1)
             r = opt.check()
+            self.spent += self._count(opt)
             if r == z3.sat:
                 self.model = opt.model()
                 count = sum(1 for t in soft if z3.is_true(self.model.eval(t, model_completion=True)))
@@ -800,13 +818,11 @@ class _Search:
         for lit, h in lits.items():
             s.add(z3.Implies(lit, h))
         active = list(lits)
-        while active and self.remaining(until) > 0:
-            s.set("timeout", max(1, int(self.remaining(until) * 1000)))
-            r = s.check(*active)
-            if r == z3.sat:
-                self.model = s.model()
+        while active:
+            r = self.check(None, until, tuple(active))
+            if r == "sat":
                 break
-            if r != z3.unsat:
+            if r != "unsat":
                 break
             core = {str(c) for c in s.unsat_core()}
             drop = [lit for lit in active if str(lit) in core]
@@ -886,8 +902,8 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
         cls = problem.values[e.vreg].cls
         return result("infeasible", f"no register of class {cls.name} for %{e.vreg} is allocatable within this "
                                     "function's budget and reservations")
-    deadline = start + timeout
-    search = _Search(enc, seed, deadline, timeout)
+    units = max(1, int(timeout * _RLIMIT_PER_SECOND))
+    search = _Search(enc, seed, units, start + _WALL_FACTOR * timeout)
     answer = "unknown"
     start_point = greedy_assignment(problem)
     if start_point is not None:
@@ -904,13 +920,13 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     # (1) Keep as many preferred registers as possible. Each step gets an equal share of the
     # time left for steps (1)-(2); time a step does not use goes to the next.
     kept = 0
-    descent_end = start + _DESCENT_SHARE * timeout
+    descent_end = _DESCENT_SHARE * units
     kinds = ("waves", "vector", "sgpr") if objective == "waves" else ("vector", "sgpr")
     steps = len(kinds) + (1 if prefer else 0)
 
     def share() -> float:
         nonlocal steps
-        now = time.perf_counter()
+        now = search.spent
         until = now + max(0.0, descent_end - now) / max(1, steps)
         steps -= 1
         return until
@@ -933,7 +949,7 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     proved = search.proved
     # (3) Copy hints: as many identity copies as possible (best effort, not part of "optimal").
     hints = [h for dst, doff, src, soff, _ in problem.copies if (h := enc.copy_hint(dst, doff, src, soff)) is not None]
-    search.greedy_hints(hints, deadline)
+    search.greedy_hints(hints, units)
 
     assert search.model is not None
     assignment = {v: enc.register_of(v, search.model) for v in sorted(problem.values, key=_vkey)}
