@@ -1,9 +1,11 @@
 """An SMT register allocator: an assignment for a pre-RA function that z3 finds, optimises and
 verilocc then verifies.
 
-Unknowns. Every virtual register ``%v`` gets an integer ``r_v``, the index of its first 32-bit
-register in its register file, and, when its class allows several files (``av_*`` classes:
-VGPR or AGPR; ``sreg_*`` classes: SGPRs or VCC), an integer ``f_v`` choosing the file. Files
+Unknowns. Every virtual register ``%v`` gets ``r_v``, the index of its first 32-bit register in
+its register file, and, when its class allows several files (``av_*`` classes: VGPR or AGPR;
+``sreg_*`` classes: SGPRs or VCC), ``f_v`` choosing the file; both are 16-bit bit-vectors whose
+values stay far from wrapping (z3 bit-blasts these colouring problems to SAT, much faster
+than linear integer arithmetic). Files
 are the numbered SGPR, VGPR and AGPR files and VCC, seen as a two-register file
 (``vcc_lo``, ``vcc_hi``); other special registers are reserved or in no allocatable class.
 
@@ -15,15 +17,18 @@ Constraints (hard), the same relation as the verifier's layer 1 (`verilocc.smt.c
 - *interference*, at 16-bit lane granularity: at every definition, each defined value against
   each value live after it (and fixed physical registers live there), on exactly the lanes
   live (LLVM reuses the dead lanes of tuples); an early-clobber def also against the
-  instruction's uses; the defs of one instruction against each other. The source of a COPY
-  may share the destination's register.
+  instruction's uses; the defs of one instruction against each other. A COPY's destination
+  may share the source's lanes only where it copies them (the copy becomes an identity).
 Objectives, lexicographic: (1) with ``prefer``, keep as many preferred registers as possible
 (the repair of a proposed assignment); (2) ``registers``: VGPRs + AGPRs (highest index + 1 per
 file, as the hardware counts), then SGPRs; ``waves``: waves per SIMD first (the target's
 occupancy rules), then registers; (3) copy hints: as many COPYs as possible become identities
-(VirtRegRewriter deletes them). Steps (1) and (3) are MaxSAT problems for z3's Optimize; step
-(2) descends on the bound with incremental z3 checks, and a bound is proved optimal when z3
-answers unsat one below it (or it meets the pressure lower bound).
+(VirtRegRewriter deletes them). Step (1) is MaxSAT for z3's Optimize; step (2) starts from a
+first-fit colouring (`greedy_assignment`) and descends on each bound with incremental z3
+checks, trying the pressure lower bound first; a bound is proved optimal when z3 answers unsat
+one below it or it meets the pressure bound. Step (3) assumes every hint and drops one per
+unsat core (best effort; it does not affect "optimal"). Budgets are z3 resource units, so the
+result does not depend on the machine's speed.
 
 Nothing leaves this module unchecked: the assignment is materialised, given llc's block
 live-ins and verified with all three layers; only a VERIFIED result is "optimal" or
