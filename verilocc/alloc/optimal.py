@@ -232,7 +232,6 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> 
     """Pairs that must not share a lane (as layer 1 builds them), and the pressure bounds."""
     seen: set[_Conflict] = set()
     out: list[_Conflict] = []
-    peak = {"vector": 0, "sgpr": 0, "vgpr": 0, "line": 0}
 
     def add(a: _Side, am: int, b: _Side, bm: int, waiver: tuple[int, int] | None = None) -> None:
         if a == b or (a.vreg is None and b.vreg is None) or not am or not bm:
@@ -245,38 +244,12 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> 
             seen.add(key)
             out.append(key)
 
-    vector = {_VGPR.code, _AGPR.code}
     blocks = {b.number: b for b in fn.blocks}
     for b in liveness.cfg.order:
         effects = liveness.effects[b]
         for idx, live in liveness.walk_backward(b):
             ins = blocks[b].instructions[idx]
             eff = effects[idx]
-            # Pressure after this instruction, dead defs included.
-            units = {"vector": 0, "sgpr": 0, "vgpr": 0}
-            occupied = dict(live.vregs)
-            for d in eff.defs:
-                if d.vreg is not None:
-                    occupied[d.vreg] = occupied.get(d.vreg, 0) | d.mask
-            for w, m in occupied.items():
-                files = set(values[w].allowed)
-                kind = "vector" if files <= vector else "sgpr" if files <= {_SGPR.code, _VCC.code} else None
-                if kind is not None:
-                    units[kind] += m.bit_count()
-                if files == {_VGPR.code}:
-                    units["vgpr"] += m.bit_count()
-            for side, m in _phys_sides(live.units):
-                if side.file in vector:
-                    units["vector"] += m.bit_count()
-                if side.file == _VGPR.code:
-                    units["vgpr"] += m.bit_count()
-                elif side.file == _SGPR.code:
-                    units["sgpr"] += m.bit_count()
-            if (units["vgpr"] + 1) // 2 > peak["vgpr"]:
-                peak["vgpr"], peak["line"] = (units["vgpr"] + 1) // 2, ins.line
-            peak["vector"] = max(peak["vector"], (units["vector"] + 1) // 2)
-            peak["sgpr"] = max(peak["sgpr"], (max(0, units["sgpr"] - 4) + 1) // 2)  # VCC may hold 2
-
             if not eff.defs or ins.opcode in ("IMPLICIT_DEF", "KILL"):
                 continue
             # A COPY of virtual lanes: (source vreg, its copied slot mask, dst offset, src offset).
@@ -314,7 +287,107 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> 
             for i in range(len(def_sides)):
                 for j in range(i + 1, len(def_sides)):
                     add(def_sides[i][0], def_sides[i][1], def_sides[j][0], def_sides[j][1])
-    return out, peak
+    return out, _pressure(fn, liveness, values)
+
+
+def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> dict[str, int]:
+    """Lower bounds on the registers any allocation needs ("vector", "sgpr", "vgpr": values
+    that only VGPRs can hold), and the line where the VGPR bound peaks.
+
+    Counted after each instruction: lanes that are live *and defined on every path* there.
+    Two such lanes always meet at a definition (the later of their last definitions on a path
+    sees the other live), so they must differ, except when a COPY made one from the other:
+    values joined by COPYs count once (their widest member), so the bound stays sound.
+    """
+    parent: dict[VReg, VReg] = {v: v for v in values}
+
+    def root(v: VReg) -> VReg:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    for b in fn.blocks:
+        for ins in b.instructions:
+            if ins.opcode == "COPY":
+                regs = [op.vreg for op in ins.operands if op.kind == "reg" and not op.is_implicit]
+                if len(regs) == 2 and regs[0] in parent and regs[1] in parent:
+                    parent[root(regs[0])] = root(regs[1])  # type: ignore[index]
+    must_in = _must_defined(liveness)
+    kind_of: dict[VReg, tuple[str, ...]] = {}
+    for v, val in values.items():
+        files = set(val.allowed)
+        kinds: tuple[str, ...] = ()
+        if files and files <= {_VGPR.code, _AGPR.code}:
+            kinds = ("vector", "vgpr") if files == {_VGPR.code} else ("vector",)
+        elif files and files <= {_SGPR.code, _VCC.code}:
+            kinds = ("sgpr",)
+        kind_of[v] = kinds
+    peak = {"vector": 0, "sgpr": 0, "vgpr": 0, "line": 0}
+    blocks = {b.number: b for b in fn.blocks}
+    for b in liveness.cfg.order:
+        effects = liveness.effects[b]
+        live_after = dict(liveness.walk_backward(b))
+        must = dict(must_in[b])
+        for idx, eff in enumerate(effects):
+            _define(must, eff)
+            units: dict[tuple[str, VReg | None], int] = {}
+            for w, m in live_after[idx].vregs.items():
+                lanes = (m & must.get(w, 0)).bit_count()
+                for kind in kind_of[w]:
+                    key = (kind, root(w))
+                    units[key] = max(units.get(key, 0), lanes)
+            for side, m in _phys_sides(live_after[idx].units):
+                kind = {_VGPR.code: "vgpr", _AGPR.code: "vector", _SGPR.code: "sgpr"}.get(side.file)
+                if kind is not None:
+                    units[(kind, None)] = units.get((kind, None), 0) + m.bit_count()
+                    if kind == "vgpr":
+                        units[("vector", None)] = units.get(("vector", None), 0) + m.bit_count()
+            total = {k: sum(n for (kind, _), n in units.items() if kind == k) for k in ("vector", "sgpr", "vgpr")}
+            if (total["vgpr"] + 1) // 2 > peak["vgpr"]:
+                peak["vgpr"], peak["line"] = (total["vgpr"] + 1) // 2, blocks[b].instructions[idx].line
+            peak["vector"] = max(peak["vector"], (total["vector"] + 1) // 2)
+            peak["sgpr"] = max(peak["sgpr"], (max(0, total["sgpr"] - 4) + 1) // 2)  # VCC may hold 2
+    return peak
+
+
+def _define(state: dict[VReg, int], eff: object) -> None:
+    """Lanes defined after an instruction: a def adds its lanes; an `undef` subregister def
+    leaves only its own (LLVM's meaning of the flag)."""
+    for d in eff.defs:  # type: ignore[attr-defined]
+        if d.vreg is None:
+            continue
+        if d.op.subreg and d.op.has("undef"):
+            state[d.vreg] = d.mask
+        else:
+            state[d.vreg] = state.get(d.vreg, 0) | d.mask
+
+
+def _must_defined(liveness: Liveness) -> dict[int, dict[VReg, int]]:
+    """Lanes defined on every path into each block (intersection over predecessors)."""
+    cfg = liveness.cfg
+    order = cfg.reverse_postorder()
+    entry = cfg.entry
+    state: dict[int, dict[VReg, int] | None] = {b: None for b in cfg.order}  # None: not reached yet
+    state[entry] = {}
+    changed = True
+    while changed:
+        changed = False
+        for b in order:
+            if b == entry:
+                continue
+            meet: dict[VReg, int] | None = None
+            for p in cfg.predecessors(b):
+                if state[p] is None:
+                    continue
+                out = dict(state[p])  # type: ignore[arg-type]
+                for eff in liveness.effects[p]:
+                    _define(out, eff)
+                meet = out if meet is None else {v: m & out[v] for v, m in meet.items() if v in out and m & out[v]}
+            if meet is not None and meet != state[b]:
+                state[b] = meet
+                changed = True
+    return {b: (s or {}) for b, s in state.items()}
 
 
 def _first_slot(lane_mask: int) -> int:
