@@ -313,7 +313,7 @@ def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> d
                 regs = [op.vreg for op in ins.operands if op.kind == "reg" and not op.is_implicit]
                 if len(regs) == 2 and regs[0] in parent and regs[1] in parent:
                     parent[root(regs[0])] = root(regs[1])  # type: ignore[index]
-    must_in = _must_defined(liveness)
+    must_in = _must_defined(fn, liveness)
     kind_of: dict[VReg, tuple[str, ...]] = {}
     for v, val in values.items():
         files = set(val.allowed)
@@ -330,7 +330,7 @@ def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> d
         live_after = dict(liveness.walk_backward(b))
         must = dict(must_in[b])
         for idx, eff in enumerate(effects):
-            _define(must, eff)
+            _define(must, eff, blocks[b].instructions[idx].opcode)
             units: dict[tuple[str, VReg | None], int] = {}
             for w, m in live_after[idx].vregs.items():
                 lanes = (m & must.get(w, 0)).bit_count()
@@ -351,9 +351,12 @@ def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> d
     return peak
 
 
-def _define(state: dict[VReg, int], eff: object) -> None:
+def _define(state: dict[VReg, int], eff: object, opcode: str = "") -> None:
     """Lanes defined after an instruction: a def adds its lanes; an `undef` subregister def
-    leaves only its own (LLVM's meaning of the flag)."""
+    leaves only its own (LLVM's meaning of the flag). IMPLICIT_DEF defines nothing here: the
+    encoding lets its value share registers with anything."""
+    if opcode == "IMPLICIT_DEF":
+        return
     for d in eff.defs:  # type: ignore[attr-defined]
         if d.vreg is None:
             continue
@@ -363,8 +366,9 @@ def _define(state: dict[VReg, int], eff: object) -> None:
             state[d.vreg] = state.get(d.vreg, 0) | d.mask
 
 
-def _must_defined(liveness: Liveness) -> dict[int, dict[VReg, int]]:
+def _must_defined(fn: Function, liveness: Liveness) -> dict[int, dict[VReg, int]]:
     """Lanes defined on every path into each block (intersection over predecessors)."""
+    blocks = {b.number: b for b in fn.blocks}
     cfg = liveness.cfg
     order = cfg.reverse_postorder()
     entry = cfg.entry
@@ -381,8 +385,8 @@ def _must_defined(liveness: Liveness) -> dict[int, dict[VReg, int]]:
                 if state[p] is None:
                     continue
                 out = dict(state[p])  # type: ignore[arg-type]
-                for eff in liveness.effects[p]:
-                    _define(out, eff)
+                for eff, ins in zip(liveness.effects[p], blocks[p].instructions):
+                    _define(out, eff, ins.opcode)
                 meet = out if meet is None else {v: m & out[v] for v, m in meet.items() if v in out and m & out[v]}
             if meet is not None and meet != state[b]:
                 state[b] = meet
