@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from verilocc.analysis.cfg import build_cfg
-from verilocc.analysis.liveness import Liveness, compute_liveness
+from verilocc.analysis.liveness import Effect, Liveness, compute_liveness
 from verilocc.analysis.operands import VReg, slot_mask, vreg_classes
 from verilocc.errors import TargetError
 from verilocc.mir.model import Function, Module
@@ -351,13 +351,13 @@ def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> d
     return peak
 
 
-def _define(state: dict[VReg, int], eff: object, opcode: str = "") -> None:
+def _define(state: dict[VReg, int], eff: Effect, opcode: str = "") -> None:
     """Lanes defined after an instruction: a def adds its lanes; an `undef` subregister def
     leaves only its own (LLVM's meaning of the flag). IMPLICIT_DEF defines nothing here: the
     encoding lets its value share registers with anything."""
     if opcode == "IMPLICIT_DEF":
         return
-    for d in eff.defs:  # type: ignore[attr-defined]
+    for d in eff.defs:
         if d.vreg is None:
             continue
         if d.op.subreg and d.op.has("undef"):
@@ -825,7 +825,7 @@ class _Search:
         v = self.model.eval(term, model_completion=True)
         return v.as_long()  # type: ignore[union-attr]
 
-    def descend(self, bound: object, current: int, lower: int, until: float) -> int:
+    def descend(self, bound: _Bound, current: int, lower: int, until: float) -> int:
         """Smallest k (>= `lower`) with `bound(k)` satisfiable, by bisection from the model's
         `current`; fixes `bound(best)` and clears `proved` when a step could not decide."""
         best, lo, floor = current, lower, lower
@@ -836,16 +836,16 @@ class _Search:
             mid = floor if first else (floor + best - 1) // 2
             first = False
             cap = self.spent + max(_RLIMIT_PER_SECOND, self.remaining(until) / 3)
-            answer = self.check(bound(mid), min(until, cap))  # type: ignore[operator]
+            answer = self.check(bound(mid), min(until, cap))
             if answer == "sat":
-                best = self.current_of(bound)
+                best = bound.current(self)
             elif answer == "unsat":
                 lo = floor = mid + 1
             else:
                 floor = mid + 1
         if lo < best:
             self.proved = False
-        self.fix(bound(best))  # type: ignore[operator]
+        self.fix(bound(best))
         return best
 
     def tops(self) -> dict[int, int]:
@@ -859,9 +859,6 @@ class _Search:
             assert loc is not None
             tops[loc[0].code] = max(tops[loc[0].code], loc[1] + val.width32)
         return tops
-
-    def current_of(self, bound: object) -> int:
-        return int(bound.current(self))  # type: ignore[attr-defined]
 
     def maxsat(self, soft: list[z3.BoolRef], until: float) -> int:
         """Satisfy as many of `soft` as possible (z3's Optimize, MaxSAT); fix that count."""
@@ -1065,9 +1062,4 @@ def _checked(fn: Function, target: Target, assignment: dict[int | str, PhysReg],
     return SolverAllocation(status, assignment, seconds, kept, reason, usage, function=post_fn)
 
 
-def solve_module(module: Module, targets: Mapping[str, Target], **kw: object) -> dict[str, SolverAllocation]:
-    """`solve_function` for every function of a module (by name)."""
-    return {fn.name: solve_function(fn, targets[fn.name], **kw) for fn in module.functions}  # type: ignore[arg-type]
-
-
-__all__ = ["OBJECTIVES", "STATUSES", "SolverAllocation", "register_usage", "solve_function", "solve_module"]
+__all__ = ["OBJECTIVES", "STATUSES", "SolverAllocation", "register_usage", "solve_function"]
