@@ -19,9 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from verilocc.alloc.optimal import register_usage, solve_function  # noqa: E402
-from verilocc.mir.parser import read_module  # noqa: E402
-from verilocc.verify import function_target  # noqa: E402
+from verilocc.alloc.optimal import register_usage, solve_function
+from verilocc.mir.parser import read_module
+from verilocc.verify import function_target
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 

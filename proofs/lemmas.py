@@ -44,8 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from verilocc.smt.constraints import Limits, _member_smt  # noqa: E402
-from verilocc.target import (  # noqa: E402
+from verilocc.smt.constraints import Limits, _member_smt
+from verilocc.target import (
     RegFile,
     default_budget,
     get_class,
@@ -53,9 +53,14 @@ from verilocc.target import (  # noqa: E402
     reservations,
     target_names,
 )
-from verilocc.target.classes import base_class_names  # noqa: E402
-from verilocc.target.registers import _GROUPS, _SPECIAL_UNIT_BASE, TUPLE_WIDTHS, file_register  # noqa: E402
-from verilocc.target.subregs import all_subreg_indices, subreg_mask, subreg_range  # noqa: E402
+from verilocc.target.classes import base_class_names
+from verilocc.target.registers import (
+    _GROUPS,
+    _SPECIAL_UNIT_BASE,
+    TUPLE_WIDTHS,
+    file_register,
+)
+from verilocc.target.subregs import all_subreg_indices, subreg_mask, subreg_range
 
 LEMMA_DIR = ROOT / "proofs" / "lemmas"
 _EVEN = 0x5555_5555_5555_5555

@@ -129,6 +129,17 @@ def test_cli_writes_verified_output_and_assignment(tmp_path: Path, capsys: pytes
     assert out.read_bytes() == first
 
 
+def test_same_input_same_bytes_when_the_search_is_cut_short(tmp_path: Path) -> None:
+    # Budgets are z3 resource units, not seconds: a search that cannot finish stops at the
+    # same point every time.
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"alloc{k}.mir"
+        assert main(["allocate", str(_pre("gfx942/reduce_sum")), "--solver", "--timeout", "4", "-o", str(out)]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+
+
 def test_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["allocate", str(tmp_path / "missing.mir"), "--solver"]) == 2
     assert main(["allocate", str(_pre("gfx942/vadd")), "--solver", "--timeout", "0"]) == 2
@@ -149,6 +160,6 @@ def test_llc_finishes_code_generation(kernel: str, tmp_path: Path) -> None:
     mcpu = kernel.split("/")[0]
     run = subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "-O3", "-verify-machineinstrs",
                           "-start-after=virtregrewriter,1", str(out), "-o", str(tmp_path / "k.s")],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "s_endpgm" in (tmp_path / "k.s").read_text()

@@ -17,7 +17,14 @@ from __future__ import annotations
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.liveness import compute_liveness
 from verilocc.mir.model import Function
-from verilocc.target import PhysReg, RegFile, Target, parse_physreg, register_for_units, reservations
+from verilocc.target import (
+    PhysReg,
+    RegFile,
+    Target,
+    parse_physreg,
+    register_for_units,
+    reservations,
+)
 
 
 def block_liveins(fn: Function, target: Target) -> dict[int, list[str]]:

@@ -1,9 +1,11 @@
 """An SMT register allocator: an assignment for a pre-RA function that z3 finds, optimises and
 verilocc then verifies.
 
-Unknowns. Every virtual register ``%v`` gets an integer ``r_v``, the index of its first 32-bit
-register in its register file, and, when its class allows several files (``av_*`` classes:
-VGPR or AGPR; ``sreg_*`` classes: SGPRs or VCC), an integer ``f_v`` choosing the file. Files
+Unknowns. Every virtual register ``%v`` gets ``r_v``, the index of its first 32-bit register in
+its register file, and, when its class allows several files (``av_*`` classes: VGPR or AGPR;
+``sreg_*`` classes: SGPRs or VCC), ``f_v`` choosing the file; both are 16-bit bit-vectors whose
+values stay far from wrapping (z3 bit-blasts these colouring problems to SAT, much faster
+than linear integer arithmetic). Files
 are the numbered SGPR, VGPR and AGPR files and VCC, seen as a two-register file
 (``vcc_lo``, ``vcc_hi``); other special registers are reserved or in no allocatable class.
 
@@ -15,15 +17,18 @@ Constraints (hard), the same relation as the verifier's layer 1 (`verilocc.smt.c
 - *interference*, at 16-bit lane granularity: at every definition, each defined value against
   each value live after it (and fixed physical registers live there), on exactly the lanes
   live (LLVM reuses the dead lanes of tuples); an early-clobber def also against the
-  instruction's uses; the defs of one instruction against each other. The source of a COPY
-  may share the destination's register.
+  instruction's uses; the defs of one instruction against each other. A COPY's destination
+  may share the source's lanes only where it copies them (the copy becomes an identity).
 Objectives, lexicographic: (1) with ``prefer``, keep as many preferred registers as possible
 (the repair of a proposed assignment); (2) ``registers``: VGPRs + AGPRs (highest index + 1 per
 file, as the hardware counts), then SGPRs; ``waves``: waves per SIMD first (the target's
 occupancy rules), then registers; (3) copy hints: as many COPYs as possible become identities
-(VirtRegRewriter deletes them). Steps (1) and (3) are MaxSAT problems for z3's Optimize; step
-(2) descends on the bound with incremental z3 checks, and a bound is proved optimal when z3
-answers unsat one below it (or it meets the pressure lower bound).
+(VirtRegRewriter deletes them). Step (1) is MaxSAT for z3's Optimize; step (2) starts from a
+first-fit colouring (`greedy_assignment`) and descends on each bound with incremental z3
+checks, trying the pressure lower bound first; a bound is proved optimal when z3 answers unsat
+one below it or it meets the pressure bound. Step (3) assumes every hint and drops one per
+unsat core (best effort; it does not affect "optimal"). Budgets are z3 resource units, so the
+result does not depend on the machine's speed.
 
 Nothing leaves this module unchecked: the assignment is materialised, given llc's block
 live-ins and verified with all three layers; only a VERIFIED result is "optimal" or
@@ -39,12 +44,24 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from verilocc.analysis.cfg import build_cfg
-from verilocc.analysis.liveness import Liveness, compute_liveness
+from verilocc.analysis.liveness import Effect, Liveness, compute_liveness
 from verilocc.analysis.operands import VReg, slot_mask, vreg_classes
 from verilocc.errors import TargetError
-from verilocc.mir.model import Function, Instruction, Module
-from verilocc.smt.constraints import Limits, function_limits, lane_runs, register_problem
-from verilocc.target import PhysReg, RegFile, RegisterClass, Target, file_register, parse_physreg
+from verilocc.mir.model import Function, Module
+from verilocc.smt.constraints import (
+    Limits,
+    function_limits,
+    lane_runs,
+    register_problem,
+)
+from verilocc.target import (
+    PhysReg,
+    RegFile,
+    RegisterClass,
+    Target,
+    file_register,
+    parse_physreg,
+)
 
 if TYPE_CHECKING:
     import z3
@@ -54,10 +71,13 @@ STATUSES = ("optimal", "feasible", "infeasible", "unknown", "unsupported")
 
 #: Share of the time limit the objective descent may use; the rest is for copy hints.
 _DESCENT_SHARE = 0.75
-#: z3 resource units per second of time limit: the deterministic limit of every query (z3's
-#: wall-clock timeout stays as a safety net). Measured here: z3 5.4 spends about 2-4 million
-#: units per second on these problems.
-_RLIMIT_PER_SECOND = 3_000_000
+#: z3 resource units ("rlimit count") per second of the time limit. Every query is limited in
+#: these units, which z3 counts the same way on every machine, so the same input gives the
+#: same allocation. Measured here (z3 5.4, 2 shared cores): 1 to 5 million per second, fewer on
+#: the largest kernels, where the wall-clock safety net can end a search first.
+_RLIMIT_PER_SECOND = 2_500_000
+#: Wall-clock safety net, in multiples of the time limit, for machines much slower than ours.
+_WALL_FACTOR = 3.0
 
 
 @dataclass
@@ -158,7 +178,7 @@ class Problem:
     conflicts: list[_Conflict]
     copies: list[tuple[_Side, int, _Side, int, int]]  # (dst, dst slot offset, src, src offset, slots)
     fixed_top: dict[int, int]  # file code -> highest fixed register index + 1
-    pressure: dict[str, int]  # lower bounds: "vector" and "sgpr" registers live at once
+    pressure: dict[str, int]  # lower bounds: "vector", "sgpr", "vgpr" (VGPR-only values) live at once
 
 
 def build_problem(fn: Function, target: Target) -> Problem:
@@ -212,7 +232,6 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> 
     """Pairs that must not share a lane (as layer 1 builds them), and the pressure bounds."""
     seen: set[_Conflict] = set()
     out: list[_Conflict] = []
-    peak = {"vector": 0, "sgpr": 0}
 
     def add(a: _Side, am: int, b: _Side, bm: int, waiver: tuple[int, int] | None = None) -> None:
         if a == b or (a.vreg is None and b.vreg is None) or not am or not bm:
@@ -225,32 +244,12 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> 
             seen.add(key)
             out.append(key)
 
-    vector = {_VGPR.code, _AGPR.code}
     blocks = {b.number: b for b in fn.blocks}
     for b in liveness.cfg.order:
         effects = liveness.effects[b]
         for idx, live in liveness.walk_backward(b):
             ins = blocks[b].instructions[idx]
             eff = effects[idx]
-            # Pressure after this instruction, dead defs included.
-            units = {"vector": 0, "sgpr": 0}
-            occupied = dict(live.vregs)
-            for d in eff.defs:
-                if d.vreg is not None:
-                    occupied[d.vreg] = occupied.get(d.vreg, 0) | d.mask
-            for w, m in occupied.items():
-                files = set(values[w].allowed)
-                kind = "vector" if files <= vector else "sgpr" if files <= {_SGPR.code, _VCC.code} else None
-                if kind is not None:
-                    units[kind] += bin(m).count("1")
-            for side, m in _phys_sides(live.units):
-                if side.file in vector:
-                    units["vector"] += bin(m).count("1")
-                elif side.file == _SGPR.code:
-                    units["sgpr"] += bin(m).count("1")
-            peak["vector"] = max(peak["vector"], (units["vector"] + 1) // 2)
-            peak["sgpr"] = max(peak["sgpr"], (max(0, units["sgpr"] - 4) + 1) // 2)  # VCC may hold 2
-
             if not eff.defs or ins.opcode in ("IMPLICIT_DEF", "KILL"):
                 continue
             # A COPY of virtual lanes: (source vreg, its copied slot mask, dst offset, src offset).
@@ -288,7 +287,111 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> 
             for i in range(len(def_sides)):
                 for j in range(i + 1, len(def_sides)):
                     add(def_sides[i][0], def_sides[i][1], def_sides[j][0], def_sides[j][1])
-    return out, peak
+    return out, _pressure(fn, liveness, values)
+
+
+def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, _Value]) -> dict[str, int]:
+    """Lower bounds on the registers any allocation needs ("vector", "sgpr", "vgpr": values
+    that only VGPRs can hold), and the line where the VGPR bound peaks.
+
+    Counted after each instruction: lanes that are live *and defined on every path* there.
+    Two such lanes always meet at a definition (the later of their last definitions on a path
+    sees the other live), so they must differ, except when a COPY made one from the other:
+    values joined by COPYs count once (their widest member), so the bound stays sound.
+    """
+    parent: dict[VReg, VReg] = {v: v for v in values}
+
+    def root(v: VReg) -> VReg:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    for b in fn.blocks:
+        for ins in b.instructions:
+            if ins.opcode == "COPY":
+                regs = [op.vreg for op in ins.operands if op.kind == "reg" and not op.is_implicit]
+                if len(regs) == 2 and regs[0] in parent and regs[1] in parent:
+                    parent[root(regs[0])] = root(regs[1])  # type: ignore[index]
+    must_in = _must_defined(fn, liveness)
+    kind_of: dict[VReg, tuple[str, ...]] = {}
+    for v, val in values.items():
+        files = set(val.allowed)
+        kinds: tuple[str, ...] = ()
+        if files and files <= {_VGPR.code, _AGPR.code}:
+            kinds = ("vector", "vgpr") if files == {_VGPR.code} else ("vector",)
+        elif files and files <= {_SGPR.code, _VCC.code}:
+            kinds = ("sgpr",)
+        kind_of[v] = kinds
+    peak = {"vector": 0, "sgpr": 0, "vgpr": 0, "line": 0}
+    blocks = {b.number: b for b in fn.blocks}
+    for b in liveness.cfg.order:
+        effects = liveness.effects[b]
+        live_after = dict(liveness.walk_backward(b))
+        must = dict(must_in[b])
+        for idx, eff in enumerate(effects):
+            _define(must, eff, blocks[b].instructions[idx].opcode)
+            units: dict[tuple[str, VReg | None], int] = {}
+            for w, m in live_after[idx].vregs.items():
+                lanes = (m & must.get(w, 0)).bit_count()
+                for kind in kind_of[w]:
+                    key = (kind, root(w))
+                    units[key] = max(units.get(key, 0), lanes)
+            for side, m in _phys_sides(live_after[idx].units):
+                kind = {_VGPR.code: "vgpr", _AGPR.code: "vector", _SGPR.code: "sgpr"}.get(side.file)
+                if kind is not None:
+                    units[(kind, None)] = units.get((kind, None), 0) + m.bit_count()
+                    if kind == "vgpr":
+                        units[("vector", None)] = units.get(("vector", None), 0) + m.bit_count()
+            total = {k: sum(n for (kind, _), n in units.items() if kind == k) for k in ("vector", "sgpr", "vgpr")}
+            if (total["vgpr"] + 1) // 2 > peak["vgpr"]:
+                peak["vgpr"], peak["line"] = (total["vgpr"] + 1) // 2, blocks[b].instructions[idx].line
+            peak["vector"] = max(peak["vector"], (total["vector"] + 1) // 2)
+            peak["sgpr"] = max(peak["sgpr"], (max(0, total["sgpr"] - 4) + 1) // 2)  # VCC may hold 2
+    return peak
+
+
+def _define(state: dict[VReg, int], eff: Effect, opcode: str = "") -> None:
+    """Lanes defined after an instruction: a def adds its lanes; an `undef` subregister def
+    leaves only its own (LLVM's meaning of the flag). IMPLICIT_DEF defines nothing here: the
+    encoding lets its value share registers with anything."""
+    if opcode == "IMPLICIT_DEF":
+        return
+    for d in eff.defs:
+        if d.vreg is None:
+            continue
+        if d.op.subreg and d.op.has("undef"):
+            state[d.vreg] = d.mask
+        else:
+            state[d.vreg] = state.get(d.vreg, 0) | d.mask
+
+
+def _must_defined(fn: Function, liveness: Liveness) -> dict[int, dict[VReg, int]]:
+    """Lanes defined on every path into each block (intersection over predecessors)."""
+    blocks = {b.number: b for b in fn.blocks}
+    cfg = liveness.cfg
+    order = cfg.reverse_postorder()
+    entry = cfg.entry
+    state: dict[int, dict[VReg, int] | None] = {b: None for b in cfg.order}  # None: not reached yet
+    state[entry] = {}
+    changed = True
+    while changed:
+        changed = False
+        for b in order:
+            if b == entry:
+                continue
+            meet: dict[VReg, int] | None = None
+            for p in cfg.predecessors(b):
+                if state[p] is None:
+                    continue
+                out = dict(state[p])  # type: ignore[arg-type]
+                for eff, ins in zip(liveness.effects[p], blocks[p].instructions):
+                    _define(out, eff, ins.opcode)
+                meet = out if meet is None else {v: m & out[v] for v, m in meet.items() if v in out and m & out[v]}
+            if meet is not None and meet != state[b]:
+                state[b] = meet
+                changed = True
+    return {b: (s or {}) for b, s in state.items()}
 
 
 def _first_slot(lane_mask: int) -> int:
@@ -650,15 +753,18 @@ def _le(ta: z3.ArithRef | int, ka: int, tb: z3.ArithRef | int, kb: int, ctx: z3.
 # Solving
 # --------------------------------------------------------------------------------------------
 class _Search:
-    """One incremental z3 solver over the hard constraints, and the lexicographic steps."""
+    """One incremental z3 solver over the hard constraints, and the lexicographic steps.
 
-    def __init__(self, enc: _Encoding, seed: int, deadline: float, seconds: float) -> None:
+    Budgets are z3 resource units, not seconds (see `_RLIMIT_PER_SECOND`): `spent` counts
+    what the queries used, and each step runs until a unit mark (`until`)."""
+
+    def __init__(self, enc: _Encoding, seed: int, units: int, wall_deadline: float) -> None:
         import z3
 
         self.enc = enc
-        self.seed = seed
-        self.deadline = deadline
-        self.rlimit = max(1, int(seconds * _RLIMIT_PER_SECOND))
+        self.units = units
+        self.spent = 0
+        self.wall_deadline = wall_deadline
         self.solver = z3.Solver(ctx=enc.ctx)
         self.solver.set("random_seed", seed)
         self.solver.add(enc.hard)
@@ -668,29 +774,44 @@ class _Search:
         self.reason = ""
 
     def remaining(self, until: float | None = None) -> float:
-        return (until or self.deadline) - time.perf_counter()
+        """Resource units left before `until` (default: the whole budget)."""
+        return (self.units if until is None else until) - self.spent
 
-    def check(self, extra: z3.BoolRef | None = None, until: float | None = None) -> str:
+    def _limit(self, solver: z3.Solver | z3.Optimize, until: float | None) -> bool:
+        """Give `solver` the units left before `until`; False when none are left."""
+        left = int(self.remaining(until))
+        wall = self.wall_deadline - time.perf_counter()
+        if left <= 0 or wall <= 0:
+            self.reason = "the time limit was reached"
+            return False
+        solver.set("rlimit", left)
+        solver.set("timeout", max(1, int(wall * 1000)))
+        return True
+
+    def _count(self, solver: z3.Solver | z3.Optimize) -> int:
+        stats = solver.statistics()
+        return int(stats.get_key_value("rlimit count")) if "rlimit count" in stats.keys() else 0
+
+    def check(self, extra: z3.BoolRef | None = None, until: float | None = None,
+              assumptions: tuple[z3.BoolRef, ...] = ()) -> str:
         """"sat" (self.model updated), "unsat" or "unknown" for the hard constraints + `extra`."""
         import z3
 
-        left = self.remaining(until)
-        if left <= 0:
-            self.reason = "the time limit was reached"
-            return "unknown"
         s = self.solver
-        s.set("timeout", max(1, int(left * 1000)))
-        s.set("rlimit", self.rlimit)
+        if not self._limit(s, until):
+            return "unknown"
+        before = self._count(s)
         if extra is not None:
             s.push()
             s.add(extra)
         try:
-            r = s.check()
+            r = s.check(*assumptions)
             if r == z3.sat:
                 self.model = s.model()
             elif r == z3.unknown:
                 self.reason = f"z3 gave up ({s.reason_unknown()})"
         finally:
+            self.spent += max(0, self._count(s) - before)
             if extra is not None:
                 s.pop()
         return "sat" if r == z3.sat else "unsat" if r == z3.unsat else "unknown"
@@ -704,7 +825,7 @@ class _Search:
         v = self.model.eval(term, model_completion=True)
         return v.as_long()  # type: ignore[union-attr]
 
-    def descend(self, bound: object, current: int, lower: int, until: float) -> int:
+    def descend(self, bound: _Bound, current: int, lower: int, until: float) -> int:
         """Smallest k (>= `lower`) with `bound(k)` satisfiable, by bisection from the model's
         `current`; fixes `bound(best)` and clears `proved` when a step could not decide."""
         best, lo, floor = current, lower, lower
@@ -714,17 +835,17 @@ class _Search:
             # cannot decide moves the next try up instead of ending the search.
             mid = floor if first else (floor + best - 1) // 2
             first = False
-            cap = time.perf_counter() + max(1.0, self.remaining(until) / 3)
-            answer = self.check(bound(mid), min(until, cap))  # type: ignore[operator]
+            cap = self.spent + max(_RLIMIT_PER_SECOND, self.remaining(until) / 3)
+            answer = self.check(bound(mid), min(until, cap))
             if answer == "sat":
-                best = self.current_of(bound)
+                best = bound.current(self)
             elif answer == "unsat":
                 lo = floor = mid + 1
             else:
                 floor = mid + 1
         if lo < best:
             self.proved = False
-        self.fix(bound(best))  # type: ignore[operator]
+        self.fix(bound(best))
         return best
 
     def tops(self) -> dict[int, int]:
@@ -739,24 +860,19 @@ class _Search:
             tops[loc[0].code] = max(tops[loc[0].code], loc[1] + val.width32)
         return tops
 
-    def current_of(self, bound: object) -> int:
-        return int(bound.current(self))  # type: ignore[attr-defined]
-
     def maxsat(self, soft: list[z3.BoolRef], until: float) -> int:
         """Satisfy as many of `soft` as possible (z3's Optimize, MaxSAT); fix that count."""
         import z3
 
         assert self.model is not None
         count = sum(1 for t in soft if z3.is_true(self.model.eval(t, model_completion=True)))
-        left = self.remaining(until)
-        if count < len(soft) and left > 0:
-            opt = z3.Optimize(ctx=self.enc.ctx)
-            opt.set("timeout", max(1, int(left * 1000)))
-            opt.set("rlimit", self.rlimit)
+        opt = z3.Optimize(ctx=self.enc.ctx)
+        if count < len(soft) and self._limit(opt, until):
             opt.add(self.enc.hard + self.fixed)
             for t in soft:
                 opt.add_soft(t, 1)
             r = opt.check()
+            self.spent += self._count(opt)
             if r == z3.sat:
                 self.model = opt.model()
                 count = sum(1 for t in soft if z3.is_true(self.model.eval(t, model_completion=True)))
@@ -782,13 +898,11 @@ class _Search:
         for lit, h in lits.items():
             s.add(z3.Implies(lit, h))
         active = list(lits)
-        while active and self.remaining(until) > 0:
-            s.set("timeout", max(1, int(self.remaining(until) * 1000)))
-            r = s.check(*active)
-            if r == z3.sat:
-                self.model = s.model()
+        while active:
+            r = self.check(None, until, tuple(active))
+            if r == "sat":
                 break
-            if r != z3.unsat:
+            if r != "unsat":
                 break
             core = {str(c) for c in s.unsat_core()}
             drop = [lit for lit in active if str(lit) in core]
@@ -828,9 +942,9 @@ class _Bound:
 
 def _wave_limits(target: Target, waves: int) -> tuple[int, int]:
     """Most vector registers (occupancy count) and SGPRs that still allow `waves` per SIMD."""
-    vec = max((c for c in range(0, 1025) if target.waves_with_vgprs(c) >= waves), default=0)
+    vec = max((c for c in range(1025) if target.waves_with_vgprs(c) >= waves), default=0)
     extra = target.reserved_num_sgprs()
-    sgpr = max((c for c in range(0, 801) if target.waves_with_sgprs(c + extra) >= waves), default=0)
+    sgpr = max((c for c in range(801) if target.waves_with_sgprs(c + extra) >= waves), default=0)
     return vec, sgpr
 
 
@@ -852,6 +966,15 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
         return result("unsupported", str(e))
     if any(op.kind == "regmask" for b in fn.blocks for ins in b.instructions for op in ins.operands):
         return result("unsupported", "calls (register masks) are not modelled by the verifier")
+    # The pressure bound proves some budgets too small before any search.
+    limits = problem.limits
+    vector_budget = limits.total_vector if target.unified_vgpr_file else limits.vgprs + limits.agprs
+    if problem.pressure["vgpr"] > limits.vgprs or problem.pressure["vector"] > vector_budget:
+        need = (f"{problem.pressure['vgpr']} VGPRs" if problem.pressure["vgpr"] > limits.vgprs
+                else f"{problem.pressure['vector']} vector registers")
+        return result("infeasible", f"values needing {need} are live at once (near line {problem.pressure['line']}), "
+                                    f"beyond this function's budget ({limits.vgprs} VGPRs, {vector_budget} vector "
+                                    "registers in all): it needs spill code, which an assignment cannot express")
     ctx = z3.Context()
     try:
         enc = _Encoding(problem, ctx)
@@ -859,15 +982,14 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
         cls = problem.values[e.vreg].cls
         return result("infeasible", f"no register of class {cls.name} for %{e.vreg} is allocatable within this "
                                     "function's budget and reservations")
-    deadline = start + timeout
-    search = _Search(enc, seed, deadline, timeout)
+    units = max(1, int(timeout * _RLIMIT_PER_SECOND))
+    search = _Search(enc, seed, units, start + _WALL_FACTOR * timeout)
     answer = "unknown"
     start_point = greedy_assignment(problem)
     if start_point is not None:
         answer = search.check(enc.pinned(start_point))
     if answer != "sat":
         answer = search.check()
-    limits = problem.limits
     if answer == "unsat":
         return result("infeasible", f"the values live at once do not fit in the budget ({limits.vgprs} VGPRs, "
                                     f"{limits.agprs} AGPRs, {limits.sgprs} SGPRs) without spill code, which an "
@@ -878,13 +1000,13 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     # (1) Keep as many preferred registers as possible. Each step gets an equal share of the
     # time left for steps (1)-(2); time a step does not use goes to the next.
     kept = 0
-    descent_end = start + _DESCENT_SHARE * timeout
+    descent_end = _DESCENT_SHARE * units
     kinds = ("waves", "vector", "sgpr") if objective == "waves" else ("vector", "sgpr")
     steps = len(kinds) + (1 if prefer else 0)
 
     def share() -> float:
         nonlocal steps
-        now = time.perf_counter()
+        now = search.spent
         until = now + max(0.0, descent_end - now) / max(1, steps)
         steps -= 1
         return until
@@ -907,7 +1029,7 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     proved = search.proved
     # (3) Copy hints: as many identity copies as possible (best effort, not part of "optimal").
     hints = [h for dst, doff, src, soff, _ in problem.copies if (h := enc.copy_hint(dst, doff, src, soff)) is not None]
-    search.greedy_hints(hints, deadline)
+    search.greedy_hints(hints, units)
 
     assert search.model is not None
     assignment = {v: enc.register_of(v, search.model) for v in sorted(problem.values, key=_vkey)}
@@ -940,9 +1062,4 @@ def _checked(fn: Function, target: Target, assignment: dict[int | str, PhysReg],
     return SolverAllocation(status, assignment, seconds, kept, reason, usage, function=post_fn)
 
 
-def solve_module(module: Module, targets: Mapping[str, Target], **kw: object) -> dict[str, SolverAllocation]:
-    """`solve_function` for every function of a module (by name)."""
-    return {fn.name: solve_function(fn, targets[fn.name], **kw) for fn in module.functions}  # type: ignore[arg-type]
-
-
-__all__ = ["OBJECTIVES", "STATUSES", "SolverAllocation", "register_usage", "solve_function", "solve_module"]
+__all__ = ["OBJECTIVES", "STATUSES", "SolverAllocation", "register_usage", "solve_function"]
