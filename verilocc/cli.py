@@ -185,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--assignment", required=True, metavar="FILE")
     m.add_argument("-o", "--output", metavar="FILE", help="output MIR (default stdout)")
     m.set_defaults(func=cmd_materialise)
+
+    from verilocc.model.commands import add_parsers
+
+    add_parsers(sub)
     return p
 
 
