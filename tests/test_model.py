@@ -7,6 +7,7 @@ its proposals are poor, which is what the feedback and failure paths need.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -171,7 +172,8 @@ def test_allocate_writes_a_verified_file(tiny_model: Path, tmp_path: Path) -> No
 
 
 @pytest.mark.llc
-@pytest.mark.parametrize("kernel", ["gfx942/vadd", "gfx90a/reduce_sum", "gfx90a/sgemm_64x64_t4x4", "gfx942/hgemm_mfma16_w32x32"])
+@pytest.mark.parametrize("kernel", ["gfx942/vadd", "gfx90a/reduce_sum", "gfx90a/sgemm_64x64_t4x4", "gfx942/hgemm_mfma16_w32x32",
+                                    "gfx1100/vadd", "gfx1100/sgemm_naive"])
 def test_llc_finishes_code_generation_from_the_allocation(tiny_model: Path, tmp_path: Path, kernel: str) -> None:
     if shutil.which("llc-19") is None:
         pytest.skip("llc-19 not installed")
@@ -180,8 +182,15 @@ def test_llc_finishes_code_generation_from_the_allocation(tiny_model: Path, tmp_
     r = run_cli("allocate", str(pre), "--model", str(tiny_model), "-o", str(out))
     assert r.returncode == 0, r.stderr
     target = kernel.split("/")[0]
+    # llc's MIR parser rejects the `implicit $vcc_lo` it prints on wave32 branches: patch only
+    # llc's copy, as ../shared/corpus/README.md describes (the verified file stays as written).
+    text = re.sub(r"^(.*(?:S_CBRANCH_VCCN?Z|V_DIV_FMAS).*)$",
+                  lambda m: re.sub(r"implicit (killed )?\$vcc_lo\b", r"implicit \1$vcc", m.group(1)),
+                  out.read_text(), flags=re.M)
+    patched = tmp_path / "llc-input.mir"
+    patched.write_text(text)
     llc = subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={target}", "-O3", "-verify-machineinstrs",
-                          "-start-after=virtregrewriter,1", str(out), "-o", str(tmp_path / "out.s")],
+                          "-start-after=virtregrewriter,1", str(patched), "-o", str(tmp_path / "out.s")],
                          capture_output=True, text=True, check=False, timeout=300)
     assert llc.returncode == 0, llc.stderr[-2000:]
     assert "; NumVgprs:" in (tmp_path / "out.s").read_text()

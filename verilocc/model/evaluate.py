@@ -4,6 +4,7 @@ Per kernel (a pre/post pair whose source is held out of training):
 - single shot: round 1 of the unconstrained loop (greedy decoding, no feedback) VERIFIED;
 - k rounds: the unconstrained loop with counterexample feedback VERIFIED within k rounds;
 - constrained: the loop with constrained decoding, rounds and seconds to success;
+- the VERIFIED constrained allocations are written to `<out>/alloc/<target>/<kernel>.alloc.mir`;
 - registers: VGPRs, AGPRs, SGPRs and waves per SIMD of the constrained (else the best
   VERIFIED) allocation beside those of LLVM's post file (the greedy allocator on the same
   pre file). Occupancy uses the target's rules (`Target.waves_per_simd`).
@@ -45,7 +46,7 @@ class KernelResult:
 
 
 def evaluate_pair(pair: Pair, lm: LM, rounds: int, samples: int, seed: int, timeout: float,
-                  log: Callable[[str], None]) -> KernelResult:
+                  log: Callable[[str], None], save: Path | None = None) -> KernelResult:
     pre = read_module(pair.pre)
     post = read_module(pair.post)
     fn = single_function(post)
@@ -55,6 +56,12 @@ def evaluate_pair(pair: Pair, lm: LM, rounds: int, samples: int, seed: int, time
                                 timeout=timeout, log=lambda s: log(f"  unconstrained {s}"))
     cons: LoopResult = run_loop(pre, lm, samples=samples, rounds=rounds, constrained=True, repair=False, seed=seed,
                                 timeout=timeout, log=lambda s: log(f"  constrained {s}"))
+    if save is not None and cons.verified and cons.post is not None:  # for `verilocc verify` and llc afterwards
+        from verilocc.mir.printer import print_module
+
+        dest = save / pair.target / f"{pair.kernel}.alloc.mir"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(print_module(cons.post), encoding="utf-8")
     single = bool(free.attempts) and free.attempts[0].verdict == "VERIFIED"
     ours = cons.usage if cons.verified else free.usage if free.verified else {}
     note = "" if cons.verified else cons.reason
@@ -153,7 +160,7 @@ def run_eval(pairs: list[Pair], lm: LM, *, rounds: int, samples: int, seed: int,
     t0 = time.monotonic()
     for n, pair in enumerate(pairs, 1):
         console.print(f"[{n}/{len(pairs)}] {pair.target}/{pair.kernel}")
-        results.append(evaluate_pair(pair, lm, rounds, samples, seed, timeout, console.print))
+        results.append(evaluate_pair(pair, lm, rounds, samples, seed, timeout, console.print, save=out / "alloc"))
     summary = summarise(results)
     summary.update({"command": command, "model": lm.path, "rounds": rounds, "samples": samples, "seed": seed,
                     "seconds": round(time.monotonic() - t0, 1)})

@@ -1,8 +1,8 @@
 """The feedback loop of DESIGN.md section 6: propose, verify with every layer, feed back.
 
 Round r draws K proposals (the first of round 0 greedy, the others sampled with a seeded
-generator); each is parsed, materialised and verified with all three layers. The first
-VERIFIED one ends the loop. Otherwise the findings of the best proposal (fewest errors) go
+generator); each is parsed, materialised and checked by layer 1, and one that passes it is
+verified with all three layers. The first VERIFIED one ends the loop. Otherwise the findings of the best proposal (fewest errors) go
 into the next prompt twice: as the feedback paragraph (`render_feedback`, the same Finding
 objects as the terminal text) and, for the virtual register each finding names last in
 program order, as a `! R` ban of the register it had. After R rounds, the optional repair step
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from verilocc.alloc.assignment import Assignment, materialise
@@ -67,8 +67,13 @@ def verify_regs(pre: Module, problem: AllocationProblem, regs: dict[VReg, PhysRe
     if not mat:
         finish_for_llc(single_function(pre), single_function(post), regs)
     post.file = pre.file.removesuffix(".mir").removesuffix(".pre") + ".alloc.mir"
-    report = verify_modules(post, pre, opts, extra_findings=parse_findings + mat)
-    return post, report
+    # Layer 1 first: its errors already reject (and are what the next prompt needs); only a
+    # proposal that passes it pays for value flow and equivalence, and only all three verify.
+    extra = parse_findings + mat
+    first = verify_modules(post, pre, replace(opts, layers=("constraints",)), extra_findings=extra)
+    if first.verdict is Verdict.REJECTED:
+        return post, first
+    return post, verify_modules(post, pre, opts, extra_findings=extra)
 
 
 def bans_from(report: Report, problem: AllocationProblem, regs: dict[VReg, PhysReg],

@@ -50,6 +50,9 @@ class AllocationProblem:
     limits: Limits
     order: list[VReg]  # program order of first definition: the dense renumbering
     info: dict[VReg, VRegInfo]
+    # Highest register number + 1 per file that keeps the occupancy a first-fit allocation in
+    # program order reaches (`occupancy_caps`); decoders try within it first.
+    caps: dict[RegFile, int] = field(default_factory=dict)
 
     @property
     def dense(self) -> dict[VReg, int]:
@@ -71,22 +74,52 @@ class AllocationProblem:
 
     def allowed(self, v: VReg, chosen: Mapping[VReg, PhysReg], *, budget: str = "preferred",
                 excluded: Iterable[PhysReg] = ()) -> list[PhysReg]:
-        """Candidates of `v` that no conflict with `chosen` rules out (allocation order)."""
+        """Candidates of `v` that no conflict with `chosen` rules out, in allocation order.
+
+        `budget`: "hard" (the target and work-group size), "preferred" (also the amdgpu-num-* /
+        waves-per-eu requests), "capped" (also `caps`, falling back to "preferred" when empty).
+        """
         iv = self.info[v]
-        pool = iv.preferred if budget == "preferred" else iv.candidates
         banned = self.banned(v, chosen)
         skip = set(excluded)
-        out: list[PhysReg] = []
-        for reg in pool:
-            if reg in skip:
-                continue
-            if all(reg.units[s] not in units for mask, units in banned.items() for s in _bits(mask) if s < len(reg.units)):
-                out.append(reg)
-        return out
+        pools = [iv.candidates] if budget == "hard" else [iv.preferred]
+        if budget == "capped" and self.caps:
+            pools.insert(0, tuple(r for r in iv.preferred if _within(r, self.caps)))
+        for pool in pools:
+            out = [reg for reg in pool if reg not in skip and all(
+                reg.units[s] not in units for mask, units in banned.items() for s in _bits(mask) if s < len(reg.units))]
+            if out:
+                return out
+        return []
 
     def usage(self, regs: Mapping[VReg, PhysReg]) -> dict[str, int]:
         """Registers an assignment uses with the function's fixed physical registers."""
         return register_usage(self.fn, self.target, regs.values())
+
+
+def _within(reg: PhysReg, caps: Mapping[RegFile, int]) -> bool:
+    cap = caps.get(reg.file)
+    return cap is None or reg.index + max(1, reg.width32) <= cap
+
+
+def occupancy_caps(problem: AllocationProblem) -> dict[RegFile, int]:
+    """Per vector file, the register count that keeps the waves per SIMD of a first-fit
+    allocation in program order (empty when first fit runs out of registers)."""
+    chosen: dict[VReg, PhysReg] = {}
+    for v in problem.order:
+        allowed = problem.allowed(v, chosen)
+        if not allowed:
+            return {}
+        chosen[v] = allowed[0]
+    usage = problem.usage(chosen)
+    target = problem.target
+    most = target.max_vgprs_for_waves(usage["waves"])
+    agprs = usage["agpr"]
+    if target.unified_vgpr_file and agprs:
+        vgprs = (most - agprs) // 4 * 4
+    else:
+        vgprs = most
+    return {RegFile.VGPR: max(vgprs, usage["vgpr"]), RegFile.AGPR: max(agprs, most if not target.unified_vgpr_file else agprs)}
 
 
 def _bits(mask: int) -> list[int]:
@@ -221,4 +254,6 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
         for m, units in iv2.fixed:
             merged.setdefault(m, set()).update(units)
         iv2.fixed = [(m, frozenset(u)) for m, u in sorted(merged.items())]
-    return AllocationProblem(fn, target, limits, order, info)
+    problem = AllocationProblem(fn, target, limits, order, info)
+    problem.caps = occupancy_caps(problem)
+    return problem
