@@ -72,7 +72,7 @@ def evaluate_pair(pair: Pair, lm: LM, rounds: int, samples: int, seed: int, time
 def held_out_pairs(root: Path, targets: list[str], sources: dict[str, str], held: tuple[str, ...],
                    kernels: list[str] | None) -> list[Pair]:
     out = []
-    for p in find_pairs(root, "corpus"):
+    for p in sorted(find_pairs(root, "corpus"), key=lambda p: p.pre.stat().st_size):  # small kernels first
         if p.target in targets and kernel_source(p.kernel, sources) in held and (not kernels or p.kernel in kernels):
             out.append(p)
     return out
@@ -158,9 +158,12 @@ def run_eval(pairs: list[Pair], lm: LM, *, rounds: int, samples: int, seed: int,
              console: Any, command: str) -> dict[str, Any]:
     results: list[KernelResult] = []
     t0 = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
     for n, pair in enumerate(pairs, 1):
         console.print(f"[{n}/{len(pairs)}] {pair.target}/{pair.kernel}")
         results.append(evaluate_pair(pair, lm, rounds, samples, seed, timeout, console.print, save=out / "alloc"))
+        with (out / "partial.jsonl").open("a" if n > 1 else "w", encoding="utf-8") as fh:  # survives an interruption
+            fh.write(json.dumps(asdict(results[-1])) + "\n")
     summary = summarise(results)
     summary.update({"command": command, "model": lm.path, "rounds": rounds, "samples": samples, "seed": seed,
                     "seconds": round(time.monotonic() - t0, 1)})

@@ -154,6 +154,8 @@ def save_lm(lm: LM, out: Path, meta: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     if lm.own:  # bf16 halves the checked-in file; it is loaded back as float32
         state = {k: v.to(torch.bfloat16) for k, v in lm.model.state_dict().items()}
+        if lm.model.config.tie_word_embeddings:  # the output layer is the embedding: store it once
+            state.pop("lm_head.weight", None)
         lm.model.save_pretrained(str(out), state_dict=state, safe_serialization=True)
     else:
         lm.model.save_pretrained(str(out), safe_serialization=True)
