@@ -20,7 +20,10 @@ DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "models" / "verilocc-small
 def _console():  # noqa: ANN202 - rich is imported lazily
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False)
+    if not console.is_terminal:  # logs and pipes: wide enough for the eval table
+        console = Console(stderr=True, highlight=False, width=170)
+    return console
 
 
 def _command_line() -> str:
@@ -152,7 +155,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise InputError("no held-out pair for these targets", args.pairs, 0, 0)
     lm = _load(args.model)
     run_eval(pairs, lm, rounds=args.rounds, samples=args.samples, seed=args.seed, timeout=args.timeout,
-             out=Path(args.out), console=_console(), command=_command_line())
+             out=Path(args.out), console=_console(), command=_command_line(), constrained_only=args.constrained_only)
     return 0
 
 
@@ -233,5 +236,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--timeout", type=float, default=60.0)
     e.add_argument("--threads", type=int, default=1)
+    e.add_argument("--constrained-only", action="store_true", help="skip the unconstrained loop (faster)")
     e.add_argument("-o", "--out", default="build/eval", metavar="DIR")
     e.set_defaults(func=cmd_eval)

@@ -33,8 +33,8 @@ class KernelResult:
     target: str
     kernel: str
     vregs: int
-    single_shot: bool
-    within_k: bool
+    single_shot: bool | None  # None: not measured (--constrained-only)
+    within_k: bool | None
     k_rounds: int  # rounds used by the unconstrained loop (to success, or all)
     constrained: bool
     constrained_rounds: int
@@ -46,14 +46,16 @@ class KernelResult:
 
 
 def evaluate_pair(pair: Pair, lm: LM, rounds: int, samples: int, seed: int, timeout: float,
-                  log: Callable[[str], None], save: Path | None = None) -> KernelResult:
+                  log: Callable[[str], None], save: Path | None = None, constrained_only: bool = False) -> KernelResult:
     pre = read_module(pair.pre)
     post = read_module(pair.post)
     fn = single_function(post)
     target = function_target(fn, None, str(pair.post))
     greedy = register_usage(fn, target)
-    free: LoopResult = run_loop(pre, lm, samples=samples, rounds=rounds, constrained=False, repair=False, seed=seed,
-                                timeout=timeout, log=lambda s: log(f"  unconstrained {s}"))
+    free: LoopResult | None = None
+    if not constrained_only:
+        free = run_loop(pre, lm, samples=samples, rounds=rounds, constrained=False, repair=False, seed=seed,
+                        timeout=timeout, log=lambda s: log(f"  unconstrained {s}"))
     cons: LoopResult = run_loop(pre, lm, samples=samples, rounds=rounds, constrained=True, repair=False, seed=seed,
                                 timeout=timeout, log=lambda s: log(f"  constrained {s}"))
     if save is not None and cons.verified and cons.post is not None:  # for `verilocc verify` and llc afterwards
@@ -62,11 +64,12 @@ def evaluate_pair(pair: Pair, lm: LM, rounds: int, samples: int, seed: int, time
         dest = save / pair.target / f"{pair.kernel}.alloc.mir"
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(print_module(cons.post), encoding="utf-8")
-    single = bool(free.attempts) and free.attempts[0].verdict == "VERIFIED"
-    ours = cons.usage if cons.verified else free.usage if free.verified else {}
+    single = None if free is None else bool(free.attempts) and free.attempts[0].verdict == "VERIFIED"
+    ours = cons.usage if cons.verified else free.usage if free is not None and free.verified else {}
     note = "" if cons.verified else cons.reason
-    return KernelResult(pair.target, pair.kernel, len(cons.problem.order), single, free.verified, free.rounds,
-                        cons.verified, cons.rounds, round(cons.seconds, 1), round(free.seconds, 1), ours, greedy, note)
+    return KernelResult(pair.target, pair.kernel, len(cons.problem.order), single, None if free is None else free.verified,
+                        0 if free is None else free.rounds, cons.verified, cons.rounds, round(cons.seconds, 1),
+                        0.0 if free is None else round(free.seconds, 1), ours, greedy, note)
 
 
 def held_out_pairs(root: Path, targets: list[str], sources: dict[str, str], held: tuple[str, ...],
@@ -81,8 +84,9 @@ def held_out_pairs(root: Path, targets: list[str], sources: dict[str, str], held
 def summarise(results: list[KernelResult]) -> dict[str, Any]:
     n = len(results)
 
-    def rate(xs: list[bool]) -> float:
-        return round(sum(xs) / n, 3) if n else 0.0
+    def rate(xs: list[bool | None]) -> float | None:
+        got = [x for x in xs if x is not None]
+        return round(sum(got) / len(got), 3) if got else None
 
     ok = [r for r in results if r.constrained]
     worse = [r for r in results if r.ours and r.ours["waves"] < r.greedy["waves"]]
@@ -104,7 +108,7 @@ def render_table(results: list[KernelResult], summary: dict[str, Any], k: int, c
     for col in ("target", "kernel", "vregs", "1-shot", f"<= {k} rounds", "constrained", "rounds", "seconds",
                 "VGPR+AGPR ours/greedy", "SGPR ours/greedy", "waves ours/greedy"):
         t.add_column(col, justify="right" if col not in ("target", "kernel") else "left")
-    yes = {True: "[green]yes[/]", False: "[red]no[/]"}
+    yes = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}
     for r in results:
         o, g = r.ours, r.greedy
         vec = f"{o['vgpr'] + o['agpr']}/{g['vgpr'] + g['agpr']}" if o else f"-/{g['vgpr'] + g['agpr']}"
@@ -115,8 +119,11 @@ def render_table(results: list[KernelResult], summary: dict[str, Any], k: int, c
         t.add_row(r.target, r.kernel, str(r.vregs), yes[r.single_shot], yes[r.within_k], yes[r.constrained],
                   str(r.constrained_rounds) if r.constrained else "-", f"{r.constrained_seconds:.1f}", vec, sg, wv)
     console.print(t)
-    console.print(f"single-shot VERIFIED {summary['single_shot_verified']:.0%}, within {k} rounds "
-                  f"{summary['within_k_verified']:.0%}, constrained {summary['constrained_verified']:.0%} "
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{x:.0%}"
+
+    console.print(f"single-shot VERIFIED {pct(summary['single_shot_verified'])}, within {k} rounds "
+                  f"{pct(summary['within_k_verified'])}, constrained {pct(summary['constrained_verified'])} "
                   f"(mean {summary['constrained_mean_rounds']} rounds, {summary['constrained_mean_seconds']} s); "
                   f"fewer waves than greedy: {', '.join(summary['fewer_waves_than_greedy']) or 'none'}")
 
@@ -129,7 +136,7 @@ def plot(results: list[KernelResult], summary: dict[str, Any], path: Path, k: in
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [1, 3]})
     names = ["1-shot", f"<= {k} rounds", "constrained"]
-    vals = [summary["single_shot_verified"], summary["within_k_verified"], summary["constrained_verified"]]
+    vals = [summary["single_shot_verified"] or 0.0, summary["within_k_verified"] or 0.0, summary["constrained_verified"] or 0.0]
     ax1.bar(names, vals, color=["#999999", "#6688cc", "#33aa55"])
     ax1.set_ylim(0, 1)
     ax1.set_ylabel("VERIFIED rate")
@@ -155,13 +162,14 @@ def plot(results: list[KernelResult], summary: dict[str, Any], path: Path, k: in
 
 
 def run_eval(pairs: list[Pair], lm: LM, *, rounds: int, samples: int, seed: int, timeout: float, out: Path,
-             console: Any, command: str) -> dict[str, Any]:
+             console: Any, command: str, constrained_only: bool = False) -> dict[str, Any]:
     results: list[KernelResult] = []
     t0 = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     for n, pair in enumerate(pairs, 1):
         console.print(f"[{n}/{len(pairs)}] {pair.target}/{pair.kernel}")
-        results.append(evaluate_pair(pair, lm, rounds, samples, seed, timeout, console.print, save=out / "alloc"))
+        results.append(evaluate_pair(pair, lm, rounds, samples, seed, timeout, console.print, save=out / "alloc",
+                                     constrained_only=constrained_only))
         with (out / "partial.jsonl").open("a" if n > 1 else "w", encoding="utf-8") as fh:  # survives an interruption
             fh.write(json.dumps(asdict(results[-1])) + "\n")
     summary = summarise(results)

@@ -50,8 +50,9 @@ class AllocationProblem:
     limits: Limits
     order: list[VReg]  # program order of first definition: the dense renumbering
     info: dict[VReg, VRegInfo]
-    # Highest register number + 1 per file that keeps the occupancy a first-fit allocation in
-    # program order reaches (`occupancy_caps`); decoders try within it first.
+    # Highest register number + 1 per file: what a first-fit allocation in program order uses
+    # (`tight`), and what keeps the occupancy it reaches (`caps`); decoders try within them first.
+    tight: dict[RegFile, int] = field(default_factory=dict)
     caps: dict[RegFile, int] = field(default_factory=dict)
 
     @property
@@ -77,14 +78,16 @@ class AllocationProblem:
         """Candidates of `v` that no conflict with `chosen` rules out, in allocation order.
 
         `budget`: "hard" (the target and work-group size), "preferred" (also the amdgpu-num-* /
-        waves-per-eu requests), "capped" (also `caps`, falling back to "preferred" when empty).
+        waves-per-eu requests), "capped" (within `tight`, else `caps`, else "preferred").
         """
         iv = self.info[v]
         banned = self.banned(v, chosen)
         skip = set(excluded)
         pools = [iv.candidates] if budget == "hard" else [iv.preferred]
-        if budget == "capped" and self.caps:
-            pools.insert(0, tuple(r for r in iv.preferred if _within(r, self.caps)))
+        if budget == "capped":
+            for caps in (self.caps, self.tight):
+                if caps:
+                    pools.insert(0, tuple(r for r in iv.preferred if _within(r, caps)))
         for pool in pools:
             out = [reg for reg in pool if reg not in skip and all(
                 reg.units[s] not in units for mask, units in banned.items() for s in _bits(mask) if s < len(reg.units))]
@@ -102,16 +105,17 @@ def _within(reg: PhysReg, caps: Mapping[RegFile, int]) -> bool:
     return cap is None or reg.index + max(1, reg.width32) <= cap
 
 
-def occupancy_caps(problem: AllocationProblem) -> dict[RegFile, int]:
-    """Per vector file, the register count that keeps the waves per SIMD of a first-fit
-    allocation in program order (empty when first fit runs out of registers)."""
+def occupancy_caps(problem: AllocationProblem) -> tuple[dict[RegFile, int], dict[RegFile, int]]:
+    """Per vector file, the register counts of a first-fit allocation in program order, and
+    the counts that keep its waves per SIMD (both empty when first fit runs out of registers)."""
     chosen: dict[VReg, PhysReg] = {}
     for v in problem.order:
         allowed = problem.allowed(v, chosen)
         if not allowed:
-            return {}
+            return {}, {}
         chosen[v] = allowed[0]
     usage = problem.usage(chosen)
+    tight = {RegFile.VGPR: usage["vgpr"], RegFile.AGPR: usage["agpr"]}
     target = problem.target
     most = target.max_vgprs_for_waves(usage["waves"])
     agprs = usage["agpr"]
@@ -119,7 +123,8 @@ def occupancy_caps(problem: AllocationProblem) -> dict[RegFile, int]:
         vgprs = (most - agprs) // 4 * 4
     else:
         vgprs = most
-    return {RegFile.VGPR: max(vgprs, usage["vgpr"]), RegFile.AGPR: max(agprs, most if not target.unified_vgpr_file else agprs)}
+    return tight, {RegFile.VGPR: max(vgprs, usage["vgpr"]),
+                   RegFile.AGPR: max(agprs, most if not target.unified_vgpr_file else agprs)}
 
 
 def _bits(mask: int) -> list[int]:
@@ -255,5 +260,5 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
             merged.setdefault(m, set()).update(units)
         iv2.fixed = [(m, frozenset(u)) for m, u in sorted(merged.items())]
     problem = AllocationProblem(fn, target, limits, order, info)
-    problem.caps = occupancy_caps(problem)
+    problem.tight, problem.caps = occupancy_caps(problem)
     return problem
