@@ -1,11 +1,11 @@
 """The feedback loop of DESIGN.md section 6: propose, verify with every layer, feed back.
 
-Round r draws K proposals (the first of round 0 greedy, the others sampled with a seeded
-generator); each is parsed, materialised and checked by layer 1, and one that passes it is
-verified with all three layers. The first VERIFIED one ends the loop. Otherwise the findings of the best proposal (fewest errors) go
-into the next prompt twice: as the feedback paragraph (`render_feedback`, the same Finding
-objects as the terminal text) and, for the virtual register each finding names last in
-program order, as a `! R` ban of the register it had. After R rounds, the optional repair step
+Round r draws K proposals (the first greedy, the others sampled with a seeded generator);
+each is parsed, materialised and checked by layer 1, and one that passes it is verified
+with all three layers. The first VERIFIED one ends the loop. Otherwise the findings of the
+best proposal (fewest errors) go into the next prompt twice: as the feedback paragraph
+(`render_feedback`, the same Finding objects as the terminal text) and, for the virtual
+register each finding names last in program order, as a `! R` ban of the register it had. After R rounds, the optional repair step
 asks the SMT allocator (`verilocc.alloc.optimal.solve_function`) to keep as many of the
 model's choices as possible, and verifies its answer like any other. The result is a
 VERIFIED module or an explicit failure: nothing unverified is ever returned as an allocation.
@@ -110,7 +110,7 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
         round_best: tuple[int, Proposal, Report] | None = None
         for s in range(samples):
             t1 = time.monotonic()
-            temp = 0.0 if (r == 0 and s == 0) else temperature
+            temp = 0.0 if s == 0 else temperature  # the first sample of every round is greedy
             prop = propose(lm, problem, constrained=constrained, feedback=feedback, bans=bans,  # type: ignore[arg-type]
                            temperature=temp, seed=seed * 1_000_003 + r * 1009 + s)
             head = prompt_head(problem, feedback)
