@@ -123,11 +123,13 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
     pre = read_module(args.pre)
     lm = _load(args.model)
     res = run_loop(pre, lm, samples=args.samples, rounds=args.rounds, constrained=args.constrained,
-                   repair=args.repair, seed=args.seed, timeout=args.timeout, log=console.print)
+                   repair=args.repair, seed=args.seed, timeout=args.timeout, over_budget=args.over_budget,
+                   log=console.print)
     if args.transcript:
         doc = {"pre": args.pre, "model": lm.path, "verified": res.verified, "reason": res.reason, "usage": res.usage,
                "attempts": [{"round": a.round + 1, "sample": a.sample + 1, "verdict": a.verdict, "errors": a.errors,
-                             "seconds": round(a.seconds, 2), "prompt": a.prompt, "output": a.output} for a in res.attempts]}
+                             "seconds": round(a.seconds, 2), "prompt": a.prompt,
+                              "feedback_read_as_text": a.feedback_read, "output": a.output} for a in res.attempts]}
         write_output(args.transcript, json.dumps(doc, indent=2) + "\n", [args.pre])
     if not res.verified or res.post is None:
         console.print(f"[red]FAILED[/] {args.pre}: {res.reason}; nothing written")
@@ -170,6 +172,9 @@ def add_allocate_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query")
     a.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    a.add_argument("--over-budget", action="store_true",
+                   help="accept registers beyond what amdgpu-num-*/amdgpu-waves-per-eu request (verilocc warns; "
+                   "LLVM 19 reserves them, so llc-19 rejects such a file)")
     a.add_argument("--transcript", metavar="FILE", help="write every round's prompt, output and verdict as JSON")
 
 

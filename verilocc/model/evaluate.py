@@ -138,6 +138,9 @@ def plot(results: list[KernelResult], summary: dict[str, Any], path: Path, k: in
     names = ["1-shot", f"<= {k} rounds", "constrained"]
     vals = [summary["single_shot_verified"] or 0.0, summary["within_k_verified"] or 0.0, summary["constrained_verified"] or 0.0]
     ax1.bar(names, vals, color=["#999999", "#6688cc", "#33aa55"])
+    for x, key in enumerate(("single_shot_verified", "within_k_verified", "constrained_verified")):
+        if summary[key] is None:
+            ax1.annotate("not measured", (x, 0.02), ha="center", fontsize=8)
     ax1.set_ylim(0, 1)
     ax1.set_ylabel("VERIFIED rate")
     ax1.set_title(f"{summary['kernels']} held-out kernels")

@@ -23,7 +23,7 @@ from verilocc.alloc.finish import finish_for_llc
 from verilocc.analysis.operands import VReg
 from verilocc.findings import Finding, Report, Verdict
 from verilocc.mir.model import Module
-from verilocc.model.decode import Proposal, prompt_head, propose
+from verilocc.model.decode import Proposal, prompt_head, propose, reads_feedback
 from verilocc.model.lm import LM
 from verilocc.model.normalise import rename_text
 from verilocc.model.problem import AllocationProblem, build_problem, single_function
@@ -42,6 +42,7 @@ class Attempt:
     errors: int
     seconds: float
     findings: list[Finding] = field(default_factory=list)
+    feedback_read: bool = True  # False: the model read the findings only as `! R` bans (see decode.reads_feedback)
 
 
 @dataclass
@@ -96,11 +97,12 @@ def bans_from(report: Report, problem: AllocationProblem, regs: dict[VReg, PhysR
 
 def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, constrained: bool = True,
              repair: bool = True, seed: int = 0, timeout: float = 60.0, temperature: float = 0.7,
-             log: Callable[[str], None] = lambda s: None) -> LoopResult:
+             over_budget: bool = False, log: Callable[[str], None] = lambda s: None) -> LoopResult:
     t0 = time.monotonic()
     fn = single_function(pre)
     target = function_target(fn, None, pre.file)
     problem = build_problem(fn, target)
+    problem.over_budget = over_budget
     opts = Options(timeout_s=timeout, seed=seed)
     attempts: list[Attempt] = []
     feedback = ""
@@ -121,12 +123,15 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
             post, report = verify_regs(pre, problem, prop.regs, prop.findings, opts)
             errors = sum(1 for f in report.findings if f.severity == "error")
             attempts.append(Attempt(r, s, head, prop.text, report.verdict.value, errors, time.monotonic() - t1,
-                                    list(report.findings)))
+                                    list(report.findings), feedback_read=reads_feedback(lm) or not feedback))  # type: ignore[arg-type]
             log(f"round {r + 1} sample {s + 1}: {report.verdict.value} ({errors} error(s), "
                 f"{time.monotonic() - t1:.1f}s)")
-            if report.verdict is Verdict.VERIFIED:
+            if report.verdict is Verdict.VERIFIED and (over_budget or not _over_budget(report)):
                 return LoopResult(True, post, prop.regs, attempts, f"VERIFIED in round {r + 1}, sample {s + 1}",
                                   problem.usage(prop.regs), time.monotonic() - t0, problem)
+            if report.verdict is Verdict.VERIFIED:
+                log(f"round {r + 1} sample {s + 1}: VERIFIED but beyond the registers the function's attributes "
+                    "request (llc-19 reserves them); not accepted without --over-budget")
             if round_best is None or errors < round_best[0]:
                 round_best = (errors, prop, report)
         if round_best is not None:
@@ -138,7 +143,9 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     why = "no VERIFIED proposal in " + (f"{rounds} round(s) of {samples} sample(s)" if lm is not None else "0 rounds")
     dead = [a for a in attempts if a.verdict == "DEAD-END"]
     if dead and len(dead) == len(attempts):
-        why += "; constrained decoding ran out of registers (the function needs spilling, which an assignment cannot express)"
+        why += ("; constrained decoding ran out of registers (the function needs spilling"
+                + ("" if over_budget else " within the registers its attributes request")
+                + ", which an assignment cannot express)")
     if repair:
         t1 = time.monotonic()
         got = _repair(fn, target, best[1].regs if best else {}, timeout, seed)
@@ -152,13 +159,17 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
                 errors = sum(1 for f in report.findings if f.severity == "error")
                 attempts.append(Attempt(rounds, 0, "", "", "REPAIR-" + report.verdict.value, errors, time.monotonic() - t1,
                                         list(report.findings)))
-                if report.verdict is Verdict.VERIFIED:
+                if report.verdict is Verdict.VERIFIED and (over_budget or not _over_budget(report)):
                     return LoopResult(True, post, regs, attempts, f"VERIFIED after the SMT repair step ({status})",
                                       problem.usage(regs), time.monotonic() - t0, problem)
                 why += f"; the repaired allocation was {report.verdict.value}"
             else:
                 why += f"; repair: the solver answered {status}"
     return LoopResult(False, None, {}, attempts, why, {}, time.monotonic() - t0, problem)
+
+
+def _over_budget(report: Report) -> bool:
+    return any(f.kind == "budget" for f in report.findings)
 
 
 def _repair(fn: Any, target: Any, prefer: dict[VReg, PhysReg], timeout: float, seed: int) -> str | tuple[str, dict[VReg, PhysReg]]:

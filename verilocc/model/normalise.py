@@ -104,7 +104,9 @@ def line_prefix(problem: AllocationProblem, dense: int, v: VReg, chosen: Mapping
             hints.append(reg_token(reg))
     for h in hints:
         parts += ["=", h]
-    allowed = problem.allowed(v, chosen, budget="capped", excluded=bans) or problem.allowed(v, chosen, budget="hard", excluded=bans)
+    allowed = problem.allowed(v, chosen, budget="capped", excluded=bans)
+    if not allowed and problem.over_budget:
+        allowed = problem.allowed(v, chosen, budget="hard", excluded=bans)
     if allowed:
         parts += ["f", reg_token(allowed[0])]
     for b in bans[:4]:

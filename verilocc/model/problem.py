@@ -54,6 +54,10 @@ class AllocationProblem:
     # (`tight`), and what keeps the occupancy it reaches (`caps`); decoders try within them first.
     tight: dict[RegFile, int] = field(default_factory=dict)
     caps: dict[RegFile, int] = field(default_factory=dict)
+    # Whether registers beyond what amdgpu-num-* / amdgpu-waves-per-eu request may be used.
+    # The verifier only warns (LLVM 22 drops requests it cannot meet), but LLVM 19 reserves
+    # those registers and llc-19 rejects an allocation that uses them: off by default.
+    over_budget: bool = False
 
     @property
     def dense(self) -> dict[VReg, int]:
