@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -65,8 +66,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
+    if args.certificate:
+        from verilocc.certificate.write import prepare_directory
+
+        prepare_directory(args.certificate)  # refuse a bad DIR before spending time on the proof
+    started = time.perf_counter()
     post, pre, extra = load_inputs(args.alloc, args.pre, args.assignment)
-    opts = Options(mcpu=args.mcpu, layers=args.layers, timeout_s=args.timeout, seed=args.seed)
+    opts = Options(mcpu=args.mcpu, layers=args.layers, timeout_s=args.timeout, seed=args.seed,
+                   certify=bool(args.certificate))
     report = verify_modules(post, pre, opts, extra_findings=extra)
     if args.format == "json":
         write_output(args.output, to_json(report, timings=args.timings), [args.alloc, args.pre, args.assignment])
@@ -75,7 +82,31 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         console = Console(highlight=False, soft_wrap=True)
         render_text(report, console)
+    if args.certificate:
+        from verilocc.certificate.write import certify
+
+        inputs = {"post": args.alloc, "pre": args.pre, "assignment": args.assignment}
+        return certify(args.certificate, report, inputs, seed=args.seed, timeout_s=args.timeout, layers=args.layers,
+                       seconds=time.perf_counter() - started)
     return report.verdict.exit_code
+
+
+def cmd_recheck(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from verilocc.certificate.obligation import CertificateError
+    from verilocc.certificate.recheck import recheck, render
+
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
+    overrides = {role: p for role, p in (("post", args.post), ("pre", args.pre), ("assignment", args.assignment)) if p}
+    try:
+        res = recheck(args.directory, input_root=args.input_root, overrides=overrides, timeout_s=args.timeout)
+    except CertificateError as e:
+        print(f"{args.directory}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    render(res, args.directory, Console(highlight=False, soft_wrap=True))
+    return 0 if res.ok else 1
 
 
 def cmd_materialise(args: argparse.Namespace) -> int:
@@ -94,37 +125,99 @@ def cmd_materialise(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_allocate(args: argparse.Namespace) -> int:
+    """Allocate a pre-RA file with a strategy; write the post-RA MIR only when VERIFIED."""
+    from functools import partial
+
+    from verilocc.alloc.driver import Strategy, allocate_module
+    from verilocc.mir.parser import read_module
+    from verilocc.mir.printer import print_module
+
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
+    pre = read_module(args.pre)
+    for out in (args.output, args.assignment_out):
+        if out not in (None, "-") and Path(out).exists() and Path(out).resolve() == Path(args.pre).resolve():
+            raise InputError("refusing to write the output over an input file", out, 0, 0)  # before any work
+    strategy: Strategy
+    if args.solver:
+        from verilocc.alloc.optimal import solve_function
+
+        strategy = partial(solve_function, objective=args.objective, timeout=args.timeout, seed=args.seed)
+    else:  # the model loop (DESIGN.md section 6), the default strategy
+        from verilocc.model.commands import cmd_allocate_model
+
+        return cmd_allocate_model(args)
+    outcome = allocate_module(pre, strategy, mcpu=args.mcpu)
+    log = sys.stderr if args.output in (None, "-") else sys.stdout
+    for name in outcome.results:
+        print(outcome.summary(name), file=log)
+    if not outcome.ok:
+        return 1
+    write_output(args.output, print_module(outcome.post()), [args.pre])
+    if args.assignment_out:
+        write_output(args.assignment_out, outcome.assignment_text(), [args.pre, args.output])
+    return 0
+
+
+def _fuzz_one(target: str, seed: int, mutants: int) -> object:
+    """One example, without the bulky program and allocation (a worker process returns it)."""
+    import dataclasses
+
+    from verilocc.fuzz.oracle import check_example
+
+    return dataclasses.replace(check_example(target, seed, mutants=mutants), program=None, allocation=None)
+
+
 def cmd_fuzz(args: argparse.Namespace) -> int:
     """Generate programs, allocate, mutate, verify and run them; count disagreements."""
     import time as _time
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from verilocc.fuzz.generate import TARGETS
-    from verilocc.fuzz.oracle import check_example, save_outcome, summarise
+    from verilocc.fuzz.oracle import Outcome, save_outcome, summarise
 
     targets = [t.strip() for t in (args.mcpu or ",".join(TARGETS)).split(",") if t.strip()]
     for t in targets:
         if t not in TARGETS:
             raise InputError(f"the fuzzer generates programs for {', '.join(TARGETS)}, not '{t}'", "--mcpu", 0, 0)
+    if args.jobs < 1:
+        raise InputError("--jobs must be at least 1", "--jobs", 0, 0)
     console = Console(stderr=True, highlight=False)
     deadline = _time.monotonic() + args.minutes * 60 if args.minutes else None
-    outcomes = []
+    outcomes: list[Outcome] = []
     saved: list[str] = []
+    work = ((targets[k % len(targets)], args.seed + k // len(targets)) for k in range(args.examples))
+    pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None
     with Progress(TextColumn("fuzz"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[status]}"), console=console, disable=not console.is_terminal) as bar:
         task = bar.add_task("fuzz", total=args.examples, status="")
-        for k in range(args.examples):
-            if deadline is not None and _time.monotonic() > deadline:
+        running: list[Future[object]] = []
+        while True:
+            while len(running) < (2 * args.jobs if pool else 1) and (deadline is None or _time.monotonic() < deadline):
+                item = next(work, None)
+                if item is None:
+                    break
+                if pool is not None:
+                    running.append(pool.submit(_fuzz_one, *item, args.mutants))
+                else:
+                    done: Future[object] = Future()
+                    done.set_result(_fuzz_one(*item, args.mutants))
+                    running.append(done)
+            if not running:
                 break
-            target = targets[k % len(targets)]
-            outcome = check_example(target, args.seed + k // len(targets), mutants=args.mutants)
+            outcome = running.pop(0).result()
+            assert isinstance(outcome, Outcome)
             outcomes.append(outcome)
             if outcome.disagreements and args.save:
-                saved.extend(str(p) for p in save_outcome(outcome, args.save))
+                saved.extend(str(p) for p in save_outcome(outcome, args.save, shrunk=args.shrink))
             bad = sum(len(o.disagreements) for o in outcomes)
             bar.update(task, advance=1, status=f"{bad} disagreement(s)")
+    if pool is not None:
+        pool.shutdown()
     summary = summarise(outcomes)
     summary["targets"] = targets
     summary["seed"] = args.seed
@@ -160,7 +253,28 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query (default 60)")
     v.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
     v.add_argument("--timings", action="store_true", help="add seconds per layer to the JSON stats")
+    v.add_argument("--certificate", metavar="DIR",
+                   help="if VERIFIED, write the proof obligations (SMT-LIB) and a manifest with input hashes to DIR "
+                   "(new, empty, or a previous certificate; otherwise exit 2); other verdicts write nothing; exit 3 "
+                   "if a VERIFIED proof cannot be written; check it with `verilocc recheck DIR`")
     v.set_defaults(func=cmd_verify)
+
+    r = sub.add_parser(
+        "recheck",
+        help="re-check a certificate with cvc5, independently of verilocc's proof",
+        description="Re-hash the inputs and obligations of a certificate written by `verify --certificate` and "
+        "decide every obligation with cvc5; each must be unsat. Input paths are read as recorded (relative to the "
+        "current directory), under --input-root, or as given by --post/--pre/--assignment. Exit codes: 0 re-checked, "
+        "1 a problem (changed or missing file, extra obligation, sat, unknown or timeout), 2 unreadable certificate.",
+    )
+    r.add_argument("directory", metavar="DIR", help="the certificate directory")
+    r.add_argument("--input-root", metavar="DIR", help="resolve the recorded relative input paths under DIR")
+    r.add_argument("--post", metavar="ALLOC.mir", help="the allocated program to hash instead of the recorded path")
+    r.add_argument("--pre", metavar="PRE.mir", help="the virtual program to hash instead of the recorded path")
+    r.add_argument("--assignment", metavar="FILE", help="the assignment to hash instead of the recorded path")
+    r.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="cvc5 time limit per obligation (default 60)")
+    r.set_defaults(func=cmd_recheck)
 
     f = sub.add_parser(
         "fuzz",
@@ -176,8 +290,33 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--minutes", type=float, default=None, metavar="M", help="stop after M minutes")
     f.add_argument("--mutants", type=int, default=3, metavar="K", help="mutation operators tried per example")
     f.add_argument("--save", metavar="DIR", default="tests/fixtures/fuzz/found",
-                   help="write disagreeing pairs here (default tests/fixtures/fuzz/found)")
+                   help="write each disagreeing pair here, shrunk, as a regression test that "
+                   "tests/test_fuzz_regressions.py runs (default tests/fixtures/fuzz/found)")
+    f.add_argument("--no-shrink", dest="shrink", action="store_false",
+                   help="save disagreeing pairs as found, without deleting instructions first")
+    f.add_argument("--jobs", type=int, default=1, metavar="J", help="worker processes (default 1)")
     f.set_defaults(func=cmd_fuzz)
+
+    a = sub.add_parser(
+        "allocate", help="allocate registers of a pre-RA MIR file and write the VERIFIED post-RA MIR",
+        description="Allocate every virtual register of PRE.mir with a strategy, verify the result with all layers "
+        "and write it only when VERIFIED. Default: the model loop (a language model proposes, counterexamples go "
+        "back into the prompt; --model, --samples, --rounds, --constrained, --repair). --solver: an SMT allocator (z3) "
+        "that minimises registers or maximises occupancy. Exit codes: 0 allocated and VERIFIED, 1 no verified allocation (infeasible without spills, "
+        "timeout, unsupported), 2 bad input.")
+    a.add_argument("pre", metavar="PRE.mir", help="the virtual-register program (llc -stop-before=greedy)")
+    a.add_argument("--solver", action="store_true", help="allocate with the SMT solver")
+    a.add_argument("--objective", choices=("registers", "waves"), default="registers",
+                   help="registers: fewest VGPR+AGPR, then SGPRs (default); waves: most waves per SIMD first")
+    a.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver time per function (default 60)")
+    a.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
+    a.add_argument("--mcpu", metavar="GFX", help="target processor (default: the file's target-cpu)")
+    a.add_argument("-o", "--output", metavar="ALLOC.mir", help="post-RA MIR (default stdout)")
+    a.add_argument("--assignment-out", metavar="FILE", help="also write the assignment (`%%N -> $reg` lines)")
+    from verilocc.model.commands import add_allocate_options
+
+    add_allocate_options(a)
+    a.set_defaults(func=cmd_allocate)
 
     m = sub.add_parser("materialise", help="apply an assignment to a pre-RA MIR file and print the post-RA MIR",
                        description="Rewrite every virtual register of PRE.mir to its assigned physical register.")

@@ -86,6 +86,7 @@ class FunctionResult:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    certificate: Any = None  # verilocc.certificate.obligation.FunctionCertificate, when asked for
 
     @property
     def verdict(self) -> Verdict:

@@ -19,7 +19,7 @@ from verilocc.analysis.liveness import compute_liveness
 from verilocc.analysis.operands import check_header_registers, vreg_classes
 from verilocc.analysis.undefined import undefined_reads
 from verilocc.errors import InputError, TargetError
-from verilocc.findings import LAYERS, Finding, FunctionResult, Place, Report
+from verilocc.findings import LAYERS, Finding, FunctionResult, Place, Report, Verdict
 from verilocc.mir.model import Function, Module
 from verilocc.mir.parser import read_module
 from verilocc.semantics.valueflow import ValueFlowChecker
@@ -33,6 +33,7 @@ class Options:
     layers: tuple[str, ...] = LAYERS
     timeout_s: float = 60.0
     seed: int = 0
+    certify: bool = False  # keep the proof obligations of a VERIFIED function (--certificate)
 
 
 def function_target(fn: Function, mcpu: str | None, where: str) -> Target:
@@ -131,6 +132,8 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         fr.layers.append("constraints")
         fr.notes.extend(checker.notes)
         fr.stats.update(checker.stats)
+    else:
+        checker = None
     t2 = time.perf_counter()
     vf = ValueFlowChecker(pre, post, pre_classes, alignment, pre_cfg)
     if "value-flow" in opts.layers:
@@ -145,8 +148,18 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         fr.findings.extend(eq.run())
         fr.layers.append("equivalence")
         fr.stats.update(eq.stats)
+    else:
+        eq = None
     t4 = time.perf_counter()
     fr.findings = dedupe(fr.findings)
+    if opts.certify and fr.verdict is Verdict.VERIFIED and checker is not None and eq is not None:
+        from verilocc.certificate.collect import collect_obligations
+        from verilocc.certificate.obligation import CertificateError
+
+        try:
+            fr.certificate = collect_obligations(fr, checker, vf, eq, pre, post, alignment, opts.timeout_s, opts.seed)
+        except CertificateError as e:
+            fr.notes.append(f"no certificate: {e}")
     missing = [layer for layer in LAYERS if layer not in fr.layers]
     if missing:
         fr.notes.append("layers not run: " + ", ".join(missing) + " (the verdict cannot be VERIFIED)")

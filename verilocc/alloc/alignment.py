@@ -32,7 +32,7 @@ class Role(enum.Enum):
     MOVE = "move"  # COPY / KILL / IMPLICIT_DEF on its own side
     SPILL = "spill"  # SI_SPILL_* / SI_RESTORE_* (post only)
     REMAT = "remat"  # post: a rematerialised copy of a pre definition
-    REMAT_ORIGIN = "remat-origin"  # pre: a rematerialisable definition the allocator deleted
+    REMAT_ORIGIN = "remat-origin"  # pre: a rematerialisable or dead definition the allocator deleted
     ADDED = "added"  # post: an instruction with no counterpart
     DROPPED = "dropped"  # pre: an instruction with no counterpart
 
@@ -60,7 +60,14 @@ def is_spill_code(ins: Instruction) -> bool:
 
 # Implicit inputs that do not change a value in LLVM's model (remat ignores them too).
 AMBIENT_REGISTERS = frozenset({"exec", "exec_lo", "exec_hi", "mode"})
-_NOT_PURE_PREFIXES = ("SI_", "S_BRANCH", "S_CBRANCH", "S_ENDPGM", "S_SETPC", "S_BARRIER", "S_WAITCNT", "DBG_")
+# Opcodes that order with other side effects (control transfer, synchronisation, messages,
+# memory) whatever their operands say.
+SIDE_EFFECT_PREFIXES = (
+    "S_BRANCH", "S_CBRANCH", "SI_", "S_ENDPGM", "S_SETPC", "S_BARRIER", "S_WAITCNT", "S_SETPRIO", "S_SENDMSG",
+    "S_SLEEP", "ATOMIC_FENCE", "S_SETREG", "S_DCACHE", "S_MEMTIME", "S_MEMREALTIME", "S_GETREG", "BUFFER_",
+    "GLOBAL_", "FLAT_", "SCRATCH_", "DS_",
+)
+_NOT_PURE_PREFIXES = SIDE_EFFECT_PREFIXES + ("DBG_",)
 
 
 def is_pure(ins: Instruction, allocated: bool) -> bool:
@@ -82,6 +89,18 @@ def is_pure(ins: Instruction, allocated: bool) -> bool:
     if not allocated and d.vreg is None:
         return False
     return True  # a tied use is one more input; llc prints `tied-def` only sometimes
+
+
+def is_removable(ins: Instruction) -> bool:
+    """A virtual-program instruction that dead-code elimination may delete once its results
+    are unused (LLVM: MachineInstr::isSafeToMove and every def dead): no memory access, no
+    side effect, explicit defs of virtual registers, implicit defs (`$scc`) marked dead.
+    Deleting it is harmless exactly when nothing reads what it defined, which value flow
+    checks: its values are defined but held nowhere."""
+    if ins.opcode in MOVE_OPCODES or ins.opcode.startswith(_NOT_PURE_PREFIXES) or ins.mem is not None:
+        return False
+    defs = [op for op in ins.operands if op.kind == "reg" and op.is_def]
+    return bool(defs) and all(d.has("dead") if d.is_implicit else d.vreg is not None for d in defs)
 
 
 def value_inputs(ins: Instruction) -> list[Operand]:
@@ -112,10 +131,16 @@ def align_block(pre: list[Instruction], post: list[Instruction],
     a = [instruction_key(pre[i]) for i in pre_real]
     b = [instruction_key(post[i]) for i in post_real]
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    pairs = [(blk.a + k, blk.b + k) for blk in matcher.get_matching_blocks() for k in range(blk.size)]
     pair_of_pre: dict[int, int] = {}
-    for blk in matcher.get_matching_blocks():
-        for k in range(blk.size):
-            pair_of_pre[pre_real[blk.a + k]] = post_real[blk.b + k]
+    prev_b = -1
+    for ai, bi in pairs:
+        if is_pure(pre[pre_real[ai]], allocated=False):
+            # Among equal rematerialisable instructions in the same gap, the original is the
+            # first: LLVM puts rematerialised copies after it, right before their readers.
+            bi = next(k for k in range(prev_b + 1, bi + 1) if b[k] == b[bi])
+        pair_of_pre[pre_real[ai]] = post_real[bi]
+        prev_b = bi
     steps: list[Step] = []
     j = 0  # next post instruction to emit
     for i, ins in enumerate(pre):
@@ -128,7 +153,7 @@ def align_block(pre: list[Instruction], post: list[Instruction],
             j = target + 1
         elif ins.opcode in MOVE_OPCODES:
             steps.append(Step(Role.MOVE, i, None))
-        elif is_pure(ins, allocated=False):
+        elif is_pure(ins, allocated=False) or is_removable(ins):
             steps.append(Step(Role.REMAT_ORIGIN, i, None))
         else:
             steps.append(Step(Role.DROPPED, i, None))

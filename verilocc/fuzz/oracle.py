@@ -61,18 +61,17 @@ FOUND_VERIFIER_ISSUES = {
     "odd-tuple-copy": "an odd VGPR/AGPR tuple in a COPY (LLVM's split of a vreg_512_align2 on gfx90a) was "
                       "reported as an alignment error, but COPY has no alignment constraint: LLVM's own "
                       "allocation was REJECTED (fixed in 6e56050)",
-    "loop-constant-redef": "open: a loop-carried register the loop redefines with a constant (S_MOV) is taken to "
-                           "hold the constant already where the allocated program copies its old value: correct "
-                           "allocations are REJECTED",
-    "dead-def-deleted": "open: LLVM deletes an instruction whose defs are all dead (`dead %6.sub2 = S_AND_B32 ..., "
-                        "implicit-def dead $scc`); is_pure refuses the implicit def, so it is a dropped instruction",
-    "remat-forgets-copy": "open: rematerialising an invariant load forgets that a register copied from the first "
-                          "load still holds its value (`$vgpr2 = COPY $sgpr1`): correct allocations are REJECTED",
+    "loop-constant-redef": "a loop-carried register the loop redefines with a constant: the allocated program's "
+                           "lazily read entry value was the virtual program's current one (fixed in session 2)",
+    "dead-def-deleted": "LLVM deletes an instruction whose defs are all dead (`dead %6.sub2 = S_AND_B32 ..., "
+                        "implicit-def dead $scc`); it was reported as a dropped instruction (fixed: is_removable)",
+    "remat-forgets-copy": "the pairing took a later equal invariant load as the original, so a copy of the "
+                          "earlier one lost its value (fixed: the first in a gap is the original)",
 }
 # Generator options that keep away from the triggers of verifier bugs still open, so that the
-# properties test everything else (`check_example(avoid_known=True)`, the tests). While the
-# first four were open it was {"mark_dead": True, "self_copies": False, "explicit_ties": False}.
-GEN_AVOID: dict[str, object] = {"constant_redefs": False}  # loop-constant-redef
+# properties test everything else (`check_example(avoid_known=True)`, the tests). Empty: none
+# is open. It was {"constant_redefs": False} while loop-constant-redef was.
+GEN_AVOID: dict[str, object] = {}
 
 
 @dataclass(frozen=True)
@@ -171,12 +170,14 @@ def check_example(
     misaligned: bool = True,
     llvm: bool = False,
     gen: dict[str, object] | None = None,
+    text: str | None = None,
 ) -> Outcome:
     """Build and check one example. `mutants`: how many mutation operators to try (all of
     them when None), or their names; `inputs`: random inputs per comparison; `misaligned`:
     also check a renaming that puts vector tuples on odd registers (gfx90a/gfx942), which
     the interpreter refuses to run like the hardware cannot encode it; `llvm`: also check
-    LLVM's own allocation (`llc-19` on PATH), sometimes under a budget that makes it spill."""
+    LLVM's own allocation (`llc-19` on PATH), sometimes under a budget that makes it spill;
+    `text`: check this program (MIR) instead of generating one (shrinking uses it)."""
     from verilocc.fuzz import mutations
 
     t0 = time.perf_counter()
@@ -184,9 +185,15 @@ def check_example(
     rng = random.Random(f"{target}/{seed}")
     kw: dict[str, object] = {**GEN_AVOID} if avoid_known else {}
     kw.update(gen or {})
-    program = random_program(target, seed, **kw)  # type: ignore[arg-type]
+    if text is None:
+        program = random_program(target, seed, **kw)  # type: ignore[arg-type]
+        pre = parse_module(program.text, f"{target}-{seed}.pre.mir")
+    else:
+        pre = parse_module(text, f"{target}-{seed}.pre.mir")
+        fn = pre.functions[0]
+        program = Program(text, target, tuple(sorted(function_inputs(pre))),
+                          sum(len(b.instructions) for b in fn.blocks), len(fn.blocks))
     out = Outcome(target, seed, "checked", program)
-    pre = parse_module(program.text, f"{target}-{seed}.pre.mir")
     regs = function_inputs(pre)
     ins = [{r: rng.getrandbits(32) for r in regs} for _ in range(inputs)]
     expected = traces(pre, ins, seed)
@@ -278,12 +285,34 @@ def check_example(
     return out
 
 
-def save_outcome(outcome: Outcome, directory: str | Path) -> list[Path]:
-    """Write each disagreement as `<target>-<seed>-<variant>.{pre,post}.mir` and a `.txt` note."""
+def shrink(outcome: Outcome, dis: Disagreement, max_rounds: int = 20, **kw: object) -> Disagreement:
+    """The same disagreement on a smaller program: instructions are deleted while checking
+    the program again (`check_example(text=...)`, the variant's mutation operator only) still
+    gives a disagreement of the same kind and variant. `kw` as check_example's."""
+    if dis.kind == "oracle-bug":
+        return dis
+    variant = dis.variant
+    opts: dict[str, object] = {"misaligned": variant == "misaligned", "llvm": variant.startswith("llvm"),
+                               "mutants": [variant.split(":", 1)[1]] if ":" in variant else 0, **kw}
+
+    def again(text: str) -> Disagreement | None:
+        o = check_example(outcome.target, outcome.seed, text=text, **opts)  # type: ignore[arg-type]
+        return next((d for d in o.disagreements if d.kind == dis.kind and d.variant == variant), None)
+
+    small = minimise(dis.pre, lambda text: again(text) is not None, max_rounds)
+    return (again(small) or dis) if small != dis.pre else dis
+
+
+def save_outcome(outcome: Outcome, directory: str | Path, shrunk: bool = False) -> list[Path]:
+    """Write each disagreement as `<target>-<seed>-<variant>.{pre,post}.mir` and a `.txt` note
+    (`tests/test_fuzz_regressions.py` reads them back: the note's first word is the kind);
+    `shrunk`: minimise each one first."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     written = []
     for k, dis in enumerate(outcome.disagreements):
+        if shrunk:
+            dis = shrink(outcome, dis)
         stem = f"{outcome.target}-{outcome.seed}-{dis.variant.replace(':', '-')}" + (f"-{k}" if k else "")
         (d / f"{stem}.pre.mir").write_text(dis.pre)
         (d / f"{stem}.post.mir").write_text(dis.post)

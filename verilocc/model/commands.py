@@ -135,6 +135,10 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
         console.print(f"[red]FAILED[/] {args.pre}: {res.reason}; nothing written")
         return 1
     write_output(args.output, print_module(res.post), [args.pre])
+    if args.assignment_out:
+        from verilocc.alloc.assignment import format_assignment
+
+        write_output(args.assignment_out, format_assignment(res.regs), [args.pre, args.output])
     u = res.usage
     console.print(f"[green]VERIFIED[/] {args.pre} -> {args.output or 'stdout'}: {res.reason}; "
                   f"{u['vgpr']} VGPR, {u['agpr']} AGPR, {u['sgpr']} SGPR, {u['waves']} waves/SIMD; {res.seconds:.1f}s")
@@ -162,6 +166,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def add_allocate_options(a: argparse.ArgumentParser) -> None:
+    """The model strategy's options of `verilocc allocate` (the default strategy; --solver is the other)."""
     a.add_argument("--model", metavar="PATH", help="local model directory or .gguf (default: the project's small model)")
     a.add_argument("--samples", type=int, default=1, metavar="K", help="proposals per round (default 1)")
     a.add_argument("--rounds", type=int, default=3, metavar="R", help="rounds of counterexample feedback (default 3)")
@@ -169,8 +174,6 @@ def add_allocate_options(a: argparse.ArgumentParser) -> None:
                    help="mask registers ruled out by class, alignment and interference (default on)")
     a.add_argument("--repair", action=argparse.BooleanOptionalAction, default=True,
                    help="after the rounds, let the SMT allocator keep as many model choices as possible (default on)")
-    a.add_argument("--seed", type=int, default=0)
-    a.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query")
     a.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     a.add_argument("--over-budget", action="store_true",
                    help="accept registers beyond what amdgpu-num-*/amdgpu-waves-per-eu request (verilocc warns; "
@@ -216,15 +219,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True, help="bf16 autocast (default on)")
     t.add_argument("--max-examples", type=int, default=None, help=argparse.SUPPRESS)
     t.set_defaults(func=cmd_train)
-
-    a = sub.add_parser("allocate", help="allocate registers with the model loop; writes only a VERIFIED result",
-                       description="Propose an assignment with a model, verify it with all layers, feed counterexamples "
-                       "back, and stop at the first VERIFIED allocation. Exit 0 with ALLOC.mir written, 1 when no "
-                       "VERIFIED allocation was found (nothing is written), 2 on bad input.")
-    a.add_argument("pre", metavar="PRE.mir")
-    a.add_argument("-o", "--output", metavar="ALLOC.mir", help="where to write the VERIFIED allocation (default stdout)")
-    add_allocate_options(a)
-    a.set_defaults(func=cmd_allocate_model)
 
     e = sub.add_parser("eval", help="evaluate the model loop on held-out kernels against LLVM greedy",
                        description="Single-shot and k-round VERIFIED rates, constrained decoding, rounds and seconds to "

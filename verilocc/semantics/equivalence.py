@@ -22,6 +22,8 @@ timeout is UNKNOWN.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +61,8 @@ class _BlockRun:
         self.z3 = eq.z3
         self.b = b
         self.entry = entry
-        self.pv: dict[Tag, Any] = {}  # virtual program: tag -> value
+        self.pv: dict[Tag, Any] = {}  # virtual program: tag -> value set in this block
+        self.pentry: dict[Tag, Any | None] = {}  # virtual program: tag -> value at block entry
         self.undef_tags: set[Tag] = set()  # lanes the virtual program made undefined here
         self.pwritten: set[Tag] = set()  # tags the virtual program writes in this block
         self.qv: dict[object, Any] = {}  # allocated program: location -> value
@@ -78,26 +81,37 @@ class _BlockRun:
         return self.eq.sem.lane_const(f"in_b{self.b}_{self.eq.vf.tag_symbol(rep)}")
 
     def pget(self, tag: Tag) -> Any | None:
-        """The virtual program's value of a tag; None when it is undefined here."""
+        """The virtual program's current value of a tag; None when it is undefined here."""
         if tag in self.pv:
             return self.pv[tag]
-        if tag in self.undef_tags or (tag[0] != "$" and not self.entry.is_defined(tag)):
+        if tag in self.undef_tags:
             return None
-        recipe = self.entry.remat.get(tag)
-        v = self.recompute(recipe) if recipe is not None else None
-        if v is None:
-            v = self.entry_value(tag)
-        self.pv[tag] = v
+        return self.pentry_value(tag)
+
+    def pentry_value(self, tag: Tag) -> Any | None:
+        """The virtual program's value of a tag at block entry, whatever the block did since
+        (the allocated program reads its entry locations lazily, maybe after the virtual
+        program redefined the tag); None when it is undefined at entry."""
+        if tag in self.pentry:
+            return self.pentry[tag]
+        v: Any | None = None
+        if tag[0] == "$" or self.entry.is_defined(tag):
+            recipe = self.entry.remat.get(tag)
+            v = self.recompute(recipe, self.pentry_value) if recipe is not None else None
+            if v is None:
+                v = self.entry_value(tag)
+        self.pentry[tag] = v
         return v
 
-    def recompute(self, recipe: tuple[tuple[object, ...], tuple[Tag, ...], int]) -> Any | None:
+    def recompute(self, recipe: tuple[tuple[object, ...], tuple[Tag, ...], int],
+                  get: Callable[[Tag], Any | None]) -> Any | None:
         """The value of a lane that value flow says was computed by a pure instruction whose
-        inputs still hold their values: recompute it from the entry values of those inputs."""
+        inputs still hold their values: recompute it from the values `get` gives the inputs."""
         key, inputs, pos = recipe
         ins = self.eq.vf.remat_instructions.get(key)
         if ins is None:
             return None
-        values = [self.pget(t) for t in inputs]
+        values = [get(t) for t in inputs]
         if any(v is None for v in values):
             return None
         ops = value_inputs(ins)
@@ -117,9 +131,9 @@ class _BlockRun:
         defined = sorted((t for t in tags if self.entry.is_defined(t)), key=repr)
         if not defined:
             return None
-        first = self.pget(defined[0])
+        first = self.pentry_value(defined[0])
         for t in defined[1:]:
-            other = self.pget(t)
+            other = self.pentry_value(t)
             if other is not None and not other.eq(first):
                 self.assumptions.append(other == first)
         return first
@@ -362,7 +376,7 @@ class _BlockRun:
                         self.pwritten.isdisjoint(recipe[1]):
                     continue  # proved where the recipe was established; nothing here changed it
                 pv = self.pget(t)
-                again = self.recompute(recipe)
+                again = self.recompute(recipe, self.pget)
                 if pv is not None and again is not None:
                     self.eq.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.tag_name(t)} is "
                                    "recomputable where it is rematerialised", [pv], [again])
@@ -403,6 +417,9 @@ class EquivalenceChecker:
         self.assumptions: list[Any] = []
         self.findings: list[Finding] = []
         self.stats: dict[str, object] = {}
+        # The exact assertions sent to z3 (None when no obligation needed the solver): a
+        # certificate prints these, so it is this proof, not a re-derivation of it.
+        self.query: list[Any] | None = None
 
     def canonical(self, block: int, tag: Tag) -> Tag:
         """Union-find over the defined tags that a location holds together at block entry."""
@@ -471,12 +488,20 @@ class EquivalenceChecker:
                            "sent_to_solver": len(pending)})
         if not pending:
             return
+        # Opcodes are uninterpreted, so one interpretation under which the assumptions hold
+        # and an obligation fails refutes the claim as a solver's model would: try a few
+        # random ones before the solver (a wrong allocation is found in microseconds).
+        for attempt in range(3):
+            interp = RandomInterpretation(z3, f"{self.seed}/{attempt}")
+            if interp.holds(self.assumptions) and self.report_failures(pending, interp.value):
+                self.stats["refuted_by"] = "random interpretation"
+                return
         s = z3.Solver(ctx=self.ctx)
         s.set("random_seed", self.seed)
         s.set("timeout", max(1, int(self.timeout_s * 1000)))
         s.set("rlimit", DEFAULT_RLIMIT)
-        s.add(self.assumptions)
-        s.add(z3.Not(z3.And([f for _, f in pending])))
+        self.query = [*self.assumptions, z3.Not(z3.And([f for _, f in pending]))]
+        s.add(self.query)
         r = s.check()
         if r == z3.unsat:
             return
@@ -485,24 +510,34 @@ class EquivalenceChecker:
                                          f"z3 could not decide equivalence: {s.reason_unknown()}", severity="unknown"))
             return
         model = s.model()
+
+        def value(t: Any) -> int | bool | None:
+            v = model.eval(t, model_completion=True)
+            return v.as_long() if z3.is_bv_value(v) else z3.is_true(v) if z3.is_bool(v) else None
+
+        self.report_failures(pending, value)
+
+    def report_failures(self, pending: list[tuple[Obligation, Any]],
+                        value: Callable[[Any], int | bool | None]) -> bool:
+        """A finding for the first failing obligation of each block under the valuation
+        `value` (a solver model or a concrete interpretation); whether any failed."""
         reported: set[int] = set()
         for ob, f in sorted(pending, key=lambda x: (x[0].place.block, x[0].place.line)):
-            if ob.place.block in reported or not z3.is_false(model.eval(f, model_completion=True)):
+            if ob.place.block in reported or value(f) is not False:
                 continue
             # One counterexample per block: later obligations of the block usually fail because
             # of the first.
             reported.add(ob.place.block)
-            inputs = self.counterexample(model, ob)
+            inputs = self.counterexample(value, ob)
             shown = ", ".join(f"{k} = {v}" for k, v in inputs[:6])
-            lane = next(i for i, (a, b) in enumerate(zip(ob.lhs, ob.rhs))
-                        if not z3.is_true(model.eval(a == b, model_completion=True)))
-            va = model.eval(ob.lhs[lane], model_completion=True)
-            vb = model.eval(ob.rhs[lane], model_completion=True)
+            lane = next(i for i, (a, b) in enumerate(zip(ob.lhs, ob.rhs)) if value(a) != value(b))
             self.findings.append(Finding(
                 "not-equivalent", LAYER, ob.place,
-                f"bb.{ob.place.block} line {ob.place.line}: {ob.what} fails: lane {lane} is {_hex(va)} in the virtual "
-                f"program but {_hex(vb)} in the allocated one" + (f" when {shown}" if shown else ""),
+                f"bb.{ob.place.block} line {ob.place.line}: {ob.what} fails: lane {lane} is {_hex(value(ob.lhs[lane]))} "
+                f"in the virtual program but {_hex(value(ob.rhs[lane]))} in the allocated one"
+                + (f" when {shown}" if shown else ""),
                 counterexample=tuple(inputs)))
+        return bool(reported)
 
     def leaves(self, terms: list[Any]) -> dict[str, Any]:
         z3 = self.z3
@@ -520,18 +555,85 @@ class EquivalenceChecker:
                 stack.extend(t.children())
         return names
 
-    def counterexample(self, model: Any, ob: Obligation) -> list[tuple[str, str]]:
+    def counterexample(self, value: Callable[[Any], int | bool | None], ob: Obligation) -> list[tuple[str, str]]:
         """Entry values the failing obligation depends on, as plain strings: first those only
         one side reads (where the programs part ways), then the shared ones."""
         left, right = self.leaves(ob.lhs), self.leaves(ob.rhs)
         differing = sorted(set(left) ^ set(right))
         shared = sorted(set(left) & set(right))
         both = {**left, **right}
-        return [(self.vf.pretty_symbol(n), _hex(model.eval(both[n], model_completion=True)))
-                for n in differing + shared][:12]
+        return [(self.vf.pretty_symbol(n), _hex(value(both[n]))) for n in differing + shared][:12]
 
 
-def _hex(v: Any) -> str:
-    import z3
+class RandomInterpretation:
+    """A concrete valuation of the executor's terms: every 16-bit symbol and every
+    uninterpreted function (an opcode's lane, a memory effect) is a fixed pseudo-random
+    function of its name and arguments, derived from `salt`. Interpreted operations (bit-vector
+    constants, extraction, equality, conjunction, negation) keep their meaning, so a term's
+    value here is its value in one model of the theory: if the assumptions hold and an
+    obligation is false, the obligation is refuted. Terms with other operations have no value
+    (None), and then the solver decides."""
 
-    return f"0x{v.as_long():04x}" if z3.is_bv_value(v) else str(v)
+    def __init__(self, z3: Any, salt: str) -> None:
+        self.z3 = z3
+        self.salt = salt
+        self.memo: dict[int, int | bool | None] = {}
+
+    def _random(self, name: str, args: tuple[object, ...], bits: int) -> int:
+        digest = hashlib.blake2b(f"{self.salt}|{name}|{args}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "little") & ((1 << bits) - 1)
+
+    def holds(self, terms: list[Any]) -> bool:
+        return all(self.value(t) is True for t in terms)
+
+    def value(self, term: Any) -> int | bool | None:
+        z3 = self.z3
+        stack = [term]
+        while stack:
+            t = stack[-1]
+            tid = t.get_id()
+            if tid in self.memo:
+                stack.pop()
+                continue
+            kids = t.children()
+            missing = [c for c in kids if c.get_id() not in self.memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()
+            args = [self.memo[c.get_id()] for c in kids]
+            self.memo[tid] = None if any(a is None for a in args) else self._apply(t, args)
+        return self.memo[term.get_id()]
+
+    def _apply(self, t: Any, args: list[Any]) -> int | bool | None:
+        z3 = self.z3
+        if z3.is_bv_value(t):
+            return t.as_long()
+        if z3.is_true(t):
+            return True
+        if z3.is_false(t):
+            return False
+        kind = t.decl().kind()
+        if kind == z3.Z3_OP_UNINTERPRETED and z3.is_bv(t):
+            return self._random(t.decl().name(), tuple(args), t.size())
+        if kind == z3.Z3_OP_EXTRACT:
+            hi, lo = t.params()
+            return (args[0] >> lo) & ((1 << (hi - lo + 1)) - 1)
+        if kind == z3.Z3_OP_CONCAT:
+            out = 0
+            for a, c in zip(args, t.children()):
+                out = (out << c.size()) | a
+            return out
+        if kind == z3.Z3_OP_EQ:
+            return args[0] == args[1]
+        if kind == z3.Z3_OP_AND:
+            return all(args)
+        if kind == z3.Z3_OP_OR:
+            return any(args)
+        if kind == z3.Z3_OP_NOT:
+            return not args[0]
+        return None
+
+
+def _hex(v: int | bool | None) -> str:
+    return f"0x{v:04x}" if isinstance(v, int) and not isinstance(v, bool) else str(v)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verilocc.alloc.alignment import MOVE_OPCODES
+from verilocc.alloc.alignment import MOVE_OPCODES, SIDE_EFFECT_PREFIXES
 from verilocc.mir.model import Instruction
 
 LANE_BITS = 16
@@ -40,9 +40,7 @@ def has_side_effects(ins: Instruction) -> bool:
         return True
     # `dead` is a liveness annotation the two programs may disagree on: not part of meaning.
     return not any(op.kind == "reg" and op.is_def for op in ins.operands) or ins.opcode.startswith(
-        ("S_BRANCH", "S_CBRANCH", "SI_", "S_ENDPGM", "S_BARRIER", "S_WAITCNT", "S_SETPRIO", "S_SENDMSG", "S_SLEEP",
-         "ATOMIC_FENCE", "S_SETREG", "S_DCACHE", "BUFFER_", "GLOBAL_", "FLAT_", "SCRATCH_", "DS_")
-    )
+        SIDE_EFFECT_PREFIXES)
 
 
 def reads_memory(ins: Instruction) -> bool:

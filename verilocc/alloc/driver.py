@@ -1,0 +1,66 @@
+"""Run an allocation strategy over a module: one strategy call per function, one allocated
+module when every function got a VERIFIED allocation.
+
+A *strategy* is any callable ``(function, target) -> SolverAllocation`` that returns a result
+checked by the verifier (`verilocc.alloc.optimal.solve_function` is one; a language-model
+strategy is another). `verilocc allocate` picks the strategy from its options and calls
+`allocate_module`; the strategies live in `verilocc/alloc/`, the CLI only dispatches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from verilocc.alloc.assignment import format_assignment
+from verilocc.alloc.optimal import SolverAllocation
+from verilocc.mir.model import Function, Module
+from verilocc.target import Target
+
+Strategy = Callable[[Function, Target], SolverAllocation]
+
+
+@dataclass
+class ModuleAllocation:
+    pre: Module
+    results: dict[str, SolverAllocation]  # function name -> result, in module order
+    targets: dict[str, Target]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status in ("optimal", "feasible") and r.function is not None for r in self.results.values())
+
+    def post(self) -> Module:
+        """The allocated module (only when `ok`)."""
+        assert self.ok
+        functions = [self.results[fn.name].function for fn in self.pre.functions]
+        return Module(self.pre.file, self.pre.ir_text, [f for f in functions if f is not None], self.pre.ir_blank_lines)
+
+    def assignment_text(self) -> str:
+        """The assignments (`%N -> $reg`), one section per function when there are several."""
+        parts: list[str] = []
+        for name, r in self.results.items():
+            head = f"# {name}\n" if len(self.results) > 1 else ""
+            parts.append(head + format_assignment(r.assignment))
+        return "".join(parts)
+
+    def summary(self, name: str) -> str:
+        """One line: status, registers, occupancy, time, whether optimality was proved."""
+        r = self.results[name]
+        u = r.usage
+        regs = (f"VGPR {u['vgpr']} AGPR {u['agpr']} SGPR {u['sgpr']}, {u['waves']} waves/SIMD on "
+                f"{self.targets[name].name}" if u else "no allocation")
+        proof = {"optimal": "proved optimal", "feasible": "not proved optimal"}.get(r.status, r.reason)
+        kept = f", kept {r.kept} preference(s)" if r.kept else ""
+        return f"{r.status.upper()} {name}: {regs}, {r.seconds:.2f} s{kept}; {proof}"
+
+
+def allocate_module(pre: Module, strategy: Strategy, mcpu: str | None = None) -> ModuleAllocation:
+    from verilocc.verify import function_target
+
+    results: dict[str, SolverAllocation] = {}
+    targets: dict[str, Target] = {}
+    for fn in pre.functions:
+        targets[fn.name] = function_target(fn, mcpu, pre.file)
+        results[fn.name] = strategy(fn, targets[fn.name])
+    return ModuleAllocation(pre, results, targets)

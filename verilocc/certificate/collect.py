@@ -1,0 +1,109 @@
+"""Gather the proof obligations of one VERIFIED function from its three layers.
+
+- Layer 1: the SMT-LIB text `ConstraintChecker` sent to z3, unchanged but for a comment
+  header.
+- Layer 3: the assertions `EquivalenceChecker` sent to z3 (assumptions and the negated
+  conjunction of the obligations that were not syntactically identical), printed portably.
+- Layer 2: one encoding per block (`verilocc.certificate.valueflow`).
+
+Before an obligation goes into a certificate, z3 decides its text (layer 1's text is the one z3
+already decided, so it is not decided twice): a printed query
+that z3 does not find unsat means the printer or the encoding is wrong, and a certificate
+must not claim coverage it does not have. For layers 1 and 3 that is an internal error (the
+certificate is not written); for layer 2's encoding the block is listed as not covered.
+"""
+
+from __future__ import annotations
+
+from verilocc.alloc.alignment import FunctionAlignment
+from verilocc.certificate.obligation import (
+    CertificateError,
+    FunctionCertificate,
+    ProofObligation,
+    Uncovered,
+)
+from verilocc.certificate.smt2 import query_text
+from verilocc.certificate.valueflow import valueflow_obligations
+from verilocc.findings import FunctionResult
+from verilocc.mir.model import Function
+from verilocc.semantics.equivalence import EquivalenceChecker
+from verilocc.semantics.valueflow import ValueFlowChecker
+from verilocc.smt.constraints import ConstraintChecker
+from verilocc.smt.solver import Answer, check_z3
+
+# Checks of a VERIFIED verdict that run in Python only, with no solver query to certify.
+PYTHON_ONLY = (
+    ("constraints", ("registers of the allocated program exist, lie in the file and the budget, are aligned and "
+     "not reserved; tied operands share a register; early-clobber defs do not overlap uses (post-only checks)")),
+    ("constraints", "no register is read before some path defines it (undefined reads)"),
+    ("constraints", ("class membership of the homes of split, spilled or rematerialised virtual registers (they have "
+     "no variable in the SMT obligation)")),
+    ("value-flow", ("the allocated program has the virtual program's blocks and successors, and no instruction is "
+     "added or dropped (alignment of the two programs)")),
+)
+
+
+def _header(layer: str, fn: str, claim: str, origin: str) -> list[str]:
+    return [f"verilocc certificate obligation: {layer}, function {fn}", f"claim: {claim}", f"origin: {origin}",
+            "expected answer: unsat"]
+
+
+def _self_check(ob: ProofObligation, timeout_s: float, seed: int) -> Answer:
+    return check_z3(ob.smtlib, timeout_s=timeout_s, seed=seed).answer
+
+
+def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: ValueFlowChecker, eq: EquivalenceChecker,
+                        pre: Function, post: Function, alignment: FunctionAlignment,
+                        timeout_s: float = 60.0, seed: int = 0) -> FunctionCertificate:
+    cert = FunctionCertificate()
+    name = post.name
+
+    # Layer 1.
+    if checker.query is None:
+        raise CertificateError(f"function {name}: layer 1 made no solver query")
+    claim = ("every home of a virtual register with one home is in its class, the file, the budget and not "
+             "reserved; no two values live at the same time share a lane (the constraints of layer 1)")
+    origin = "the query layer 1 sent to z3"
+    text = "".join(f"; {h}\n" for h in _header("layer 1 (constraints)", name, claim, origin)) + checker.query
+    cert.obligations.append(ProofObligation("constraints", name, None, claim, text, origin))
+
+    # Layer 3.
+    stats = eq.stats
+    claim = ("the allocated program is equivalent to the virtual one: every side effect sees equal inputs and every "
+             "block-entry relation is inductive (all obligations not discharged by syntactic identity)")
+    if eq.query is not None:
+        origin = "the assertions layer 3 sent to z3"
+        text = query_text(eq.z3, eq.query, "QF_UFBV", _header("layer 3 (equivalence)", name, claim, origin))
+        cert.obligations.append(ProofObligation("equivalence", name, None, claim, text, origin))
+    identical = int(stats.get("discharged_by_identity", 0))  # type: ignore[call-overload]
+    if identical:
+        cert.uncovered.append(Uncovered(
+            "equivalence", name,
+            f"{identical} equivalence obligation(s) whose two sides are the same hash-consed term",
+            "discharged by syntactic identity, not by a solver: no obligation to re-check"))
+
+    for layer, what in PYTHON_ONLY:
+        cert.uncovered.append(Uncovered(layer, name, what, "checked in Python; no solver query to certify"))
+
+    # Layer 1's text is the one z3 already found unsat (a VERIFIED verdict needs that); layer
+    # 3's is a re-print of z3's terms, so z3 decides the printed text once more.
+    for ob in cert.obligations[1:]:
+        answer = _self_check(ob, timeout_s, seed)
+        if answer is not Answer.UNSAT:
+            raise CertificateError(f"function {name}: the printed {ob.layer} obligation is {answer.value} for z3, "
+                                   "not unsat; the certificate would not prove the verdict")
+
+    # Layer 2.
+    vf_obs, vf_uncovered = valueflow_obligations(vf, pre, post, alignment)
+    cert.uncovered.extend(vf_uncovered)
+    for ob in vf_obs:
+        answer = _self_check(ob, timeout_s, seed)
+        if answer is Answer.UNSAT:
+            cert.obligations.append(ob)
+        else:
+            cert.uncovered.append(Uncovered(ob.layer, name, ob.claim,
+                                            f"the certificate's value encoding is {answer.value}, not unsat (it is "
+                                            "weaker than the checker's own rules here)", ob.block))
+    cert.stats = {"obligations": len(cert.obligations), "uncovered": len(cert.uncovered),
+                  "equivalence_identities": identical}
+    return cert
