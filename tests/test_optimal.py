@@ -143,7 +143,7 @@ def test_same_input_same_bytes_when_the_search_is_cut_short(tmp_path: Path) -> N
 def test_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["allocate", str(tmp_path / "missing.mir"), "--solver"]) == 2
     assert main(["allocate", str(_pre("gfx942/vadd")), "--solver", "--timeout", "0"]) == 2
-    assert main(["allocate", str(_pre("gfx942/vadd"))]) == 2  # no strategy chosen
+    assert main(["allocate", str(_pre("gfx942/vadd")), "--model", str(tmp_path / "no-model")]) == 2  # default: the model loop
     pre = _pre("gfx942/vadd")
     assert main(["allocate", str(pre), "--solver", "-o", str(pre)]) == 2  # never over an input
     err = capsys.readouterr().err.strip().splitlines()

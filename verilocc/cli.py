@@ -144,8 +144,10 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         from verilocc.alloc.optimal import solve_function
 
         strategy = partial(solve_function, objective=args.objective, timeout=args.timeout, seed=args.seed)
-    else:
-        raise InputError("choose an allocation strategy: --solver", "<args>", 0, 0)
+    else:  # the model loop (DESIGN.md section 6), the default strategy
+        from verilocc.model.commands import cmd_allocate_model
+
+        return cmd_allocate_model(args)
     outcome = allocate_module(pre, strategy, mcpu=args.mcpu)
     log = sys.stderr if args.output in (None, "-") else sys.stdout
     for name in outcome.results:
@@ -298,8 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser(
         "allocate", help="allocate registers of a pre-RA MIR file and write the VERIFIED post-RA MIR",
         description="Allocate every virtual register of PRE.mir with a strategy, verify the result with all layers "
-        "and write it only when VERIFIED. --solver: an SMT allocator (z3) that minimises registers or maximises "
-        "occupancy. Exit codes: 0 allocated and VERIFIED, 1 no verified allocation (infeasible without spills, "
+        "and write it only when VERIFIED. Default: the model loop (a language model proposes, counterexamples go "
+        "back into the prompt; --model, --samples, --rounds, --constrained, --repair). --solver: an SMT allocator (z3) "
+        "that minimises registers or maximises occupancy. Exit codes: 0 allocated and VERIFIED, 1 no verified allocation (infeasible without spills, "
         "timeout, unsupported), 2 bad input.")
     a.add_argument("pre", metavar="PRE.mir", help="the virtual-register program (llc -stop-before=greedy)")
     a.add_argument("--solver", action="store_true", help="allocate with the SMT solver")
@@ -310,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--mcpu", metavar="GFX", help="target processor (default: the file's target-cpu)")
     a.add_argument("-o", "--output", metavar="ALLOC.mir", help="post-RA MIR (default stdout)")
     a.add_argument("--assignment-out", metavar="FILE", help="also write the assignment (`%%N -> $reg` lines)")
+    from verilocc.model.commands import add_allocate_options
+
+    add_allocate_options(a)
     a.set_defaults(func=cmd_allocate)
 
     m = sub.add_parser("materialise", help="apply an assignment to a pre-RA MIR file and print the post-RA MIR",
@@ -318,6 +324,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--assignment", required=True, metavar="FILE")
     m.add_argument("-o", "--output", metavar="FILE", help="output MIR (default stdout)")
     m.set_defaults(func=cmd_materialise)
+
+    from verilocc.model.commands import add_parsers
+
+    add_parsers(sub)
     return p
 
 

@@ -166,3 +166,17 @@ def render_text(report: Report, console: Any) -> None:
             src = f.source or source_line(f.place.file, f.place.line, cache)
             if src:
                 console.print(f"    [dim]{escape(src)}[/]", highlight=False)
+
+
+def render_feedback(report: Report, rename: Any = None, limit: int = 3) -> str:
+    """The feedback paragraph of a regeneration prompt: the same findings as `render_text`,
+    errors first, as plain lines (`rename` maps names into the prompt's normalised alphabet)."""
+    found = [(fr, f) for fr in report.functions for f in sorted_findings(fr) if f.severity != "warning"]
+    found.sort(key=lambda x: (x[1].severity != "error", x[1].sort_key()))
+    lines = [f"feedback: {report.verdict.value}, {len(found)} finding(s)"]
+    for fr, f in found[:limit]:
+        msg = f"{f.severity} [{f.layer}/{f.kind}] {f.message}"
+        lines.append("feedback: " + (rename(msg) if rename is not None else msg))
+    if len(found) > limit:
+        lines.append(f"feedback: and {len(found) - limit} more")
+    return "\n".join(lines)

@@ -1,0 +1,240 @@
+"""The model commands of the CLI: `dataset build`, `train`, `allocate` (model strategy), `eval`.
+
+`verilocc.cli` only parses arguments and calls these; torch and transformers are imported
+inside the commands that need them, so `verilocc verify` never loads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from verilocc.errors import InputError
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "models" / "verilocc-small"
+
+
+def _console():  # noqa: ANN202 - rich is imported lazily
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    if not console.is_terminal:  # logs and pipes: wide enough for the eval table
+        console = Console(stderr=True, highlight=False, width=170)
+    return console
+
+
+def _command_line() -> str:
+    return "verilocc " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def cmd_dataset_build(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from verilocc.model.build import DEFAULT_TARGETS, compile_ir, make_pairs, read_manifest
+    from verilocc.model.dataset import build_examples, find_pairs
+
+    console = _console()
+    out = Path(args.out)
+    targets = tuple(t.strip() for t in args.targets.split(",") if t.strip()) if args.targets else DEFAULT_TARGETS
+    kernels = Path(args.kernels)
+    sources: dict[str, str] = {}
+    for name in ("manifest.txt", "manifest_xl.txt") if args.xl else ("manifest.txt",):
+        man = kernels / name
+        if not man.exists():
+            raise InputError("no kernel manifest here", str(man), 0, 0)
+        manifest = read_manifest(man)
+        for kv in manifest:
+            sources.setdefault(kv.name, kv.source)
+        if not args.no_compile:
+            sources.update(compile_ir(kernels, manifest, targets, out / "ir", args.clang, console.print))
+    pairs = []
+    if not args.no_compile:
+        for llc in args.llc.split(","):
+            make_pairs(out / "ir", targets, llc, out / f"pairs-{llc}", console.print, jobs=args.jobs)
+            pairs += [p for p in find_pairs(out / f"pairs-{llc}", llc) if p.target in targets]
+    for extra in args.pairs or []:
+        pairs += find_pairs(Path(extra), Path(extra).name)
+    held = tuple(s.strip() for s in args.held_out.split(",") if s.strip())
+    with Progress(TextColumn("examples"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[what]}"), console=console) as bar:
+        task = bar.add_task("examples", total=len(pairs), what="")
+
+        def step(msg: str) -> None:
+            if msg.startswith("skip"):
+                console.print(msg)
+            bar.update(task, advance=1, what=msg)
+
+        counts = build_examples(pairs, sources, out, held, step, jobs=args.jobs)
+    console.print(f"{counts['train']} training functions ({counts['train_lines']} lines), {counts['heldout']} held out "
+                  f"(sources {', '.join(held)}), {counts['failed']} skipped -> {out}/train.jsonl, heldout.jsonl, manifest.tsv")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from verilocc.model.lm import load_lm, new_own_model
+    from verilocc.model.train import train
+
+    data = Path(args.data)
+    if not (data / "train.jsonl").exists():
+        raise InputError("no train.jsonl here: run `verilocc dataset build` first", str(data), 0, 0)
+    if args.base:
+        lm = load_lm(args.base)
+        if args.lora:
+            from peft import LoraConfig, get_peft_model
+
+            lm.model = get_peft_model(lm.model, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, task_type="CAUSAL_LM"))
+    else:
+        lm = new_own_model(args.size, args.seed)
+    console = _console()
+    train(lm, data, Path(args.out), minutes=args.minutes, epochs=args.epochs, batch=args.batch, lr=args.lr,
+          seed=args.seed, threads=args.threads, bf16=args.bf16, log=console.print, command=_command_line(),
+          max_examples=args.max_examples)
+    return 0
+
+
+def _load(path: str | None):  # noqa: ANN202
+    from verilocc.model.lm import load_lm
+
+    p = path or str(DEFAULT_MODEL)
+    if path is None and not Path(p).exists():
+        raise InputError("the default model is not built: run `make model` (or pass --model PATH)", p, 0, 0)
+    return load_lm(p)
+
+
+def cmd_allocate_model(args: argparse.Namespace) -> int:
+    """The model strategy of `verilocc allocate`: writes ALLOC.mir only when it is VERIFIED."""
+    import json
+
+    import torch
+
+    from verilocc.cli import write_output
+    from verilocc.mir.parser import read_module
+    from verilocc.mir.printer import print_module
+    from verilocc.model.loop import run_loop
+
+    for name in ("samples", "rounds"):
+        if getattr(args, name) < 1:
+            raise InputError(f"--{name} must be at least 1", f"--{name}", 0, 0)
+    torch.set_num_threads(args.threads)
+    console = _console()
+    pre = read_module(args.pre)
+    lm = _load(args.model)
+    res = run_loop(pre, lm, samples=args.samples, rounds=args.rounds, constrained=args.constrained,
+                   repair=args.repair, seed=args.seed, timeout=args.timeout, over_budget=args.over_budget,
+                   log=console.print)
+    if args.transcript:
+        doc = {"pre": args.pre, "model": lm.path, "verified": res.verified, "reason": res.reason, "usage": res.usage,
+               "attempts": [{"round": a.round + 1, "sample": a.sample + 1, "verdict": a.verdict, "errors": a.errors,
+                             "seconds": round(a.seconds, 2), "prompt": a.prompt,
+                              "feedback_read_as_text": a.feedback_read, "output": a.output} for a in res.attempts]}
+        write_output(args.transcript, json.dumps(doc, indent=2) + "\n", [args.pre])
+    if not res.verified or res.post is None:
+        console.print(f"[red]FAILED[/] {args.pre}: {res.reason}; nothing written")
+        return 1
+    write_output(args.output, print_module(res.post), [args.pre])
+    if args.assignment_out:
+        from verilocc.alloc.assignment import format_assignment
+
+        write_output(args.assignment_out, format_assignment(res.regs), [args.pre, args.output])
+    u = res.usage
+    console.print(f"[green]VERIFIED[/] {args.pre} -> {args.output or 'stdout'}: {res.reason}; "
+                  f"{u['vgpr']} VGPR, {u['agpr']} AGPR, {u['sgpr']} SGPR, {u['waves']} waves/SIMD; {res.seconds:.1f}s")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from verilocc.model.build import read_manifest
+    from verilocc.model.evaluate import held_out_pairs, run_eval
+
+    torch.set_num_threads(args.threads)
+    sources = {kv.name: kv.source for kv in read_manifest(Path(args.kernels) / "manifest.txt")}
+    held = tuple(s.strip() for s in args.held_out.split(",") if s.strip())
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    kernels = [k.strip() for k in args.kernel.split(",")] if args.kernel else None
+    pairs = held_out_pairs(Path(args.pairs), targets, sources, held, kernels)
+    if not pairs:
+        raise InputError("no held-out pair for these targets", args.pairs, 0, 0)
+    lm = _load(args.model)
+    run_eval(pairs, lm, rounds=args.rounds, samples=args.samples, seed=args.seed, timeout=args.timeout,
+             out=Path(args.out), console=_console(), command=_command_line(), constrained_only=args.constrained_only)
+    return 0
+
+
+def add_allocate_options(a: argparse.ArgumentParser) -> None:
+    """The model strategy's options of `verilocc allocate` (the default strategy; --solver is the other)."""
+    a.add_argument("--model", metavar="PATH", help="local model directory or .gguf (default: the project's small model)")
+    a.add_argument("--samples", type=int, default=1, metavar="K", help="proposals per round (default 1)")
+    a.add_argument("--rounds", type=int, default=3, metavar="R", help="rounds of counterexample feedback (default 3)")
+    a.add_argument("--constrained", action=argparse.BooleanOptionalAction, default=True,
+                   help="mask registers ruled out by class, alignment and interference (default on)")
+    a.add_argument("--repair", action=argparse.BooleanOptionalAction, default=True,
+                   help="after the rounds, let the SMT allocator keep as many model choices as possible (default on)")
+    a.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    a.add_argument("--over-budget", action="store_true",
+                   help="accept registers beyond what amdgpu-num-*/amdgpu-waves-per-eu request (verilocc warns; "
+                   "LLVM 19 reserves them, so llc-19 rejects such a file)")
+    a.add_argument("--transcript", metavar="FILE", help="write every round's prompt, output and verdict as JSON")
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    d = sub.add_parser("dataset", help="build training data for the allocation model")
+    dsub = d.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
+    b = dsub.add_parser("build", help="compile kernels into pre/post MIR pairs and training examples",
+                        description="Compile the HIP kernels of a manifest with clang for every target, make pre/post "
+                        "register-allocation pairs with each llc, and turn them into normalised training examples, "
+                        "split into train and held-out by kernel source. Resumes: existing outputs are kept.")
+    b.add_argument("--kernels", default=str(SHARED / "kernels"), metavar="DIR", help="HIP sources and manifest.txt")
+    b.add_argument("--out", default="build/dataset", metavar="DIR", help="output directory (default build/dataset)")
+    b.add_argument("--targets", default=None, metavar="GFX[,GFX]", help="default gfx908,gfx90a,gfx942,gfx1100,gfx1200")
+    b.add_argument("--clang", default="clang-19")
+    b.add_argument("--llc", default="llc-19,llc-22", metavar="LLC[,LLC]")
+    b.add_argument("--pairs", action="append", metavar="DIR", help="also use existing pairs <DIR>/<target>/*.{pre,post}.mir")
+    b.add_argument("--held-out", default="flash_attn.hip,softmax.hip", metavar="SRC[,SRC]",
+                   help="kernel sources kept out of training (default flash_attn.hip,softmax.hip)")
+    b.add_argument("--xl", action="store_true", help="also the extra-large variants of manifest_xl.txt")
+    b.add_argument("--no-compile", action="store_true", help="only turn --pairs into examples")
+    b.add_argument("-j", "--jobs", type=int, default=1, help="pairs compiled and examples built in parallel (default 1)")
+    b.set_defaults(func=cmd_dataset_build)
+
+    t = sub.add_parser("train", help="train the allocation model (from scratch, or fine-tune a local HF model)",
+                       description="Train a causal LM on the normalised examples of `verilocc dataset build`: the "
+                       "project's small Llama-style model from scratch (default), or any Hugging Face causal LM from a "
+                       "local path (--base), optionally with LoRA. Nothing is downloaded.")
+    t.add_argument("--data", default="build/dataset", metavar="DIR")
+    t.add_argument("-o", "--out", default=str(DEFAULT_MODEL), metavar="DIR", help="model directory to write")
+    t.add_argument("--base", metavar="PATH", help="fine-tune this local model (directory or .gguf file)")
+    t.add_argument("--lora", action="store_true", help="train LoRA adapters (peft) instead of all weights")
+    t.add_argument("--size", choices=("tiny", "small", "base"), default="small", help="from-scratch model size")
+    t.add_argument("--minutes", type=float, default=25.0, help="wall-clock budget (default 25)")
+    t.add_argument("--epochs", type=int, default=1000)
+    t.add_argument("--batch", type=int, default=16)
+    t.add_argument("--lr", type=float, default=2e-3)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine is shared)")
+    t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True, help="bf16 autocast (default on)")
+    t.add_argument("--max-examples", type=int, default=None, help=argparse.SUPPRESS)
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("eval", help="evaluate the model loop on held-out kernels against LLVM greedy",
+                       description="Single-shot and k-round VERIFIED rates, constrained decoding, rounds and seconds to "
+                       "success, and registers/waves against LLVM's greedy allocator, on pairs whose kernel source was "
+                       "held out of training. Prints a table and writes eval.json and eval.png.")
+    e.add_argument("--pairs", default=str(SHARED / "corpus"), metavar="DIR", help="pairs <DIR>/<target>/*.{pre,post}.mir")
+    e.add_argument("--kernels", default=str(SHARED / "kernels"), metavar="DIR", help="for manifest.txt (kernel -> source)")
+    e.add_argument("--held-out", default="flash_attn.hip,softmax.hip", metavar="SRC[,SRC]")
+    e.add_argument("--targets", default="gfx90a,gfx942,gfx1100", metavar="GFX[,GFX]")
+    e.add_argument("--kernel", default=None, metavar="NAME[,NAME]", help="only these kernels")
+    e.add_argument("--model", metavar="PATH")
+    e.add_argument("--rounds", type=int, default=3, metavar="K")
+    e.add_argument("--samples", type=int, default=1)
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--timeout", type=float, default=60.0)
+    e.add_argument("--threads", type=int, default=1)
+    e.add_argument("--constrained-only", action="store_true", help="skip the unconstrained loop (faster)")
+    e.add_argument("-o", "--out", default="build/eval", metavar="DIR")
+    e.set_defaults(func=cmd_eval)

@@ -1,0 +1,146 @@
+"""`verilocc train`: fit a causal LM to the normalised lines of the training split.
+
+A training window is the header and up to `window` consecutive lines of one function, each
+ending in LLVM's register; the loss is the cross-entropy of the answer tokens only (the
+model is never asked to predict the hints). Windows start at every `window`-th line, shifted
+by a seeded random offset each epoch. Training stops after `--minutes` or `--epochs`,
+whichever comes first; the learning rate decays linearly over that budget. One thread by
+default: the machine is shared, and two contended threads were measured 6x slower.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from verilocc.model.dataset import read_examples
+from verilocc.model.lm import LM, save_lm
+
+IGNORE = -100
+
+
+@dataclass
+class Encoded:
+    header: list[int]
+    prefixes: list[list[int]]  # each line up to and including " :"
+    answers: list[list[int] | None]  # None: no answer to learn ("?")
+
+
+def encode_example(lm: LM, ex: dict[str, Any]) -> Encoded:
+    header = lm.bos + lm.encode(str(ex["header"])) + lm.line_end
+    prefixes = [lm.encode(f"{line} :") for line in ex["lines"]]
+    answers = [None if a == "?" else lm.answer_ids(str(a)) for a in ex["answers"]]
+    return Encoded(header, prefixes, answers)
+
+
+def window_ids(enc: Encoded, start: int, stop: int, nl: list[int]) -> tuple[list[int], list[int]]:
+    ids = list(enc.header)
+    labels = [IGNORE] * len(ids)
+    for i in range(start, stop):
+        ids += enc.prefixes[i]
+        labels += [IGNORE] * len(enc.prefixes[i])
+        ans = enc.answers[i]
+        if ans is None:  # LLVM split or spilled it: the line is context only
+            continue
+        # the last prefix position predicts the first answer token, and so on
+        labels[-1] = ans[0]
+        for k, a in enumerate(ans):
+            ids.append(a)
+            labels.append(ans[k + 1] if k + 1 < len(ans) else IGNORE)
+        ids += nl
+        labels += [IGNORE] * len(nl)
+    return ids, labels
+
+
+def answer_loss(lm: LM, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, int, int]:
+    """Cross-entropy at answer positions; (loss, positions, correct)."""
+    model = lm.model
+    keep = labels != IGNORE
+    if hasattr(model, "model") and hasattr(model, "lm_head"):
+        hidden = model.model(input_ids=ids, attention_mask=mask).last_hidden_state
+        logits = model.lm_head(hidden[keep])
+    else:
+        logits = model(input_ids=ids, attention_mask=mask).logits[keep]
+    target = labels[keep]
+    loss = torch.nn.functional.cross_entropy(logits.float(), target)
+    correct = int((logits.argmax(-1) == target).sum())
+    return loss, int(target.numel()), correct
+
+
+def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: int, lr: float, seed: int,
+          threads: int, bf16: bool, log: Callable[[str], None], command: str, max_examples: int | None = None) -> dict[str, Any]:
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    examples = list(read_examples(data / "train.jsonl"))
+    if max_examples is not None:
+        examples = examples[:max_examples]
+    encoded = [encode_example(lm, ex) for ex in examples]
+    nl = lm.line_end
+    w = lm.window
+    n_windows = sum(math.ceil(len(e.prefixes) / w) for e in encoded)
+    log(f"{len(encoded)} functions, {sum(len(e.prefixes) for e in encoded)} lines, {n_windows} windows of {w} lines")
+    opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
+    model = lm.model.train()
+    t0 = time.monotonic()
+    budget = minutes * 60
+    step = tokens = seen = right = 0
+    done = False
+    epoch = 0
+    history: list[dict[str, float]] = []
+    while not done and epoch < epochs:
+        jobs: list[tuple[int, int, int]] = []  # (example, first line, stop)
+        for j, e in enumerate(encoded):
+            shift = rng.randrange(w) if epoch else 0
+            bounds = ([0] if shift else []) + list(range(shift, len(e.prefixes), w)) + [len(e.prefixes)]
+            jobs.extend((j, a, c) for a, c in zip(bounds, bounds[1:]) if c > a)
+        rng.shuffle(jobs)
+        for b in range(0, len(jobs), batch):
+            elapsed = time.monotonic() - t0
+            if elapsed > budget:
+                done = True
+                break
+            frac = min(1.0, elapsed / budget) if budget > 0 else 0.0
+            for g in opt.param_groups:
+                g["lr"] = lr * max(0.05, 1.0 - frac) * min(1.0, (step + 1) / 50)
+            seqs = [window_ids(encoded[j], s, t, nl) for j, s, t in jobs[b: b + batch]]
+            width = max(len(x) for x, _ in seqs)
+            ids = torch.zeros((len(seqs), width), dtype=torch.long)
+            labels = torch.full((len(seqs), width), IGNORE, dtype=torch.long)
+            mask = torch.zeros((len(seqs), width), dtype=torch.long)
+            for r, (x, y) in enumerate(seqs):
+                ids[r, : len(x)] = torch.tensor(x)
+                labels[r, : len(y)] = torch.tensor(y)
+                mask[r, : len(x)] = 1
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss, n, c = answer_loss(lm, ids, labels, mask)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            tokens += int(mask.sum())
+            seen += n
+            right += c
+            if step % 50 == 0:
+                el = time.monotonic() - t0
+                acc = right / max(seen, 1)
+                history.append({"step": step, "seconds": round(el, 1), "loss": round(float(loss.detach()), 4), "accuracy": round(acc, 4)})
+                log(f"epoch {epoch} step {step} loss {float(loss.detach()):.3f} answer accuracy {acc:.3f} "
+                    f"{tokens / el:.0f} tokens/s {el / 60:.1f} min")
+                seen = right = 0
+        epoch += 1
+    model.eval()
+    meta = {"command": command, "seed": seed, "steps": step, "epochs": epoch, "tokens": tokens,
+            "minutes": round((time.monotonic() - t0) / 60, 2), "history": history[-20:],
+            "parameters": sum(p.numel() for p in model.parameters())}
+    save_lm(lm, out, meta)
+    log(f"saved {out} after {step} steps, {tokens} tokens, {meta['minutes']} min")
+    return meta
