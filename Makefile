@@ -58,7 +58,7 @@ demo: install model-install $(MODEL)/model.safetensors
 	    -start-after=virtregrewriter,1 build/demo/alloc.mir -o build/demo/alloc.s && \
 	  grep -E '; (NumVgprs|NumSgprs|Occupancy):' build/demo/alloc.s; fi
 
-test: install llvm
+test: install model-install llvm
 	$(BIN)/python -m pytest -q -n 2
 
 bench: install llvm
