@@ -199,3 +199,41 @@ def test_llc_finishes_code_generation_from_the_allocation(tiny_model: Path, tmp_
 def test_pair_dataclass_is_plain() -> None:
     p = Pair(VADD, VADD, "gfx942", "vadd", "corpus")
     assert p.kernel == "vadd"
+
+
+@pytest.fixture(scope="module")
+def hf_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A stand-in for a pretrained Hugging Face causal LM on a local path: a small Llama with
+    its own fast (word-level) tokenizer, saved with save_pretrained. Nothing is downloaded."""
+    from tokenizers import Regex, models, pre_tokenizers
+    from tokenizers import Tokenizer as HFTokenizer
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    words = Tokenizer()
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(["<unk>", "<pad>", "\n", " ", *words.words]))}
+    core = HFTokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"\s|[^\s]+"), behavior="isolated")
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="<unk>", pad_token="<pad>")
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096)
+    out = tmp_path_factory.mktemp("hf")
+    LlamaForCausalLM(cfg).save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    return out
+
+
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+def test_fine_tune_local_hf_model(data: Path, hf_model: Path, tmp_path: Path, lora: bool) -> None:
+    """`verilocc train --base PATH [--lora]` fine-tunes a local Hugging Face model, and
+    `verilocc allocate --model` loads the result back: VERIFIED or an explicit failure."""
+    out = tmp_path / "tuned"
+    args = ["train", "--data", str(data), "--base", str(hf_model), "-o", str(out), "--minutes", "0.1",
+            "--epochs", "1", "--max-examples", "2", "--threads", "1"] + (["--lora"] * lora)
+    r = run_cli(*args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    alloc = tmp_path / "alloc.mir"
+    r = run_cli("allocate", str(VADD), "--model", str(out), "--rounds", "1", "--no-repair", "-o", str(alloc))
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
+    assert alloc.exists() == (r.returncode == 0)

@@ -126,7 +126,7 @@ def load_lm(path: str) -> LM:
             tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name, local_files_only=True)
             model = AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name, local_files_only=True)
             return LM(model.eval(), tok, False, path, {"window": 8})
-        if (p / "verilocc.json").exists():
+        if (p / "words.json").exists():  # the project's own model (its word tokenizer)
             meta = json.loads((p / "verilocc.json").read_text(encoding="utf-8"))
             tok = Tokenizer.load(p / "words.json")
             model = _load_model(p).float()

@@ -62,6 +62,8 @@ def window_ids(enc: Encoded, start: int, stop: int, nl: list[int]) -> tuple[list
 def answer_loss(lm: LM, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, int, int]:
     """Cross-entropy at answer positions; (loss, positions, correct)."""
     model = lm.model
+    if hasattr(model, "get_base_model"):  # peft: LoRA layers live inside the base model's modules
+        model = model.get_base_model()
     keep = labels != IGNORE
     if hasattr(model, "model") and hasattr(model, "lm_head"):
         hidden = model.model(input_ids=ids, attention_mask=mask).last_hidden_state
