@@ -484,6 +484,31 @@ def test_random_mutants(seed: int, tmp_path: Path, capsys: pytest.CaptureFixture
             assert "UNKNOWN" in res.out, what
 
 
+@pytest.mark.parametrize("base", FUZZ_FILES)
+def test_every_truncation_is_bad_input(base: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file cut anywhere before its closing `...` is bad input at its end, never a verdict.
+
+    Cut at a line boundary inside the last function, the rest still parses as a shorter
+    program (one that a verdict would judge); llc closes every document, so the missing
+    `...` is what tells a truncated file from a complete one.
+    """
+    rng = random.Random(7)
+    for which in ("pre", "post"):
+        data = (CORPUS / f"{base}.{which}.mir").read_bytes()
+        end = data.rindex(b"\n...")
+        lines_end = [i + 1 for i in range(len(data)) if data[i:i + 1] == b"\n" and i < end]
+        cuts = sorted(set(rng.sample(range(end), 10) + lines_end[-6:] + [end]))
+        for cut in cuts:
+            bad = tmp_path / f"cut{cut}.{which}.mir"
+            bad.write_bytes(data[:cut])
+            other = CORPUS / f"{base}.{'post' if which == 'pre' else 'pre'}.mir"
+            post, pre = (bad, other) if which == "post" else (other, bad)
+            res = run(capsys, ["verify", str(post), "--pre", str(pre)])
+            text = data[:cut].decode("utf-8", "replace")
+            last = max(i for i, ln in enumerate(text.split("\n"), 1) if ln.strip()) if text.strip() else 1
+            assert_bad_input(res, bad, line=None if cut < 64 else last)
+
+
 def test_wrong_width_allocation_is_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Not bad input but a wrong allocation: %0:sreg_64 (the saved exec) placed in the 32-bit $sgpr0."""
     text = VADD_POST.read_text(encoding="utf-8")

@@ -161,7 +161,11 @@ def _split_documents(lines: list[str], file: str) -> list[tuple[int, list[str]]]
         elif cur_start is None and ln.strip() and not ln.lstrip().startswith("#"):
             raise InputError("text outside a YAML document (expected `---`)", file, i + 1, 1)
     if cur_start is not None:
-        docs.append((cur_start, lines[cur_start:]))
+        # llc closes every document with `...`; a stream that stops inside one was cut short,
+        # and what is left of it may still parse as a (different, shorter) program.
+        last = max((i for i, ln in enumerate(lines) if ln.strip()), default=0)
+        raise InputError("file ends inside a YAML document without its closing `...` (truncated file?)",
+                         file, last + 1, len(lines[last]) + 1)
     return docs
 
 
