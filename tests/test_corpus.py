@@ -44,6 +44,9 @@ def test_fixture_pair_verified(post: Path, pre: Path) -> None:
 def test_fixtures_cover_every_design_target() -> None:
     targets = {p.parent.name for _, p, _ in corpus_pairs() + fixture_pairs("llvm19") + fixture_pairs("llvm22")}
     assert {"gfx908", "gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1200"} <= targets
+    # ... and every generation LLVM supports, with the processor features that change budgets
+    # (SGPR init bug, XNACK, gfx10.1's 20 waves, gfx11 with and without the 1.5x VGPR file).
+    assert {"gfx600", "gfx700", "gfx802", "gfx810", "gfx906", "gfx1010", "gfx1036", "gfx1102", "gfx1151"} <= targets
 
 
 @pytest.fixture(scope="module")

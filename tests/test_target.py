@@ -39,6 +39,7 @@ from verilocc.target import (
     units_overlap,
 )
 from verilocc.target import subregs
+from verilocc.target.gfx import FIXED_SGPRS_FOR_INIT_BUG
 from verilocc.target.registers import special_register_names
 
 CORPUS = Path(os.environ.get("VERILOCC_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
@@ -360,7 +361,7 @@ def test_targets_known_and_unknown() -> None:
     for name in ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1200"):
         assert name in target_names()
         assert get_target(name).name == name
-    for bad in ("gfx909", "gfx90a:xnack-", "sm_80", "", "gfx1100 x"):
+    for bad in ("gfx1250", "gfx90a:xnack-", "sm_80", "", "gfx1100 x", "gfx9"):
         with pytest.raises(TargetError):
             get_target(bad)
 
@@ -413,6 +414,63 @@ OCCUPANCY = [
 @pytest.mark.parametrize(("name", "wave", "vgprs", "agprs", "sgprs", "waves"), OCCUPANCY)
 def test_waves_per_simd(name: str, wave: int, vgprs: int, agprs: int, sgprs: int, waves: int) -> None:
     assert get_target(name, wave).waves_per_simd(vgprs, agprs, sgprs) == waves
+
+
+# Every processor against llc itself: the occupancy of kernels that clobber the highest VGPR
+# or SGPR they use (inline asm), the SGPRs llc adds for VCC/XNACK/FLAT_SCRATCH or the init bug,
+# and whether AGPRs exist.  One test per llc version; a processor the target table lacks but
+# llc knows (other than gfx1250/gfx1251, LLVM 22's 1024-VGPR files) fails it too.
+_PROBE_VGPRS = (24, 25, 85, 97, 129)
+_PROBE_SGPRS = (49, 81)
+_NOT_MODELLED = {"gfx1250", "gfx1251"}
+
+
+def _llc_processors(llc: str) -> list[str]:
+    help_text = subprocess.run([llc, "-mtriple=amdgcn-amd-amdhsa", "-mcpu=help"], capture_output=True, text=True)
+    names = re.findall(r"^\s+(gfx[0-9a-z-]+)\s+- Select the", help_text.stdout + help_text.stderr, re.M)
+    return sorted(set(names))
+
+
+def _occupancy_probe(llc: str, cpu: str, vgprs: int, sgprs: int, agprs: int) -> dict[str, int]:
+    clobbers = [f"~{{v{vgprs - 1}}}"] + ([f"~{{s{sgprs - 1}}}"] if sgprs else []) + ([f"~{{a{agprs - 1}}}"] if agprs else [])
+    ir = (f'define amdgpu_kernel void @k() #0 {{\n  call void asm sideeffect "", "{",".join(clobbers)}"()\n  ret void\n}}\n'
+          'attributes #0 = { "amdgpu-flat-work-group-size"="1,256" }\n')
+    args = [llc, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-O3", "-o", "-"]
+    if cpu.endswith("-generic"):
+        args.append("--amdhsa-code-object-version=6")  # llc-19 knows generic targets only there
+    out = subprocess.run(args, input=ir, capture_output=True, text=True, check=True).stdout
+    # LLVM 22 prints `; TotalNumSgprs:` where LLVM 19 prints `; NumSgprs:`.
+    return {k.replace("TotalNum", "Num"): int(v) for k, v in re.findall(r"^\s*; (\w+): (\d+)$", out, re.M)}
+
+
+@pytest.mark.parametrize("version", [19, 22])
+def test_occupancy_matches_llc(version: int) -> None:
+    llc = f"llc-{version}"
+    if shutil.which(llc) is None:
+        pytest.skip(f"{llc} is not installed (make test installs it)")
+    cpus = _llc_processors(llc)
+    assert len(cpus) > 40, cpus
+    missing = [c for c in cpus if c not in target_names() and c not in _NOT_MODELLED]
+    assert not missing, f"{llc} knows processors the target table lacks: {missing}"
+    jobs = [(cpu, v, s, a) for cpu in cpus if cpu not in _NOT_MODELLED
+            for v, s, a in [(v, 0, 0) for v in _PROBE_VGPRS] + [(1, s, 0) for s in _PROBE_SGPRS] + [(1, 0, 1)]]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        probes = list(pool.map(lambda job: _occupancy_probe(llc, *job), jobs))
+    wrong = []
+    for (cpu, v, s, a), got in zip(jobs, probes):
+        t = get_target(cpu)
+        sgprs = got["NumSgprs"]
+        expect = t.waves_per_simd(got["NumVgprs"], got.get("NumAgprs", 0), sgprs)
+        if got["Occupancy"] != expect:
+            wrong.append(f"{cpu} v{v} s{s}: llc {got['Occupancy']} waves, verilocc {expect}")
+        if (v, s, a) == (1, 0, 0):
+            reserved = t.reserved_num_sgprs()
+            base = FIXED_SGPRS_FOR_INIT_BUG if t.sgpr_init_bug else reserved if reserved > 2 else 0
+            if sgprs != base:  # VCC counts only when used; XNACK_MASK and FLAT_SCRATCH always
+                wrong.append(f"{cpu}: llc adds {sgprs} SGPRs, verilocc {base}")
+        if a and ("NumAgprs" in got) != t.has_agprs:
+            wrong.append(f"{cpu}: AGPRs {'NumAgprs' in got} in llc, {t.has_agprs} in verilocc")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_budgets() -> None:

@@ -2,8 +2,9 @@
 
 Sources (LLVM, read 2025; the corpus is LLVM 19, numbers checked against llc-19/llc-22):
 
-* ``Utils/AMDGPUBaseInfo.cpp`` (``IsaInfo``): getAddressableNumSGPRs (102 on gfx8/9, 106 on
-  gfx10+), getTotalNumSGPRs (800 on gfx8+), getSGPRAllocGranule, getMaxNumSGPRs,
+* ``Utils/AMDGPUBaseInfo.cpp`` (``IsaInfo``): getAddressableNumSGPRs (104 on gfx6/7, 102 on
+  gfx8/9, 106 on gfx10+, 96 with the SGPR init bug), getTotalNumSGPRs (512 on gfx6/7, 800 on
+  gfx8+), getSGPRAllocGranule (8, 16, the whole file on gfx10+), getMaxNumSGPRs,
   getMinNumSGPRs, getVGPRAllocGranule, getTotalNumVGPRs, getAddressableNumVGPRs,
   getMaxWavesPerEU, getNumWavesPerEUWithNumVGPRs, getOccupancyWithNumSGPRs,
   getMaxNumVGPRs, getMinNumVGPRs, getTotalNumVGPRs(has90AInsts, NumAGPR, NumVGPR).
@@ -14,7 +15,8 @@ Sources (LLVM, read 2025; the corpus is LLVM 19, numbers checked against llc-19/
 * ``AMDGPU.td`` / ``GCNProcessors.td``: which processor has which feature
   (FeatureMAIInsts: gfx908/90a/94x/950; FeatureGFX90AInsts, hence ``needsAlignedVGPRs()`` and
   the unified 512-entry vector file: gfx90a/94x/950; FeatureArchitectedFlatScratch: gfx94x/950;
-  Feature1_5xVGPRs: gfx1100/1101/1200/1201; FeatureGFX10_3Insts: gfx1030 and gfx11+).
+  Feature1_5xVGPRs: gfx1100/1101/1151/1200/1201; FeatureGFX10_3Insts: gfx103x and gfx11+;
+  FeatureSGPRInitBug: gfx802/805; XNACK: gfx801/810 and gfx9).
   The 1.5x VGPR file, the granules and the wave limits were confirmed with llc-19 and llc-22
   ("; Occupancy:" of kernels that clobber v24, v25, v96, v97, v128).
 """
@@ -53,28 +55,55 @@ class _Processor:
     xnack: bool  # supports XNACK; the default target id "any" counts as enabled
     llvm_min: int  # first LLVM major that knows the processor
     llvm_max: int | None  # last LLVM major that knows it (None: still supported)
+    sgpr_init_bug: bool = False  # FeatureSGPRInitBug: every kernel allocates exactly 96 SGPRs
 
 
-# llc-19 rejects gfx950 (added in LLVM 20); llc-22 rejects gfx940 (removed in LLVM 22).
+def _row(name: str, major: int, features: str = "", llvm: tuple[int, int | None] = (19, None)) -> _Processor:
+    """A table row; ``features`` names the ones set: mai, 90a, 10.3, 1.5x, afs, xnack, initbug."""
+    f = set(features.split())
+    assert f <= {"mai", "90a", "10.3", "1.5x", "afs", "xnack", "initbug"}, f
+    return _Processor(name, major, "mai" in f, "90a" in f, "10.3" in f, "1.5x" in f, "afs" in f, "xnack" in f,
+                      llvm[0], llvm[1], "initbug" in f)
+
+
+# Every processor llc-19 or llc-22 accepts for amdgcn except gfx1250/gfx1251 (LLVM 22's
+# 1024-VGPR files): GCNProcessors.td / AMDGPU.td, and each row's occupancy limits, SGPR
+# budget, XNACK/flat-scratch SGPRs and AGPRs are compared with llc's "; Occupancy:",
+# "; NumSgprs:" and "; NumAgprs:" (tests/test_target.py::test_occupancy_matches_llc).
+# llc-19 knows the generic targets only with code object version 6; gfx950, gfx1153 and
+# gfx9-4-generic are new in LLVM 20, and LLVM 22 removed gfx940 and gfx941.
 _PROCESSORS: Final[tuple[_Processor, ...]] = (
-    _Processor("gfx900", 9, False, False, False, False, False, True, 19, None),
-    _Processor("gfx906", 9, False, False, False, False, False, True, 19, None),
-    _Processor("gfx908", 9, True, False, False, False, False, True, 19, None),
-    _Processor("gfx90a", 9, True, True, False, False, False, True, 19, None),
-    _Processor("gfx940", 9, True, True, False, False, True, True, 19, 21),
-    _Processor("gfx942", 9, True, True, False, False, True, True, 19, None),
-    _Processor("gfx950", 9, True, True, False, False, True, True, 20, None),
-    _Processor("gfx1030", 10, False, False, True, False, False, False, 19, None),
-    _Processor("gfx1100", 11, False, False, True, True, False, False, 19, None),
-    _Processor("gfx1101", 11, False, False, True, True, False, False, 19, None),
-    _Processor("gfx1200", 12, False, False, True, True, False, False, 19, None),
-    _Processor("gfx1201", 12, False, False, True, True, False, False, 19, None),
+    *(_row(n, 6) for n in ("gfx600", "gfx601", "gfx602")),
+    *(_row(n, 7) for n in ("gfx700", "gfx701", "gfx702", "gfx703", "gfx704", "gfx705")),
+    _row("gfx801", 8, "xnack"),
+    _row("gfx802", 8, "initbug"),
+    _row("gfx803", 8),
+    _row("gfx805", 8, "initbug"),
+    _row("gfx810", 8, "xnack"),
+    *(_row(n, 9, "xnack") for n in ("gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c", "gfx9-generic")),
+    _row("gfx908", 9, "mai xnack"),
+    _row("gfx90a", 9, "mai 90a xnack"),
+    _row("gfx940", 9, "mai 90a afs xnack", llvm=(19, 21)),
+    _row("gfx941", 9, "mai 90a afs xnack", llvm=(19, 21)),
+    _row("gfx942", 9, "mai 90a afs xnack"),
+    _row("gfx950", 9, "mai 90a afs xnack", llvm=(20, None)),
+    _row("gfx9-4-generic", 9, "mai 90a afs xnack", llvm=(20, None)),
+    *(_row(n, 10, "xnack") for n in ("gfx1010", "gfx1011", "gfx1012", "gfx1013", "gfx10-1-generic")),
+    *(_row(n, 10, "10.3") for n in ("gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
+                                    "gfx10-3-generic")),
+    *(_row(n, 11, "10.3 1.5x") for n in ("gfx1100", "gfx1101", "gfx1151")),
+    *(_row(n, 11, "10.3") for n in ("gfx1102", "gfx1103", "gfx1150", "gfx1152", "gfx11-generic")),
+    _row("gfx1153", 11, "10.3", llvm=(20, None)),
+    *(_row(n, 12, "10.3 1.5x") for n in ("gfx1200", "gfx1201", "gfx12-generic")),
 )
 
 #: VGPRs (and AGPRs) one instruction can address per file (getAddressableNumArchVGPRs).
 ARCH_VGPRS: Final = 256
-#: SGPRs the hardware file holds per SIMD on gfx8+ (getTotalNumSGPRs).
+#: SGPRs the hardware file holds per SIMD (getTotalNumSGPRs): 800 on gfx8+, 512 before.
 _TOTAL_SGPRS: Final = 800
+_GFX6_TOTAL_SGPRS: Final = 512
+#: The SGPRs every kernel allocates on processors with the SGPR init bug (gfx802, gfx805).
+FIXED_SGPRS_FOR_INIT_BUG: Final = 96
 #: Wave-limited SGPR budget on gfx10+ when not asking for addressable ones (getMaxNumSGPRs).
 _GFX10_NON_ADDRESSABLE_SGPRS: Final = 108
 #: ... and on gfx8/9 (getMaxNumSGPRs: ``AddressableNumSGPRs = 112``).
@@ -87,7 +116,8 @@ def _check_table() -> None:
     names = [p.name for p in _PROCESSORS]
     assert len(set(names)) == len(names), "duplicate processor"
     for p in _PROCESSORS:
-        assert p.major in (9, 10, 11, 12), p
+        assert 6 <= p.major <= 12, p
+        assert not p.sgpr_init_bug or p.major == 8, p
         assert not p.gfx90a_insts or p.mai, f"{p.name}: gfx90a insts imply MAI"
         assert not p.vgprs_1_5x or p.gfx10_3_insts, p
         assert not (p.major >= 10 and p.mai), p
@@ -110,7 +140,7 @@ class Target:
     """
 
     name: str
-    generation: str  # "gfx9", "gfx10", "gfx11", "gfx12"
+    generation: str  # "gfx6" ... "gfx12"
     wavefront_size: int
     addressable_sgprs: int
     total_sgprs: int
@@ -128,6 +158,7 @@ class Target:
     xnack: bool
     llvm_min: int
     llvm_max: int | None
+    sgpr_init_bug: bool = False
 
     def __hash__(self) -> int:
         return hash((self.name, self.wavefront_size))
@@ -183,6 +214,8 @@ class Target:
         else:
             vector = max(vgprs, agprs)
         waves = min(self.max_waves_per_simd, self.waves_with_vgprs(vector))
+        if self.sgpr_init_bug:
+            sgprs = FIXED_SGPRS_FOR_INIT_BUG  # llc reports 96 whatever the kernel uses
         if sgprs:
             waves = min(waves, self.waves_with_sgprs(sgprs))
         return waves
@@ -195,9 +228,14 @@ class Target:
         return min(max(self.total_vgprs // rounded, 1), self.max_waves_per_simd)
 
     def waves_with_sgprs(self, sgprs: int) -> int:
-        """getOccupancyWithNumSGPRs (gfx8/9 table; gfx10+ SGPRs never limit occupancy)."""
+        """getOccupancyWithNumSGPRs (gfx8/9 and gfx6/7 tables; gfx10+ SGPRs never limit occupancy)."""
         if self.major >= 10:
             return self.max_waves_per_simd
+        if self.major < 8:
+            for limit, waves in ((48, 10), (56, 9), (64, 8), (72, 7), (80, 6)):
+                if sgprs <= limit:
+                    return waves
+            return 5
         if sgprs <= 80:
             return 10
         if sgprs <= 88:
@@ -238,7 +276,7 @@ class Target:
         _check_waves(waves_per_eu)
         if self.major >= 10:
             return self.addressable_sgprs if addressable else _GFX10_NON_ADDRESSABLE_SGPRS
-        limit = self.addressable_sgprs if addressable else _GFX9_NON_ADDRESSABLE_SGPRS
+        limit = self.addressable_sgprs if addressable or self.major < 8 else _GFX9_NON_ADDRESSABLE_SGPRS
         most = _align_down(self.total_sgprs // waves_per_eu, self.sgpr_alloc_granule)
         return min(most, limit)
 
@@ -254,8 +292,10 @@ class Target:
         """GCNSubtarget::getBaseReservedNumSGPRs: SGPRs kept for VCC, FLAT_SCRATCH, XNACK_MASK."""
         if self.major >= 10:
             return 2  # VCC; FLAT_SCRATCH and XNACK are no longer SGPRs
-        if has_flat_scratch or self.architected_flat_scratch:
+        if (has_flat_scratch or self.architected_flat_scratch) and self.major >= 8:
             return 6  # FLAT_SCRATCH, XNACK, VCC
+        if has_flat_scratch and self.major == 7:
+            return 4  # FLAT_SCRATCH, VCC (gfx6 has no flat scratch)
         if self.xnack:
             return 4  # XNACK, VCC
         return 2
@@ -306,15 +346,15 @@ def _align_down(value: int, granule: int) -> int:
 def _make_target(name: str, wavefront_size: int | None = None) -> Target:
     proc = _processor(name)
     if wavefront_size is None:
-        # Default wave size: 64 on gfx9, 32 on gfx10+ (llc prints .amdhsa_wavefront_size32 1).
-        wavefront_size = 64 if proc.major == 9 else 32
-    if wavefront_size not in (32, 64) or (proc.major == 9 and wavefront_size != 64):
+        # Default wave size: 64 up to gfx9, 32 on gfx10+ (llc prints .amdhsa_wavefront_size32 1).
+        wavefront_size = 64 if proc.major <= 9 else 32
+    if wavefront_size not in (32, 64) or (proc.major <= 9 and wavefront_size != 64):
         raise TargetError(f"{name} does not support wavefront size {wavefront_size}")
     wave32 = wavefront_size == 32
     # getVGPRAllocGranule / getTotalNumVGPRs
     if proc.gfx90a_insts:
         granule, total_vgprs = 8, 512
-    elif proc.major == 9:
+    elif proc.major <= 9:
         granule, total_vgprs = 4, 256
     elif proc.vgprs_1_5x:
         granule, total_vgprs = (24, 1536) if wave32 else (12, 768)
@@ -322,20 +362,24 @@ def _make_target(name: str, wavefront_size: int | None = None) -> Target:
         granule, total_vgprs = (16, 1024) if wave32 else (8, 512)
     else:
         granule, total_vgprs = (8, 1024) if wave32 else (4, 512)
-    # getMaxWavesPerEU: 8 with gfx90a insts, 10 on other gfx9, 16 from gfx10.3, 20 on gfx10.1.
+    # getMaxWavesPerEU: 8 with gfx90a insts, 10 up to gfx9, 16 from gfx10.3, 20 on gfx10.1.
     if proc.gfx90a_insts:
         max_waves = 8
-    elif proc.major == 9:
+    elif proc.major <= 9:
         max_waves = 10
     else:
         max_waves = 16 if proc.gfx10_3_insts else 20
-    addressable_sgprs = 106 if proc.major >= 10 else 102  # getAddressableNumSGPRs
+    # getAddressableNumSGPRs
+    if proc.sgpr_init_bug:
+        addressable_sgprs = FIXED_SGPRS_FOR_INIT_BUG
+    else:
+        addressable_sgprs = 106 if proc.major >= 10 else 102 if proc.major >= 8 else 104
     return Target(
         name=name,
         generation=f"gfx{proc.major}",
         wavefront_size=wavefront_size,
         addressable_sgprs=addressable_sgprs,
-        total_sgprs=_TOTAL_SGPRS,
+        total_sgprs=_TOTAL_SGPRS if proc.major >= 8 else _GFX6_TOTAL_SGPRS,
         addressable_vgprs=ARCH_VGPRS,
         has_agprs=proc.mai,
         unified_vgpr_file=proc.gfx90a_insts,
@@ -343,14 +387,15 @@ def _make_target(name: str, wavefront_size: int | None = None) -> Target:
         vgpr_alloc_granule=granule,
         max_waves_per_simd=max_waves,
         total_vgprs=total_vgprs,
-        # getSGPRAllocGranule: the whole addressable file on gfx10+, 16 on gfx8/9.
-        sgpr_alloc_granule=addressable_sgprs if proc.major >= 10 else 16,
+        # getSGPRAllocGranule: the whole addressable file on gfx10+, 16 on gfx8/9, 8 before.
+        sgpr_alloc_granule=addressable_sgprs if proc.major >= 10 else 16 if proc.major >= 8 else 8,
         gfx10_3_insts=proc.gfx10_3_insts,
         vgprs_1_5x=proc.vgprs_1_5x,
         architected_flat_scratch=proc.architected_flat_scratch,
         xnack=proc.xnack,
         llvm_min=proc.llvm_min,
         llvm_max=proc.llvm_max,
+        sgpr_init_bug=proc.sgpr_init_bug,
     )
 
 
@@ -440,6 +485,8 @@ def function_budget(
             requested = 0
         if requested:
             max_sgprs = requested
+    if target.sgpr_init_bug:
+        max_sgprs = FIXED_SGPRS_FOR_INIT_BUG
     sgprs = min(max_sgprs - reserved, max_addressable)
 
     # Vector registers
