@@ -23,6 +23,7 @@ refuses reads of undefined virtual register lanes (a well-formedness check of pr
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import zlib
@@ -73,6 +74,7 @@ class Unsupported(Exception):
     pass
 
 
+@functools.lru_cache(maxsize=4096)
 def physical_units(name: str) -> tuple[str, ...]:
     """The 32-bit registers of a physical register: `vgpr4_vgpr5` -> (`vgpr4`, `vgpr5`)."""
     name = name.lower().lstrip("$")
@@ -98,8 +100,9 @@ def class_dwords(cls: str) -> int:
     return int(m.group(1)) // 32
 
 
-def subreg_lanes(index: str) -> list[int]:
-    """`sub2_sub3` -> [2, 3]."""
+@functools.lru_cache(maxsize=1024)
+def subreg_lanes(index: str) -> tuple[int, ...]:
+    """`sub2_sub3` -> (2, 3)."""
     out = []
     for part in index.split("_"):
         if not re.fullmatch(r"sub\d+", part):
@@ -107,7 +110,7 @@ def subreg_lanes(index: str) -> list[int]:
         out.append(int(part[3:]))
     if out != list(range(out[0], out[0] + len(out))):
         raise Unsupported(f"subregister index {index}")
-    return out
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -156,6 +159,7 @@ class Machine:
         self.events: list[tuple[object, ...]] = []
         self.stores = 0
         self._keys: dict[int, int] = {}
+        self._storage: dict[int, tuple[tuple[str, object, int], ...]] = {}  # id(operand) -> `_lanes`
 
     # -- state -------------------------------------------------------------------------------
     def _initial(self, what: str) -> int:
@@ -175,16 +179,25 @@ class Machine:
             raise Unsupported(f"no class for %{op.vreg}")
         return w
 
-    def _lanes(self, op: Operand) -> list[tuple[str, object, int]]:
-        """Storage of a register operand: ("v", vreg, lane) or ("p", unit, 0) per 32 bits."""
+    def _lanes(self, op: Operand) -> tuple[tuple[str, object, int], ...]:
+        """Storage of a register operand: ("v", vreg, lane) or ("p", unit, 0) per 32 bits.
+
+        Operands do not change while a program runs, so each one is worked out once.
+        """
+        cached = self._storage.get(id(op))
+        if cached is not None:
+            return cached
         if op.vreg is not None:
-            lanes = subreg_lanes(op.subreg) if op.subreg else list(range(self._vwidth(op)))
-            return [("v", op.vreg, k) for k in lanes]
-        assert op.phys is not None
-        units = physical_units(op.phys)
-        if op.subreg:
-            units = tuple(units[k] for k in subreg_lanes(op.subreg))
-        return [("p", u, 0) for u in units]
+            lanes = subreg_lanes(op.subreg) if op.subreg else range(self._vwidth(op))
+            out = tuple(("v", op.vreg, k) for k in lanes)
+        else:
+            assert op.phys is not None
+            units = physical_units(op.phys)
+            if op.subreg:
+                units = tuple(units[k] for k in subreg_lanes(op.subreg))
+            out = tuple(("p", u, 0) for u in units)
+        self._storage[id(op)] = out
+        return out
 
     def _check_tuple(self, name: str, units: tuple[str, ...]) -> None:
         """The hardware has no misaligned tuples: SGPR pairs start even and wider SGPR tuples at
