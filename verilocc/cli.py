@@ -111,6 +111,7 @@ def cmd_recheck(args: argparse.Namespace) -> int:
 
 def cmd_materialise(args: argparse.Namespace) -> int:
     from verilocc.alloc.assignment import materialise, read_assignment
+    from verilocc.alloc.finish import finish_for_llc
     from verilocc.mir.parser import read_module
     from verilocc.mir.printer import print_module
 
@@ -121,6 +122,8 @@ def cmd_materialise(args: argparse.Namespace) -> int:
         print(f"{f.place.file}:{f.place.line}: error: {f.message}", file=sys.stderr)
     if findings:
         return 1
+    for pre_fn, post_fn in zip(pre.functions, post.functions):
+        finish_for_llc(pre_fn, post_fn, asg.regs)  # block live-ins, as llc -start-after wants them
     write_output(args.output, print_module(post), [args.pre, args.assignment])
     return 0
 
@@ -319,7 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_allocate)
 
     m = sub.add_parser("materialise", help="apply an assignment to a pre-RA MIR file and print the post-RA MIR",
-                       description="Rewrite every virtual register of PRE.mir to its assigned physical register.")
+                       description="Rewrite every virtual register of PRE.mir to its assigned physical register, drop "
+                       "identity copies and list each block's live-in registers, as llc -start-after=virtregrewriter "
+                       "wants them. The output is not verified here: run `verilocc verify OUT --pre PRE.mir`.")
     m.add_argument("pre", metavar="PRE.mir")
     m.add_argument("--assignment", required=True, metavar="FILE")
     m.add_argument("-o", "--output", metavar="FILE", help="output MIR (default stdout)")
