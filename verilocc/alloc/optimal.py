@@ -1042,7 +1042,7 @@ def _checked(fn: Function, target: Target, assignment: dict[int | str, PhysReg],
              start: float, reason: str) -> SolverAllocation:
     """Materialise and verify `assignment`; only a VERIFIED one keeps `status`."""
     from verilocc.alloc.assignment import Assignment, materialise
-    from verilocc.alloc.liveins import add_block_liveins
+    from verilocc.alloc.finish import finish_for_llc
     from verilocc.findings import Verdict
     from verilocc.verify import Options, verify_modules
 
@@ -1050,7 +1050,7 @@ def _checked(fn: Function, target: Target, assignment: dict[int | str, PhysReg],
     post, findings = materialise(pre, Assignment(fn.file, dict(assignment), {v: 0 for v in assignment}))
     (post_fn,) = post.functions
     if not findings:
-        add_block_liveins(post_fn, target)
+        finish_for_llc(fn, post_fn, assignment)
     report = verify_modules(post, pre, Options(mcpu=target.name), extra_findings=findings)
     seconds = round(time.perf_counter() - start, 3)
     usage = register_usage(post_fn, target)
