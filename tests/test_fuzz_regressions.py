@@ -61,6 +61,11 @@ WRONG_NEIGHBOURS = {
         "    renamable $vgpr2 = COPY killed renamable $sgpr1\n",
         "    renamable $sgpr1 = COPY renamable $sgpr0\n    renamable $vgpr2 = COPY killed renamable $sgpr1\n",
     )]),
+    "remat-stale-dependency: the partial redefinition written to the other half": ("remat-stale-dependency", [(
+        "post",
+        "    renamable $sgpr4 = S_MOV_B32 -2147483648\n",
+        "    renamable $sgpr5 = S_MOV_B32 -2147483648\n",
+    )]),
     "dead-def-deleted: a deleted def whose value is stored": ("dead-def-deleted", [(
         "pre",
         "    dead %18:sreg_64 = S_LSHL_B64 %5, %0.sub0, implicit-def dead $scc\n",

@@ -167,7 +167,11 @@ class _Walker:
                     store[k] = v - {tag}
         self.drop_remat(tag)
         for dep in self.rdeps.pop(tag, set()):
-            self.drop_remat(dep)
+            # `rdeps` keeps every lane ever computed from `tag`; a lane redefined since then
+            # has a recipe of its own, which this redefinition leaves alone.
+            recipe = self.s.remat.get(dep)
+            if recipe is not None and tag in recipe[1]:
+                self.drop_remat(dep)
 
     def drop_remat(self, tag: Tag) -> None:
         self.s.remat.pop(tag, None)
