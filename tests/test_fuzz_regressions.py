@@ -66,6 +66,11 @@ WRONG_NEIGHBOURS = {
         "    renamable $sgpr4 = S_MOV_B32 -2147483648\n",
         "    renamable $sgpr5 = S_MOV_B32 -2147483648\n",
     )]),
+    "coalesced-input-copy: %0 read from where it lives later, not where it is now": ("coalesced-input-copy", [(
+        "post",
+        "renamable $vgpr2_vgpr3 = COPY renamable $sgpr4_sgpr5\n",
+        "renamable $vgpr2_vgpr3 = COPY renamable $sgpr6_sgpr7\n",
+    )]),
     "dead-def-deleted: a deleted def whose value is stored": ("dead-def-deleted", [(
         "pre",
         "    dead %18:sreg_64 = S_LSHL_B64 %5, %0.sub0, implicit-def dead $scc\n",

@@ -367,6 +367,9 @@ class ConstraintChecker:
         means LLVM split the value's live range: its pre-RA live range no longer says where it
         is, so it gets no variable here (value flow follows it through the moves). A post COPY
         that is just the virtual program's own COPY between the same homes moves nothing.
+        A virtual-program COPY between different homes that the allocated program does not
+        repeat was coalesced: there the value sat in the other operand's register, not in its
+        home, so its virtual operands get no variable either.
         """
         out: set[VReg] = set()
         by_unit: dict[int, set[VReg]] = {}
@@ -376,12 +379,18 @@ class ConstraintChecker:
                     by_unit.setdefault(u, set()).add(v)
         pre_blocks = {b.number: b for b in self.pre.blocks}
         post_blocks = {b.number: b for b in self.post.blocks}
+        def coalesced(copies: list[tuple[tuple[frozenset[int], frozenset[int]], Instruction]]) -> None:
+            for (dst, src), pi in copies:
+                if dst != src:
+                    out.update(op.vreg for op in pi.operands if op.kind == "reg" and op.vreg is not None)
+
         for b, steps in self.alignment.steps.items():
             wanted: dict[int, list[frozenset[int]]] = {}
             pre_idx = -1
-            gap_copies: list[tuple[frozenset[int], frozenset[int]]] = []
+            gap_copies: list[tuple[tuple[frozenset[int], frozenset[int]], Instruction]] = []
             for st in steps:
                 if st.role is Role.MATCHED:
+                    coalesced(gap_copies)
                     gap_copies = []
                 if st.pre is not None:
                     pre_idx = st.pre
@@ -389,7 +398,7 @@ class ConstraintChecker:
                     if st.role is Role.MOVE and pi.opcode == "COPY":
                         units = self._copy_units(pi, self.pre)
                         if units is not None:
-                            gap_copies.append(units)
+                            gap_copies.append((units, pi))
                     continue
                 if st.post is None or st.role not in (Role.MOVE, Role.SPILL):
                     continue
@@ -398,14 +407,16 @@ class ConstraintChecker:
                     continue
                 if qi.opcode == "COPY":
                     units = self._copy_units(qi, self.post)
-                    if units is not None and units in gap_copies:
-                        gap_copies.remove(units)
+                    match = next((g for g in gap_copies if g[0] == units), None) if units is not None else None
+                    if match is not None:
+                        gap_copies.remove(match)
                         continue
                 touched: set[int] = set()
                 for op in qi.operands:
                     if op.kind == "reg" and op.phys is not None and not op.is_implicit:
                         touched.update(physreg_at(self.post, op, op.phys).units)
                 wanted.setdefault(pre_idx, []).append(frozenset(touched))
+            coalesced(gap_copies)
             if not wanted:
                 continue
             live_at: dict[int, set[VReg]] = {}
