@@ -67,10 +67,26 @@ Outputs are written only when their content changes (idempotent; llc is determin
 Exit status: 0 when every pair was made, 1 when any failed (they are named), 2 on usage
 errors.
 
+IR from HIP (``--hip DIR --clang CLANG``).  Instead of reading the corpus's ``.ll`` files
+(made by clang-19, whose IR older llc versions cannot parse), compile the kernels of
+``DIR/manifest.txt`` (or ``--manifest FILE``) with the given clang first, exactly as the corpus README shows::
+
+    cd DIR && CLANG -x hip --cuda-device-only --offload-arch=T -nogpulib -nogpuinc
+              -fuse-cuid=none -O3 [manifest -D flags] -include scripts/hip_compat.h
+              -S -emit-llvm k.hip -o <ll-dir>/T/<kernel>.ll
+
+``hip_compat.h`` stands in for two builtins clang 15/16 lack and is a no-op for clang 19+.
+A manifest line's target keywords select among the requested ``--targets``: ``all`` every
+one, ``mfma`` those with MFMA (gfx908, gfx90a, gfx94x, gfx950), ``wmma`` gfx11; an explicit
+target name only itself.  The pairs are then made from those ``.ll`` files, written to
+``--ll-dir`` (default ``<out>/ll``; other files there are ignored).
+
 Example::
 
     python3 scripts/llc_corpus.py --llc llc-22 --out /tmp/llc22 -j 4
     python3 scripts/llc_corpus.py --llc llc-19 --out /tmp/llc19 --targets gfx1100 --kernels 'fa_*'
+    python3 scripts/llc_corpus.py --llc llc-15 --hip ../shared/kernels --clang clang-15 \
+        --targets gfx908,gfx90a,gfx940,gfx1030,gfx1100 --out /tmp/llc15
 """
 
 from __future__ import annotations
@@ -400,10 +416,11 @@ class PairMaker:
         if declared_vregs(pre) == 0:
             raise PairError("pre file declares no virtual registers")
 
-        # 3. The last rewriter instance, from this llc's pass structure on this input.
+        # 3. The last rewriter instance, from this llc's pass structure on this input.  The
+        # assembly it writes is thrown away (not -filetype=null: llc-15 crashes with it).
         proc, _ = self.run_on_mir(job, work, name, pre,
-                                  ["-start-before=greedy", "-debug-pass=Structure",
-                                   "-filetype=null"], opcodes, "pass structure")
+                                  ["-start-before=greedy", "-debug-pass=Structure"],
+                                  opcodes, "pass structure")
         instance = last_rewriter_instance(proc.stderr)
 
         # 4. Allocate.
@@ -437,6 +454,72 @@ class PairMaker:
         return msg, instance
 
 
+# --- IR from HIP sources ----------------------------------------------------------------------
+
+HIP_COMPAT = Path(__file__).resolve().parent / "hip_compat.h"
+
+
+def target_matches(keyword: str, target: str) -> bool:
+    """Does a manifest target keyword (all, mfma, wmma or a name) select `target`?"""
+    if keyword == "all":
+        return True
+    if keyword == "mfma":
+        return target in ("gfx908", "gfx90a", "gfx950") or target.startswith("gfx94")
+    if keyword == "wmma":
+        return re.fullmatch(r"gfx11\d\d", target) is not None
+    return keyword == target
+
+
+def read_manifest(path: Path) -> list[tuple[str, str, list[str], list[str]]]:
+    """(kernel, source, target keywords, clang flags) per line of a kernel manifest."""
+    out = []
+    for raw in read_text(path).splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            name, source, targets, *flags = line.split()
+            out.append((name, source, targets.split(","), flags))
+    return out
+
+
+def compile_hip(clang: str, hip: Path, manifest: Path, targets: list[str], kernels: list[str] | None,
+                ll_dir: Path, timeout: float) -> tuple[list[Job], list[str]]:
+    """Compile the manifest's kernels into `ll_dir/<target>/<kernel>.ll`.
+
+    Returns the jobs for the compiled kernels (only those: other `.ll` files in `ll_dir` are
+    not picked up) and the `<target>/<kernel>` names clang failed on.
+    """
+    jobs: list[Job] = []
+    failed: list[str] = []
+    for name, source, keywords, flags in read_manifest(manifest):
+        if kernels is not None and not any(fnmatch.fnmatchcase(name, k) for k in kernels):
+            continue
+        for target in targets:
+            if not any(target_matches(k, target) for k in keywords):
+                continue
+            with tempfile.TemporaryDirectory(prefix="llc_corpus_clang_") as tmp:
+                out = Path(tmp) / "k.ll"
+                cmd = [clang, "-x", "hip", "--cuda-device-only", f"--offload-arch={target}",
+                       "-nogpulib", "-nogpuinc", "-fuse-cuid=none", "-O3", *flags,
+                       "-include", str(HIP_COMPAT), "-S", "-emit-llvm", source, "-o", str(out)]
+                try:
+                    proc = subprocess.run(cmd, cwd=hip, capture_output=True, text=True,
+                                          errors="replace", timeout=timeout, check=False)
+                    ok = proc.returncode == 0 and out.exists()
+                    why = " | ".join([ln for ln in proc.stderr.splitlines()
+                                      if "error" in ln][:3])
+                except subprocess.TimeoutExpired:
+                    ok, why = False, f"timed out after {timeout:.0f}s"
+                if ok:
+                    ll = ll_dir / target / f"{name}.ll"
+                    write_if_changed(ll, read_text(out))
+                    jobs.append(Job(target, name, ll))
+                else:
+                    failed.append(f"{target}/{name}")
+                    print(f"FAIL clang {target}/{name}: {why}", flush=True)
+    order = {t: k for k, t in enumerate(targets)}
+    return sorted(jobs, key=lambda j: (order[j.target], j.kernel)), failed
+
+
 # --- command line ----------------------------------------------------------------------------
 
 def llc_version(llc: str) -> str:
@@ -445,7 +528,7 @@ def llc_version(llc: str) -> str:
                              check=False, timeout=60).stdout
     except OSError as e:
         raise SystemExit(f"error: cannot run {llc}: {e}") from None
-    m = re.search(r"LLVM version (\S+)", out)
+    m = re.search(r"(?:LLVM|clang) version (\S+)", out)
     return m.group(1) if m else "unknown"
 
 
@@ -481,13 +564,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per llc call")
     ap.add_argument("--check-replay", action="store_true",
                     help="allocate twice from the stored pre text and require identical posts")
+    ap.add_argument("--hip", type=Path, default=None, metavar="DIR",
+                    help="compile the HIP kernels of DIR/<manifest> with --clang first and make "
+                         "the pairs from that IR instead of --corpus")
+    ap.add_argument("--clang", default=None, help="clang for --hip (path or name on PATH)")
+    ap.add_argument("--manifest", default="manifest.txt",
+                    help="kernel manifest: a file name in the --hip directory or a path with a "
+                         "'/' (sources are always taken from --hip; default %(default)s)")
+    ap.add_argument("--ll-dir", type=Path, default=None,
+                    help="where --hip writes <target>/<kernel>.ll (default <out>/ll)")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error("-j must be at least 1")
+    if (args.hip is None) != (args.clang is None):
+        ap.error("--hip and --clang go together")
 
     llc_path = shutil.which(args.llc) or args.llc
     version = llc_version(llc_path)
-    jobs = find_jobs(args.corpus, split_list(args.targets) or [], split_list(args.kernels))
+    targets = split_list(args.targets) or []
+    clang_failed: list[str] = []
+    jobs: list[Job]
+    if args.hip is not None:
+        clang_path = shutil.which(args.clang) or args.clang
+        ll_dir = args.ll_dir or args.out / "ll"
+        manifest = Path(args.manifest) if "/" in args.manifest else args.hip / args.manifest
+        if not manifest.is_file():
+            ap.error(f"no manifest {manifest}")
+        print(f"clang {clang_path} ({llc_version(clang_path)}); kernels of "
+              f"{manifest} into {ll_dir}", flush=True)
+        jobs, clang_failed = compile_hip(clang_path, args.hip.resolve(), manifest.resolve(),
+                                         targets, split_list(args.kernels), ll_dir.resolve(),
+                                         args.timeout)
+        args.corpus = ll_dir
+    else:
+        jobs = find_jobs(args.corpus, targets, split_list(args.kernels))
     if not jobs:
         print("error: no kernel matched", file=sys.stderr)
         return 1
@@ -513,7 +623,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{time.monotonic() - t0:.1f}s")
     for r in failed:
         print(f"failed: {r.job.target}/{r.job.kernel}", file=sys.stderr)
-    return 1 if failed else 0
+    for name in clang_failed:
+        print(f"failed (clang): {name}", file=sys.stderr)
+    return 1 if failed or clang_failed else 0
 
 
 if __name__ == "__main__":

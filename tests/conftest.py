@@ -34,6 +34,15 @@ def fixture_pairs(llvm: str) -> list[tuple[str, Path, Path]]:
     return out
 
 
+def llvm_version_pairs(version: str) -> list[tuple[str, Path, Path]]:
+    """(id, post, pre) for the pairs of tests/fixtures/llvm/<version>/<target>/ (LLVM 15 and 16)."""
+    out = []
+    for post in sorted((FIXTURES / "llvm" / version).glob("*/*.post.mir")):
+        pre = post.with_name(post.name.replace(".post.mir", ".pre.mir"))
+        out.append((f"{version}/{post.parent.name}/{post.name[:-len('.post.mir')]}", post, pre))
+    return out
+
+
 def verify_pair(post: Path, pre: Path | None = None, **opts: object) -> Report:
     return verify_modules(read_module(post), read_module(pre) if pre else None, Options(**opts))  # type: ignore[arg-type]
 

@@ -31,7 +31,8 @@ def _structure(m):  # type: ignore[no-untyped-def]
     ]
 
 
-ALL_MIR = sorted(CORPUS.glob("*/*.mir")) + sorted((FIXTURES / "targets").glob("llvm*/*/*.mir"))
+ALL_MIR = (sorted(CORPUS.glob("*/*.mir")) + sorted((FIXTURES / "targets").glob("llvm*/*/*.mir"))
+           + sorted((FIXTURES / "llvm").glob("*/*/*.mir")))  # LLVM 15 and 16
 
 
 @pytest.mark.parametrize("path", ALL_MIR, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.name}")
