@@ -258,12 +258,19 @@ def files_disjoint_lemma() -> str:
 def generate() -> dict[str, str]:
     """File name -> SMT-LIB text of every lemma, in a fixed order."""
     files: dict[str, str] = {}
+    # One overlap file per distinct formula (most targets share one): named after its first
+    # (target, file), with every pair it stands for in its first line.
+    groups: dict[str, list[str]] = {}
     for t in target_names():
         target = get_target(t)
         for file in (RegFile.SGPR, RegFile.VGPR, RegFile.AGPR):
             if file is RegFile.AGPR and not target.has_agprs:
                 continue
-            files[f"overlap_{t}_{file.value}.smt2"] = overlap_lemma(t, file)
+            head, body = overlap_lemma(t, file).split("\n", 1)
+            groups.setdefault(body, []).append(f"{t}_{file.value}")
+    for body, pairs in groups.items():
+        files[f"overlap_{pairs[0]}.smt2"] = (f"; lemma overlap_{pairs[0]}: interval disjointness of two lane runs "
+                                             f"equals lane-set disjointness, for {' '.join(pairs)}\n" + body)
     files["subreg_masks.smt2"] = subreg_masks_lemma()
     files.update(membership_lemmas())
     files.update(subreg_algebra_lemmas())

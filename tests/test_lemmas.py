@@ -66,8 +66,11 @@ def test_lemma_files_are_current() -> None:
         assert any(n.startswith(prefix) for n in FILES), prefix
     from verilocc.target import get_target, target_names
 
-    expected = sum(3 if get_target(t).has_agprs else 2 for t in target_names())  # every target and file
-    assert len([n for n in FILES if n.startswith("overlap_")]) == expected
+    # every target and file is covered by one overlap file (files are shared by equal formulas)
+    covered = " ".join((LEMMAS / n).read_text().split("\n", 1)[0] for n in FILES if n.startswith("overlap_")).split()
+    for t in target_names():
+        for f in ("sgpr", "vgpr") + (("agpr",) if get_target(t).has_agprs else ()):
+            assert f"{t}_{f}" in covered, (t, f)
 
 
 @pytest.mark.parametrize("name", FILES)
