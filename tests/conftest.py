@@ -26,21 +26,22 @@ def corpus_pairs() -> list[tuple[str, Path, Path]]:
     return out
 
 
-def fixture_pairs(llvm: str) -> list[tuple[str, Path, Path]]:
+def _pairs_under(root: Path, prefix: str) -> list[tuple[str, Path, Path]]:
+    """(id, post, pre) for every `<target>/<kernel>.post.mir` under `root`."""
     out = []
-    for post in sorted((FIXTURES / "targets" / llvm).glob("*/*.post.mir")):
+    for post in sorted(root.glob("*/*.post.mir")):
         pre = post.with_name(post.name.replace(".post.mir", ".pre.mir"))
-        out.append((f"{llvm}/{post.parent.name}/{post.name[:-len('.post.mir')]}", post, pre))
+        out.append((f"{prefix}/{post.parent.name}/{post.name[:-len('.post.mir')]}", post, pre))
     return out
+
+
+def fixture_pairs(llvm: str) -> list[tuple[str, Path, Path]]:
+    return _pairs_under(FIXTURES / "targets" / llvm, llvm)
 
 
 def llvm_version_pairs(version: str) -> list[tuple[str, Path, Path]]:
-    """(id, post, pre) for the pairs of tests/fixtures/llvm/<version>/<target>/ (LLVM 15 and 16)."""
-    out = []
-    for post in sorted((FIXTURES / "llvm" / version).glob("*/*.post.mir")):
-        pre = post.with_name(post.name.replace(".post.mir", ".pre.mir"))
-        out.append((f"{version}/{post.parent.name}/{post.name[:-len('.post.mir')]}", post, pre))
-    return out
+    """The pairs of tests/fixtures/llvm/<version>/<target>/ (LLVM 15 and 16)."""
+    return _pairs_under(FIXTURES / "llvm" / version, version)
 
 
 def verify_pair(post: Path, pre: Path | None = None, **opts: object) -> Report:
