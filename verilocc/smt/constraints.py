@@ -379,6 +379,7 @@ class ConstraintChecker:
                     by_unit.setdefault(u, set()).add(v)
         pre_blocks = {b.number: b for b in self.pre.blocks}
         post_blocks = {b.number: b for b in self.post.blocks}
+
         def coalesced(copies: list[tuple[tuple[frozenset[int], frozenset[int]], Instruction]]) -> None:
             for (dst, src), pi in copies:
                 if dst != src:
