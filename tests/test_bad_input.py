@@ -13,6 +13,7 @@ lines from and corrupts small corpus files and runs the CLI in-process on every 
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import time
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from verilocc import cli
+from verilocc.errors import InputError
 from verilocc.mir import parser as mir_parser
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -460,9 +462,21 @@ def _mutate(data: bytes, rng: random.Random) -> tuple[str, bytes]:
     return kind, data[:k] + new + data[k + 1:]
 
 
-@pytest.mark.parametrize("seed", FUZZ_SEEDS)
-def test_random_mutants(seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _failures(check: Callable[[], object], what: str) -> list[str]:
+    """[] if `check` passes, else the case and what went wrong (the sweeps below collect them,
+    so that a planted parser bug shows which cases catch it)."""
+    try:
+        check()
+    except AssertionError as e:
+        return [f"{what}: {e}"]
+    return []
+
+
+def _random_mutant_failures(seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """Seeded truncations, deleted, duplicated and swapped lines and corrupted bytes of small
+    corpus files: each gives bad input with a place or a verdict, never a crash."""
     rng = random.Random(1000 + seed)
+    failures: list[str] = []
     for n in range(MUTANTS_PER_SEED):
         base = rng.choice(FUZZ_FILES)
         which = rng.choice(("pre", "post"))
@@ -473,26 +487,32 @@ def test_random_mutants(seed: int, tmp_path: Path, capsys: pytest.CaptureFixture
         post, pre = (bad, other) if which == "post" else (other, bad)
         res = run(capsys, ["verify", str(post), "--pre", str(pre), "--timeout", "10"])
         what = f"seed {seed} mutant {n}: {kind} of {base}.{which}.mir (kept as {bad}): rc {res.rc}, stderr {res.err[-400:]!r}"
-        assert "Traceback" not in res.out + res.err, what
-        assert "internal error" not in res.out + res.err, what
-        assert res.rc in (0, 1, 2, 3), what
-        if res.rc == 2:
-            assert_bad_input(res, bad)
-        else:
-            assert res.out.split(None, 1)[0] in ("VERIFIED", "REJECTED", "UNKNOWN"), what
-        if res.rc == 3:
-            assert "UNKNOWN" in res.out, what
+
+        def check(res: Outcome = res, bad: Path = bad, what: str = what) -> None:
+            assert "Traceback" not in res.out + res.err, what
+            assert "internal error" not in res.out + res.err, what
+            assert res.rc in (0, 1, 2, 3), what
+            if res.rc == 2:
+                assert_bad_input(res, bad)
+            else:
+                assert res.out.split(None, 1)[0] in ("VERIFIED", "REJECTED", "UNKNOWN"), what
+            if res.rc == 3:
+                assert "UNKNOWN" in res.out, what
+
+        failures += _failures(check, what)
+    return failures
 
 
-@pytest.mark.parametrize("base", FUZZ_FILES)
-def test_every_truncation_is_bad_input(base: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A file cut anywhere before its closing `...` is bad input at its end, never a verdict.
+@pytest.mark.parametrize("seed", FUZZ_SEEDS)
+def test_random_mutants(seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    failures = _random_mutant_failures(seed, tmp_path, capsys)
+    assert not failures, failures
 
-    Cut at a line boundary inside the last function, the rest still parses as a shorter
-    program (one that a verdict would judge); llc closes every document, so the missing
-    `...` is what tells a truncated file from a complete one.
-    """
+
+def _truncation_failures(base: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """Cuts of `base` (pre and post) that are not bad input at the file's last line."""
     rng = random.Random(7)
+    failures: list[str] = []
     for which in ("pre", "post"):
         data = (CORPUS / f"{base}.{which}.mir").read_bytes()
         end = data.rindex(b"\n...")
@@ -506,7 +526,52 @@ def test_every_truncation_is_bad_input(base: str, tmp_path: Path, capsys: pytest
             res = run(capsys, ["verify", str(post), "--pre", str(pre)])
             text = data[:cut].decode("utf-8", "replace")
             last = max(i for i, ln in enumerate(text.split("\n"), 1) if ln.strip()) if text.strip() else 1
-            assert_bad_input(res, bad, line=None if cut < 64 else last)
+            failures += _failures(functools.partial(assert_bad_input, res, bad, line=None if cut < 64 else last),
+                                  f"{base}.{which}.mir cut at byte {cut}: rc {res.rc}")
+    return failures
+
+
+@pytest.mark.parametrize("base", FUZZ_FILES)
+def test_every_truncation_is_bad_input(base: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file cut anywhere before its closing `...` is bad input at its end, never a verdict.
+
+    Cut at a line boundary inside the last function, the rest still parses as a shorter
+    program (one that a verdict would judge); llc closes every document, so the missing
+    `...` is what tells a truncated file from a complete one.
+    """
+    failures = _truncation_failures(base, tmp_path, capsys)
+    assert not failures, failures
+
+
+# --- the parser fuzzing catches planted parser bugs -----------------------------------------------
+
+def test_planted_truncation_bug_is_caught(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parser that closes a document left open (the check the truncation sweep guards) gives
+    verdicts on truncated files: the sweep reports them."""
+    real = mir_parser._split_documents  # pyright: ignore[reportPrivateUsage]
+
+    def forgiving(lines: list[str], file: str) -> list[tuple[int, list[str]]]:
+        try:
+            return real(lines, file)
+        except InputError as e:
+            if "closing `...`" not in e.message:
+                raise
+            return real([*lines, "..."], file)
+
+    monkeypatch.setattr(mir_parser, "_split_documents", forgiving)
+    failures = _truncation_failures(FUZZ_FILES[0], tmp_path, capsys)
+    assert any(re.search(r": rc [013]: ", f) for f in failures), failures
+
+
+def test_planted_positionless_error_is_caught(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body parser that raises a plain exception (no file, line, column) instead of a
+    positioned error: the random mutants end in "internal error" and the sweep reports them."""
+    monkeypatch.setattr(mir_parser._BodyParser, "error",  # pyright: ignore[reportPrivateUsage]
+                        lambda self, msg, line, col: ValueError(msg))  # type: ignore[no-untyped-def]
+    failures = [f for seed in FUZZ_SEEDS[:4] for f in _random_mutant_failures(seed, tmp_path, capsys)]
+    assert any("internal error" in f for f in failures), failures
 
 
 def test_wrong_width_allocation_is_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
