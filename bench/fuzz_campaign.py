@@ -1,0 +1,80 @@
+"""The long fuzz run (issue 4), kept in bench/fuzz_campaign.json, part by part.
+
+    python bench/fuzz_campaign.py                      # table; examples on the current verifier
+    python bench/fuzz_campaign.py add LABEL COMMIT CHUNK.json ...
+                                                       # record `verilocc fuzz` summaries as parts
+
+A run is made of chunks, `verilocc fuzz --examples N --seed S --jobs 2` with consecutive seeds
+(one seed per four targets), so chunks run in different sessions add up to one run. A part
+counts for the verifier of today only if `verilocc/` at its commit is today's `verilocc/` up to
+whitespace (`git diff -w --ignore-blank-lines`): a change to the verifier or to the fuzzer
+makes earlier parts evidence about older code. The clean run is the trailing stretch of such
+parts with no disagreement.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CAMPAIGN = ROOT / "bench" / "fuzz_campaign.json"
+TARGETS = 4  # gfx908, gfx90a, gfx942, gfx1100: one seed per four examples
+
+
+def same_verifier(commit: str) -> bool:
+    """`verilocc/` at `commit` is the working tree's, up to whitespace."""
+    diff = subprocess.run(["git", "diff", "--quiet", "-w", "--ignore-blank-lines", commit, "--", "verilocc/"],
+                          cwd=ROOT, capture_output=True)
+    return diff.returncode == 0
+
+
+def first_seed(part: dict[str, object]) -> int:
+    seed = part.get("seed", part.get("seeds"))
+    return int(str(seed).split("-")[0])
+
+
+def add(label: str, commit: str, chunks: list[str]) -> None:
+    campaign = json.loads(CAMPAIGN.read_text())
+    for chunk in chunks:
+        summary = json.loads(Path(chunk).read_text())
+        campaign["parts"].append({
+            "part": label,
+            "seed": summary["seed"], "verifier": commit, "examples": summary["examples"],
+            "verdicts": summary["verdicts"], "disagreements": summary["disagreements"],
+            "saved": [Path(p).name for p in summary["saved"]],
+        })
+    campaign["parts"].sort(key=first_seed)
+    campaign["examples"] = sum(int(p["examples"]) for p in campaign["parts"])
+    CAMPAIGN.write_text(json.dumps(campaign, indent=1) + "\n")
+
+
+def report() -> None:
+    parts = json.loads(CAMPAIGN.read_text())["parts"]
+    print("| part | seeds | verifier | examples | disagreements | verilocc/ as now |")
+    print("|---|---|---|---:|---|---|")
+    clean, calls = 0, 0
+    for p in parts:
+        now = p["verifier"][:1].isalnum() and " " not in p["verifier"] and same_verifier(p["verifier"])
+        last = first_seed(p) + (p["examples"] + TARGETS - 1) // TARGETS - 1
+        dis = ", ".join(f"{n} {k}" for k, n in sorted(p["disagreements"].items())) or "0"
+        print(f"| {p['part']} | {first_seed(p)}-{last} | {p['verifier']} | {p['examples']:,} | {dis} | "
+              f"{'yes' if now else 'no'} |")
+        if now and not p["disagreements"]:
+            clean += p["examples"]
+            calls += sum(p["verdicts"].values())
+        else:
+            clean, calls = 0, 0
+    end = max(first_seed(p) + p["examples"] // TARGETS for p in parts)
+    print(f"\nclean run on today's verilocc/: {clean:,} examples, {calls:,} verifier calls, 0 disagreements")
+    print(f"continue: verilocc fuzz --examples 4000 --seed {end} --jobs 2")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["add"] and len(sys.argv) >= 5:
+        add(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif len(sys.argv) > 1:
+        sys.exit(__doc__)
+    report()
