@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +56,7 @@ def report() -> None:
     parts = json.loads(CAMPAIGN.read_text())["parts"]
     print("| part | seeds | verifier | examples | disagreements | verilocc/ as now |")
     print("|---|---|---|---:|---|---|")
-    clean, calls = 0, 0
+    clean, verdicts = 0, Counter[str]()
     for p in parts:
         now = p["verifier"][:1].isalnum() and " " not in p["verifier"] and same_verifier(p["verifier"])
         last = first_seed(p) + (p["examples"] + TARGETS - 1) // TARGETS - 1
@@ -64,11 +65,13 @@ def report() -> None:
               f"{'yes' if now else 'no'} |")
         if now and not p["disagreements"]:
             clean += p["examples"]
-            calls += sum(p["verdicts"].values())
+            verdicts.update(p["verdicts"])
         else:
-            clean, calls = 0, 0
+            clean, verdicts = 0, Counter()
     end = max(first_seed(p) + p["examples"] // TARGETS for p in parts)
-    print(f"\nclean run on today's verilocc/: {clean:,} examples, {calls:,} verifier calls, 0 disagreements")
+    print(f"\nclean run on today's verilocc/: {clean:,} examples, {verdicts.total():,} verifier calls, 0 disagreements")
+    for kind, n in sorted(verdicts.items()):
+        print(f"  {kind}: {n:,}")
     print(f"continue: verilocc fuzz --examples 4000 --seed {end} --jobs 2")
 
 
