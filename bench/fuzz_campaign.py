@@ -8,8 +8,11 @@ A run is made of chunks, `verilocc fuzz --examples N --seed S --jobs 2` with con
 (one seed per four targets), so chunks run in different sessions add up to one run. A part
 counts for the verifier of today only if `verilocc/` at its commit is today's `verilocc/` up to
 whitespace (`git diff -w --ignore-blank-lines`): a change to the verifier or to the fuzzer
-makes earlier parts evidence about older code. The clean run is the trailing stretch of such
-parts with no disagreement.
+makes earlier parts evidence about older code. The one exception is a link in the campaign's
+`same_examples` list: a change confined to `verilocc/fuzz/` (checked here) after which the
+fuzzer generates the same examples for the four targets (the link's `evidence`, for example
+equal hashes of every program, allocation and mutant for a range of seeds). The clean run is
+the trailing stretch of counted parts with no disagreement.
 """
 
 from __future__ import annotations
@@ -25,11 +28,22 @@ CAMPAIGN = ROOT / "bench" / "fuzz_campaign.json"
 TARGETS = 4  # gfx908, gfx90a, gfx942, gfx1100: one seed per four examples
 
 
-def same_verifier(commit: str) -> bool:
-    """`verilocc/` at `commit` is the working tree's, up to whitespace."""
-    diff = subprocess.run(["git", "diff", "--quiet", "-w", "--ignore-blank-lines", commit, "--", "verilocc/"],
-                          cwd=ROOT, capture_output=True)
-    return diff.returncode == 0
+def changed(a: str, b: str | None) -> list[str]:
+    """Files under `verilocc/` that differ beyond whitespace between commits `a` and `b`
+    (None: the working tree)."""
+    # --name-only would list whitespace-only changes too; the patch leaves them out.
+    diff = subprocess.run(["git", "diff", "--no-color", "-U0", "-w", "--ignore-blank-lines", a, *([b] if b else []),
+                           "--", "verilocc/"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return [ln.split(" b/", 1)[1] for ln in diff.stdout.splitlines() if ln.startswith("diff --git a/")]
+
+
+def same_verifier(commit: str, links: list[dict[str, str]]) -> bool:
+    """`verilocc/` at `commit` is the working tree's up to whitespace, directly or through
+    `same_examples` links whose changes stay inside verilocc/fuzz/."""
+    if not changed(commit, None):
+        return True
+    return any(not changed(commit, link["from"]) and all(f.startswith("verilocc/fuzz/") for f in changed(
+        link["from"], link["to"])) and same_verifier(link["to"], [k for k in links if k is not link]) for link in links)
 
 
 def first_seed(part: dict[str, object]) -> int:
@@ -53,12 +67,13 @@ def add(label: str, commit: str, chunks: list[str]) -> None:
 
 
 def report() -> None:
-    parts = json.loads(CAMPAIGN.read_text())["parts"]
+    campaign = json.loads(CAMPAIGN.read_text())
+    parts, links = campaign["parts"], campaign.get("same_examples", [])
     print("| part | seeds | verifier | examples | disagreements | verilocc/ as now |")
     print("|---|---|---|---:|---|---|")
     clean, verdicts = 0, Counter[str]()
     for p in parts:
-        now = p["verifier"][:1].isalnum() and " " not in p["verifier"] and same_verifier(p["verifier"])
+        now = p["verifier"][:1].isalnum() and " " not in p["verifier"] and same_verifier(p["verifier"], links)
         last = first_seed(p) + (p["examples"] + TARGETS - 1) // TARGETS - 1
         dis = ", ".join(f"{n} {k}" for k, n in sorted(p["disagreements"].items())) or "0"
         print(f"| {p['part']} | {first_seed(p)}-{last} | {p['verifier']} | {p['examples']:,} | {dis} | "
