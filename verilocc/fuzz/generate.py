@@ -13,6 +13,13 @@ virtual register that are defined on every path reaching it, and only reads thos
 ever grow along a path (an `undef` subregister def is only the first def of a fresh register),
 so the environment at a loop header is the one on entry to the loop.
 
+Targets: the four `TARGETS` (`verilocc fuzz`'s default) and the `EXTRA_TARGETS`, one
+processor of each other generation from gfx6 to gfx12. A `Profile` holds what differs: the
+opcodes that exist (no carry-less V_ADD_U32 or GFX9 three-source VOP3 before gfx9, V_MAC_F32
+for V_FMAC_F32 there; FLAT on gfx7/gfx8 and MUBUF with a resource descriptor on gfx6 for
+global memory), tuple alignment, AGPRs, the wave size, input registers and the
+machineFunctionInfo llc writes for the target.
+
 Nothing here is shared with the verifier. `programs()` is a hypothesis strategy; the same
 generator runs from a `random.Random` (`random_program`) for the `verilocc fuzz` driver.
 """
@@ -28,18 +35,22 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 class _Targets(tuple[str, ...]):
-    """The fuzzer's targets: iterating gives the default ones, `in` accepts every profiled one.
+    """The default targets, whose `in` also accepts the `EXTRA_TARGETS`.
 
-    `verilocc fuzz` runs the default targets when `--mcpu` is not given and accepts `--mcpu X`
-    when `X in TARGETS`. The default stays the four the long campaign has run since session 2
-    (one seed per four targets, README.md "Fuzzing the verifier"); the other profiles are
-    asked for by name."""
+    `verilocc fuzz` (verilocc/cli.py) runs `TARGETS` when `--mcpu` is not given and accepts
+    `--mcpu X` when `X in TARGETS`. The default stays the four the long campaign has run
+    since session 2 (one seed per four targets, README.md "Fuzzing the verifier"); the other
+    targets are asked for by name. To tell the two apart, iterate: `t in tuple(TARGETS)`."""
 
     def __contains__(self, name: object) -> bool:
-        return name in PROFILES
+        return name in ALL_TARGETS
 
 
 TARGETS = _Targets(("gfx908", "gfx90a", "gfx942", "gfx1100"))
+# One processor of each other generation: gfx950 (GFX9.5, MAI), gfx1200 (GFX12), gfx1030
+# (GFX10.3), gfx906 (GFX9 without MAI), gfx803 (GFX8), gfx700 (GFX7), gfx600 (GFX6).
+EXTRA_TARGETS = ("gfx950", "gfx1200", "gfx1030", "gfx906", "gfx803", "gfx700", "gfx600")
+ALL_TARGETS = (*TARGETS, *EXTRA_TARGETS)
 
 
 @dataclass(frozen=True)
@@ -1272,13 +1283,16 @@ def random_program(target: str, seed: int, **kw: Any) -> Program:
 
 
 def programs(target: str | None = None, max_instrs: int | None = None, **options: Any) -> Any:
-    """Hypothesis strategy of `Program`s for `target` (any of TARGETS when None); `options`
+    """Hypothesis strategy of `Program`s for `target` (any of the four TARGETS when None); `options`
     are those of `generate` (mark_dead, self_copies, explicit_ties, constant_redefs)."""
     from hypothesis import strategies as st
 
     @st.composite
     def _programs(draw: Callable[[Any], Any]) -> Program:
-        t = target if target is not None else draw(st.sampled_from(TARGETS))
+        t = target if target is not None else draw(st.sampled_from(tuple(TARGETS)))
         return generate(DrawSource(draw), t, max_instrs=max_instrs, **options)
 
     return _programs()
+
+
+assert set(PROFILES) == set(ALL_TARGETS), "a profile per target"
