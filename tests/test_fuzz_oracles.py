@@ -15,7 +15,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ from hypothesis import strategies as st
 
 from verilocc.findings import Verdict
 from verilocc.fuzz import generate, interpret, oracle
-from verilocc.fuzz.generate import PROFILES, TARGETS, Program, programs, random_program
+from verilocc.fuzz.generate import EXTRA_TARGETS, PROFILES, TARGETS, Program, programs, random_program
 from verilocc.fuzz.interpret import function_inputs, run
 from verilocc.fuzz.refalloc import Budget, allocate, permute
 from verilocc.mir.parser import parse_module
@@ -300,6 +302,146 @@ def test_llvm_allocations_are_verified() -> None:
             assert not outcome.disagreements, [(d.kind, d.variant, d.detail) for d in outcome.disagreements]
             seen += any(v.name == "llvm" for v in outcome.variants)
     assert seen >= 10
+
+
+# --- the other targets (EXTRA_TARGETS: one per generation, gfx6 to gfx12) --------------------
+@pytest.mark.parametrize("target", EXTRA_TARGETS)
+def test_other_targets_programs_parse_and_run(target: str) -> None:
+    """(a) for each other target: its programs parse, name it, and run strictly to stores."""
+    for seed in range(8):
+        program = random_program(target, seed)
+        module = parse_module(program.text, "gen.mir")
+        (fn,) = module.functions
+        assert fn.target_cpu == target
+        for k, inp in enumerate(_inputs(program.text, 2, seed)):
+            trace = run(module, inp, seed=k, strict=True)
+            assert trace.ok, (seed, trace.status)
+            assert trace.events
+
+
+def _opcodes(text: str) -> set[str]:
+    body = text.split("\nbody:", 1)[1]
+    return set(re.findall(r"(?:= |^\s+)(?:nofpexcept |early-clobber )?([A-Z][A-Z0-9_]+[a-z0-9_]*)\b", body, re.M))
+
+
+def test_other_targets_use_their_own_opcodes_and_inputs() -> None:
+    """What differs per generation (llc-19 output for each target; `llvm-mc -mcpu` refuses the
+    others, test_llc_accepts_other_targets' programs): no carry-less V_ADD_U32 and no GFX9
+    three-source VOP3 before gfx9, global memory through FLAT on gfx7/gfx8 and MUBUF on gfx6,
+    V_MAC_F32 for V_FMAC_F32; AGPRs only with MAI; gfx12's workgroup ids in TTMPs."""
+    gfx9_only = {"V_ADD_U32_e32", "V_SUB_U32_e32", "V_ADD_U32_e64", "V_SUB_U32_e64", "V_ADD3_U32_e64",
+                 "V_LSHL_OR_B32_e64", "V_AND_OR_B32_e64", "V_XAD_U32_e64", "V_FMAC_F32_e32"}
+    for target in EXTRA_TARGETS:
+        p = PROFILES[target]
+        texts = [random_program(target, s).text for s in range(30)]
+        ops = set().union(*map(_opcodes, texts))
+        memory = {op.split("_")[0] for op in ops if "_LOAD_" in op or "_STORE_" in op} - {"S"}
+        assert memory == {{"global": "GLOBAL", "flat": "FLAT", "buffer": "BUFFER"}[p.memory]}, (target, memory)
+        if p.generation < 9:
+            assert not ops & gfx9_only, (target, ops & gfx9_only)
+            assert {"V_ADD_CO_U32_e64", "V_MAC_F32_e32"} <= ops, target
+        else:
+            assert {"V_ADD_U32_e32", "V_FMAC_F32_e32"} <= ops, target
+        joined = "\n".join(texts)
+        assert ("areg_" in joined) == p.agprs and ("V_MFMA" in joined) == p.agprs, target
+        assert ("_align2" in joined) == p.aligned, target
+        assert ":sreg_32_xm0_xexec = V_CMP" in joined and ":sreg_64_xexec = V_CMP" not in joined if p.wave32 \
+            else ":sreg_64_xexec = V_CMP" in joined and ":sreg_32_xm0_xexec = V_CMP" not in joined, target
+        header = texts[0].split("\nbody:", 1)[0]
+        assert f"scratchRSrcReg:  '{p.scratch_rsrc}'" in header and f"sgprForEXECCopy: '{p.exec_copy}'" in header
+        assert ("workGroupIDX" in header) != p.architected_group_ids, target
+        assert ("privateSegmentBuffer" in header) == p.private_segment_buffer, target
+        liveins = {r for t in texts for r in function_inputs(t)}
+        assert p.group_ids[0] in liveins and p.kernarg.split("_")[0] in liveins, target
+    assert "$ttmp9" in "\n".join(random_program("gfx1200", s).text for s in range(3))
+    # The default targets are the campaign's four; the others are accepted by name.
+    assert all(t in TARGETS and t not in tuple(TARGETS) for t in EXTRA_TARGETS)
+
+
+@pytest.mark.parametrize("target", EXTRA_TARGETS)
+def test_other_targets_reference_allocations_are_verified(target: str) -> None:
+    """(b) and (d) for each other target: the reference and permuted allocations agree with
+    the program and are VERIFIED; a mutant whose run differs is not VERIFIED."""
+    differing = 0
+    for seed in range(2):
+        outcome = oracle.check_example(target, seed, mutants=2, inputs=2)
+        assert outcome.status == "checked", outcome.status
+        assert not outcome.disagreements, [(d.kind, d.variant, d.detail) for d in outcome.disagreements]
+        verdicts = {v.name: v.verdict for v in outcome.variants}
+        assert verdicts["reference"] == verdicts["permuted"] == Verdict.VERIFIED.name
+        differing += sum(v.differs for v in outcome.variants)
+    assert differing >= 1
+
+
+def test_interpreter_refuses_misaligned_tuples_on_gfx950_only() -> None:
+    """interpret.ALIGNED_VECTOR_TUPLES: gfx950 has even VGPR/AGPR tuples like gfx90a; gfx1200
+    and gfx906 do not, so a tuple on an odd VGPR runs there."""
+    odd_runs = {}
+    for target in ("gfx950", "gfx1200", "gfx906"):
+        for seed in range(20):
+            program = random_program(target, seed)
+            alloc = allocate(program.text, random.Random(seed))
+            text = alloc.text.replace(f'"target-cpu"="{target}"', '"target-cpu"="gfx950"')
+            odd = permute(text, random.Random(seed), alloc.assignment.values(), misalign=True)
+            if odd != text and re.search(r"\$vgpr\d*[13579]_vgpr", odd):
+                inp = _inputs(program.text, 1)[0]
+                odd_runs[target] = (run(odd, inp).status,
+                                    run(odd.replace('"target-cpu"="gfx950"', f'"target-cpu"="{target}"'), inp).status)
+                break
+    assert set(odd_runs) == {"gfx950", "gfx1200", "gfx906"}
+    for target, (as_gfx950, as_itself) in odd_runs.items():
+        assert as_gfx950.startswith("error: misaligned"), as_gfx950
+        assert (target == "gfx950") == as_itself.startswith("error: misaligned"), (target, as_itself)
+
+
+def test_fuzz_command_accepts_other_targets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from verilocc import cli
+
+    assert cli.main(["fuzz", "--mcpu", "gfx600,gfx1200", "--examples", "2", "--mutants", "1",
+                     "--save", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert '"examples": 2' in out and '"gfx600"' in out and '"gfx1200"' in out
+    assert cli.main(["fuzz", "--mcpu", "gfx9000", "--examples", "1"]) == 2
+
+
+def _llc_accepts(target: str, text: str, tmp: Path) -> str | None:
+    """None when llc (with -verify-machineinstrs) reads the program and compiles it from greedy
+    on, and llvm-mc assembles the result for the same processor (llc itself does not check
+    that an opcode exists on the subtarget); otherwise the first error."""
+    llc = PROFILES[target].llc
+    mc = llc.replace("llc", "llvm-mc")
+    (tmp / "p.mir").write_text(text)
+    base = [llc, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={target}", "-verify-machineinstrs"]
+    for cmd in (base + ["-run-pass=none", str(tmp / "p.mir"), "-o", "/dev/null"],
+                base + ["-O3", "-start-before=greedy", str(tmp / "p.mir"), "-o", str(tmp / "p.s")],
+                [mc, "-triple=amdgcn-amd-amdhsa", f"-mcpu={target}", "-filetype=obj", str(tmp / "p.s"), "-o", "/dev/null"]):
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        # The kernel descriptor of a MIR file without IR arguments counts fewer user SGPRs
+        # than the machine function uses: not about the instructions.
+        errors = [ln for ln in done.stderr.splitlines() if ("error" in ln or "Bad machine code" in ln)
+                  and "amdgpu_user_sgpr_count" not in ln]
+        if errors or (done.returncode and mc not in cmd[0]):
+            return f"{cmd[0]}: {(errors or [done.stderr[:300]])[0]}"
+    return None
+
+
+@pytest.mark.llc
+@pytest.mark.parametrize("target", EXTRA_TARGETS)
+def test_llc_accepts_other_targets(target: str, tmp_path: Path) -> None:
+    """llc (llc-22 for gfx950) accepts generated programs and its own allocation of them is
+    VERIFIED and agrees with the program."""
+    llc = PROFILES[target].llc
+    if shutil.which(llc) is None or shutil.which(llc.replace("llc", "llvm-mc")) is None:
+        pytest.skip(f"{llc} is not on PATH")
+    for seed in range(3):
+        error = _llc_accepts(target, random_program(target, seed).text, tmp_path)
+        assert error is None, (seed, error)
+    seen = 0
+    for seed in range(2):
+        outcome = oracle.check_example(target, seed, mutants=0, misaligned=False, llvm=True, inputs=2)
+        assert not outcome.disagreements, [(d.kind, d.variant, d.detail) for d in outcome.disagreements]
+        seen += any(v.name == "llvm" and v.verdict == Verdict.VERIFIED.name for v in outcome.variants)
+    assert seen == 2
 
 
 # --- verifier bugs found by the oracles (tests/fixtures/fuzz/README.md) ----------------------

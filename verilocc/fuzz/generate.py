@@ -13,6 +13,13 @@ virtual register that are defined on every path reaching it, and only reads thos
 ever grow along a path (an `undef` subregister def is only the first def of a fresh register),
 so the environment at a loop header is the one on entry to the loop.
 
+Targets: the four `TARGETS` (`verilocc fuzz`'s default) and the `EXTRA_TARGETS`, one
+processor of each other generation from gfx6 to gfx12. A `Profile` holds what differs: the
+opcodes that exist (no carry-less V_ADD_U32 or GFX9 three-source VOP3 before gfx9, V_MAC_F32
+for V_FMAC_F32 there; FLAT on gfx7/gfx8 and MUBUF with a resource descriptor on gfx6 for
+global memory), tuple alignment, AGPRs, the wave size, input registers and the
+machineFunctionInfo llc writes for the target.
+
 Nothing here is shared with the verifier. `programs()` is a hypothesis strategy; the same
 generator runs from a `random.Random` (`random_program`) for the `verilocc fuzz` driver.
 """
@@ -27,7 +34,23 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-TARGETS = ("gfx908", "gfx90a", "gfx942", "gfx1100")
+class _Targets(tuple[str, ...]):
+    """The default targets, whose `in` also accepts the `EXTRA_TARGETS`.
+
+    `verilocc fuzz` (verilocc/cli.py) runs `TARGETS` when `--mcpu` is not given and accepts
+    `--mcpu X` when `X in TARGETS`. The default stays the four the long campaign has run
+    since session 2 (one seed per four targets, README.md "Fuzzing the verifier"); the other
+    targets are asked for by name. To tell the two apart, iterate: `t in tuple(TARGETS)`."""
+
+    def __contains__(self, name: object) -> bool:
+        return name in ALL_TARGETS
+
+
+TARGETS = _Targets(("gfx908", "gfx90a", "gfx942", "gfx1100"))
+# One processor of each other generation: gfx950 (GFX9.5, MAI), gfx1200 (GFX12), gfx1030
+# (GFX10.3), gfx906 (GFX9 without MAI), gfx803 (GFX8), gfx700 (GFX7), gfx600 (GFX6).
+EXTRA_TARGETS = ("gfx950", "gfx1200", "gfx1030", "gfx906", "gfx803", "gfx700", "gfx600")
+ALL_TARGETS = (*TARGETS, *EXTRA_TARGETS)
 
 
 @dataclass(frozen=True)
@@ -39,10 +62,20 @@ class Profile:
     agprs: bool  # has MAI instructions and AGPRs
     wave32: bool
     kernarg: str  # input SGPR pair holding the kernel argument pointer
-    group_ids: tuple[str, ...]  # input SGPRs holding workgroup ids
+    group_ids: tuple[str, ...]  # input registers holding workgroup ids X, Y
     scratch_rsrc: str  # machineFunctionInfo.scratchRSrcReg, as llc writes it for the target
     exec_copy: str  # machineFunctionInfo.sgprForEXECCopy
     reserved_sgprs: tuple[int, ...]  # SGPRs the reference allocator never uses (besides $sgpr32)
+    # The fields below keep, at their defaults, what the four TARGETS have always been given
+    # (their programs must not change: the long campaign's evidence is per seed).
+    generation: int = 9  # GFX major version: which opcodes exist (see the properties below)
+    private_segment_buffer: bool = False  # argumentInfo.privateSegmentBuffer in $sgpr0_sgpr1_sgpr2_sgpr3
+    # How argumentInfo gives the work-item ids: "legacy" (both in $vgpr0 with masks, and
+    # $vgpr1 sometimes read: what the first four targets were given), "split" ($vgpr0 and
+    # $vgpr1, llc's layout before gfx90a) or "packed" ($vgpr0 only, with masks).
+    workitem_ids: str = "legacy"
+    architected_group_ids: bool = False  # workgroup ids in TTMP registers, not in argumentInfo (gfx12)
+    llc: str = "llc-19"  # the llc that knows the target (gfx950 is new in LLVM 20)
 
     @property
     def lane_mask_class(self) -> str:
@@ -52,6 +85,31 @@ class Profile:
     def lane_mask_dwords(self) -> int:
         return 1 if self.wave32 else 2
 
+    # Opcodes by generation (LLVM 19 VOP2/VOP3/FLAT/MUBUF instruction definitions, checked with
+    # `llc-19 -verify-machineinstrs -run-pass=none` on generated programs for each target).
+    @property
+    def add_no_carry(self) -> bool:
+        """V_ADD_U32/V_SUB_U32 without carry out (HasAddNoCarryInsts: gfx9+); before, the
+        carry-out forms V_ADD_CO_U32/V_SUB_CO_U32 with a dead lane mask def."""
+        return self.generation >= 9
+
+    @property
+    def gfx9_vop3(self) -> bool:
+        """V_ADD3_U32, V_LSHL_OR_B32, V_AND_OR_B32, V_XAD_U32 (GFX9Insts)."""
+        return self.generation >= 9
+
+    @property
+    def fmac(self) -> bool:
+        """V_FMAC_F32 (gfx906's FeatureDLInsts, gfx908+, gfx10+); before, V_MAC_F32."""
+        return self.generation >= 9
+
+    @property
+    def memory(self) -> str:
+        """How global memory is reached: "global" (GLOBAL_*, gfx9+), "flat" (FLAT_* without an
+        offset: gfx7/gfx8, as llc-19 selects for amdhsa) or "buffer" (BUFFER_*_ADDR64 with a
+        resource descriptor: gfx6 has no FLAT)."""
+        return "global" if self.generation >= 9 else "flat" if self.generation >= 7 else "buffer"
+
     def vclass(self, n: int) -> str:
         return "vgpr_32" if n == 1 else f"vreg_{32 * n}" + ("_align2" if self.aligned else "")
 
@@ -59,16 +117,49 @@ class Profile:
         return "agpr_32" if n == 1 else f"areg_{32 * n}" + ("_align2" if self.aligned else "")
 
 
-# Register layouts follow the corpus (llc 19 output for each target).
+# Register layouts follow the corpus (llc 19 output for each target). The first four are the
+# campaign's; the others follow `llc-19 -mtriple=amdgcn-amd-amdhsa -mcpu=X -stop-before=greedy`
+# of a kernel reading its kernarg pointer and workgroup ids X and Y, with the `amdgpu-no-*`
+# attributes clang's attributor sets (no dispatch ptr/id, no workgroup/workitem id Z): its
+# argumentInfo, liveins, scratchRSrcReg and sgprForEXECCopy (gfx950: llc-22, LLVM 19 lacks it).
 PROFILES: dict[str, Profile] = {
     "gfx908": Profile("gfx908", False, True, False, "sgpr4_sgpr5", ("sgpr6", "sgpr7"),
-                      "$sgpr96_sgpr97_sgpr98_sgpr99", "$sgpr100_sgpr101", (0, 1, 2, 3)),
+                      "$sgpr96_sgpr97_sgpr98_sgpr99", "$sgpr100_sgpr101", (0, 1, 2, 3),
+                      private_segment_buffer=True),
     "gfx90a": Profile("gfx90a", True, True, False, "sgpr4_sgpr5", ("sgpr6", "sgpr7"),
-                      "$sgpr96_sgpr97_sgpr98_sgpr99", "$sgpr100_sgpr101", (0, 1, 2, 3)),
+                      "$sgpr96_sgpr97_sgpr98_sgpr99", "$sgpr100_sgpr101", (0, 1, 2, 3),
+                      private_segment_buffer=True),
     "gfx942": Profile("gfx942", True, True, False, "sgpr0_sgpr1", ("sgpr2", "sgpr3"),
                       "$private_rsrc_reg", "$sgpr100_sgpr101", ()),
     "gfx1100": Profile("gfx1100", False, False, True, "sgpr0_sgpr1", ("sgpr14", "sgpr15"),
-                       "$private_rsrc_reg", "$sgpr105", ()),
+                       "$private_rsrc_reg", "$sgpr105", (), generation=11),
+    # gfx950 (llc-22): gfx942's layout; FeatureGFX90AInsts (even tuples), MAI and AGPRs.
+    "gfx950": Profile("gfx950", True, True, False, "sgpr0_sgpr1", ("sgpr2", "sgpr3"),
+                      "$private_rsrc_reg", "$sgpr100_sgpr101", (), workitem_ids="packed", llc="llc-22"),
+    # gfx1200: architected SGPRs, llc-19 reads the workgroup id X from $ttmp9 and Y from the
+    # low half of $ttmp7 (liveins `$ttmp7, $ttmp9`; argumentInfo names neither).
+    "gfx1200": Profile("gfx1200", False, False, True, "sgpr0_sgpr1", ("ttmp9", "ttmp7"),
+                       "$private_rsrc_reg", "$sgpr105", (), generation=12, workitem_ids="packed",
+                       architected_group_ids=True),
+    # gfx1030 (GFX10.3, wave32): a private segment buffer in $sgpr0-3 and a scratch resource at
+    # $sgpr100-103, unlike gfx11.
+    "gfx1030": Profile("gfx1030", False, False, True, "sgpr4_sgpr5", ("sgpr6", "sgpr7"),
+                       "$sgpr100_sgpr101_sgpr102_sgpr103", "$sgpr105", (0, 1, 2, 3), generation=10,
+                       private_segment_buffer=True, workitem_ids="split"),
+    # gfx906: GFX9 without MAI and AGPRs.
+    "gfx906": Profile("gfx906", False, False, False, "sgpr4_sgpr5", ("sgpr6", "sgpr7"),
+                      "$sgpr96_sgpr97_sgpr98_sgpr99", "$sgpr100_sgpr101", (0, 1, 2, 3),
+                      private_segment_buffer=True, workitem_ids="split"),
+    # gfx803 (GFX8), gfx700 (GFX7) and gfx600 (GFX6, 104 addressable SGPRs): the same layout.
+    "gfx803": Profile("gfx803", False, False, False, "sgpr4_sgpr5", ("sgpr6", "sgpr7"),
+                      "$sgpr96_sgpr97_sgpr98_sgpr99", "$sgpr100_sgpr101", (0, 1, 2, 3), generation=8,
+                      private_segment_buffer=True, workitem_ids="split"),
+    "gfx700": Profile("gfx700", False, False, False, "sgpr4_sgpr5", ("sgpr6", "sgpr7"),
+                      "$sgpr96_sgpr97_sgpr98_sgpr99", "$sgpr100_sgpr101", (0, 1, 2, 3), generation=7,
+                      private_segment_buffer=True, workitem_ids="split"),
+    "gfx600": Profile("gfx600", False, False, False, "sgpr4_sgpr5", ("sgpr6", "sgpr7"),
+                      "$sgpr96_sgpr97_sgpr98_sgpr99", "$sgpr100_sgpr101", (0, 1, 2, 3), generation=6,
+                      private_segment_buffer=True, workitem_ids="split"),
 }
 
 
@@ -144,6 +235,14 @@ def subreg_name(start: int, width: int) -> str:
 
 Env = dict[int, frozenset[int]]  # var id -> lanes defined on every path
 
+# 32-bit VALU opcodes of t_valu_e32 (the order is part of what a seed generates).
+_VOP2 = ("V_ADD_U32_e32", "V_SUB_U32_e32", "V_XOR_B32_e32", "V_AND_B32_e32", "V_OR_B32_e32", "V_MAX_I32_e32",
+         "V_MIN_U32_e32", "V_LSHLREV_B32_e32", "V_LSHRREV_B32_e32", "V_ADD_F32_e32", "V_MUL_F32_e32", "V_SUB_F32_e32")
+# gfx6-8: no V_ADD_U32/V_SUB_U32 without carry (HasAddNoCarryInsts); 24-bit multiplies instead.
+_VOP2_GFX6 = ("V_MUL_U32_U24_e32", "V_MUL_HI_U32_U24_e32", *_VOP2[2:])
+# gfx6-8: three-source VOP3 opcodes that exist before GFX9Insts (V_MAD_U32_U24 has a clamp operand).
+_VOP3_GFX6 = ("V_MAD_U32_U24_e64", "V_BFE_U32_e64", "V_BFI_B32_e64", "V_ALIGNBIT_B32_e64")
+
 
 class _Gen:
     def __init__(self, src: Source, prof: Profile, max_instrs: int, max_blocks: int) -> None:
@@ -163,6 +262,7 @@ class _Gen:
         self.pending = 0  # blocks of open constructs not laid out yet
         self.tie = ""  # "(tied-def 0)" to write the ties of V_FMAC / *_mac_e64 out (llc infers them)
         self.constant_redefs = True  # moves of immediates may redefine existing registers
+        self.rsrc = -1  # gfx6: the buffer resource descriptor (sgpr_128) of global memory accesses
 
     # -- infrastructure ----------------------------------------------------------------------
     def _open(self) -> _Block:
@@ -274,9 +374,7 @@ class _Gen:
 
     # -- instruction templates ---------------------------------------------------------------
     def t_valu_e32(self) -> bool:
-        op = self.src.choice(("V_ADD_U32_e32", "V_SUB_U32_e32", "V_XOR_B32_e32", "V_AND_B32_e32",
-                              "V_OR_B32_e32", "V_MAX_I32_e32", "V_MIN_U32_e32", "V_LSHLREV_B32_e32",
-                              "V_LSHRREV_B32_e32", "V_ADD_F32_e32", "V_MUL_F32_e32", "V_SUB_F32_e32"))
+        op = self.src.choice(_VOP2 if self.p.add_no_carry else _VOP2_GFX6)
         a, _ = self.vsrc()
         b = self.value("v", 1)
         if a is None or b is None:
@@ -297,17 +395,25 @@ class _Gen:
             return False
         d, v, lanes = self.dest("v", 1, "vgpr_32")
         clamp = ", 0" if op in ("V_ADD_U32_e64", "V_SUB_U32_e64") else ""
+        if clamp and not self.p.add_no_carry:  # gfx6-8: the carry-out form, its carry dead (as llc-19 writes it)
+            carry = self.new_var("sreg_64", "s", 2)
+            op = op.replace("_U32", "_CO_U32")
+            self.emit(f"{d}, dead %{carry.id}:sreg_64 = {op} {srcs[0]}, {srcs[1]}{clamp}, implicit $exec")
+            self.define(v, lanes)
+            return True
         self.emit(f"{d} = {op} {srcs[0]}, {srcs[1]}{clamp}, implicit $exec")
         self.define(v, lanes)
         return True
 
     def t_valu_3(self) -> bool:
-        op = self.src.choice(("V_ADD3_U32_e64", "V_LSHL_OR_B32_e64", "V_AND_OR_B32_e64", "V_XAD_U32_e64"))
+        op = self.src.choice(("V_ADD3_U32_e64", "V_LSHL_OR_B32_e64", "V_AND_OR_B32_e64", "V_XAD_U32_e64")
+                             if self.p.gfx9_vop3 else _VOP3_GFX6)
         srcs = self.vsrcs(3)
         if srcs is None:
             return False
         d, v, lanes = self.dest("v", 1, "vgpr_32")
-        self.emit(f"{d} = {op} {srcs[0]}, {srcs[1]}, {srcs[2]}, implicit $exec")
+        clamp = ", 0" if op == "V_MAD_U32_U24_e64" else ""
+        self.emit(f"{d} = {op} {srcs[0]}, {srcs[1]}, {srcs[2]}{clamp}, implicit $exec")
         self.define(v, lanes)
         return True
 
@@ -329,7 +435,8 @@ class _Gen:
         if not accs or a is None or b is None:
             return False
         acc = self.src.choice(accs)
-        self.emit(f"%{acc}:vgpr_32 = nofpexcept V_FMAC_F32_e32 {a}, {b}, %{acc}{self.tie}, implicit $mode, implicit $exec")
+        op = "V_FMAC_F32_e32" if self.p.fmac else "V_MAC_F32_e32"
+        self.emit(f"%{acc}:vgpr_32 = nofpexcept {op} {a}, {b}, %{acc}{self.tie}, implicit $mode, implicit $exec")
         return True
 
     def t_cndmask(self) -> bool:
@@ -399,7 +506,12 @@ class _Gen:
         if x is None:
             return False
         d, v, lanes = self.dest("v", 2, self.p.vclass(2))
-        self.emit(f"{d} = V_LSHLREV_B64_e64 {self.src.integer(0, 4)}, {x}, implicit $exec")
+        if self.p.generation < 8:  # V_LSHLREV_B64 is VI+; SI/CI have V_LSHL_B64 (value, shift)
+            self.emit(f"{d} = V_LSHL_B64_e64 {x}, {self.src.integer(0, 4)}, implicit $exec")
+        elif self.p.generation >= 12:  # a VOP2 on gfx12: llc-19 selects V_LSHLREV_B64_pseudo_e64
+            self.emit(f"{d} = V_LSHLREV_B64_pseudo_e64 {self.src.integer(0, 4)}, {x}, implicit $exec")
+        else:
+            self.emit(f"{d} = V_LSHLREV_B64_e64 {self.src.integer(0, 4)}, {x}, implicit $exec")
         self.define(v, lanes)
         return True
 
@@ -484,11 +596,19 @@ class _Gen:
         if addr is None:
             return False
         n = self.src.choice((1, 1, 2, 3, 4))
+        if n == 3 and self.p.generation < 7:  # BUFFER_LOAD_DWORDX3 is CI+
+            n = 4
         op = "GLOBAL_LOAD_DWORD" if n == 1 else f"GLOBAL_LOAD_DWORDX{n}"
         d, v, lanes = self.dest("v", n, self.p.vclass(n), fresh_only=n == 3)
         off = 4 * self.src.integer(0, 8)
         align = ", align 4" if n == 3 else ""
-        self.emit(f"{d} = {op} {addr}, {off}, 0, implicit $exec :: (load (s{32 * n}){align}, addrspace 1)")
+        mem = f"(load (s{32 * n}){align}, addrspace 1)"
+        if self.p.memory == "flat":  # FLAT has no offset before gfx9
+            self.emit(f"{d} = {op.replace('GLOBAL', 'FLAT')} {addr}, 0, 0, implicit $exec, implicit $flat_scr :: {mem}")
+        elif self.p.memory == "buffer":
+            self.emit(f"{d} = {op.replace('GLOBAL', 'BUFFER')}_ADDR64 {addr}, %{self.rsrc}, 0, {off}, 0, 0, implicit $exec :: {mem}")
+        else:
+            self.emit(f"{d} = {op} {addr}, {off}, 0, implicit $exec :: {mem}")
         self.define(v, lanes)
         return True
 
@@ -498,17 +618,32 @@ class _Gen:
         if val is None:
             return False
         off = 4 * self.src.integer(0, 8)
-        if n == 1 and self.src.chance(0.3):
-            saddr, voff = self.value("s", 2), self.value("v", 1)
+        if n == 1 and self.p.memory == "global" and self.src.chance(0.3):
+            saddr, voff = self.value("s", 2) if self.p.llc == "llc-19" else self.sgpr_pair(), self.value("v", 1)
             if saddr is not None and voff is not None:
                 self.emit(f"GLOBAL_STORE_DWORD_SADDR {voff}, {val}, {saddr}, {off}, 0, implicit $exec :: (store (s32), addrspace 1)")
                 return True
         addr = self.value("v", 2)
         if addr is None:
             return False
-        op = "GLOBAL_STORE_DWORD" if n == 1 else f"GLOBAL_STORE_DWORDX{n}"
-        self.emit(f"{op} {addr}, {val}, {off}, 0, implicit $exec :: (store (s{32 * n}), addrspace 1)")
+        self.emit(self.store(addr, val, n, off))
         return True
+
+    def sgpr_pair(self) -> str | None:
+        """A 64-bit operand of SGPRs only: LLVM 20+ wants sreg_64_xexec_xnull for SADDR, which
+        sreg_64 and sreg_64_xexec (they hold $vcc) are not (llc-22 -verify-machineinstrs, gfx950)."""
+        ps = [x for x in self.pieces("s", 2) if self.vars[int(x[1:].split(".")[0])].cls.startswith("sgpr_")]
+        return self.src.choice(ps) if ps else None
+
+    def store(self, addr: str, val: str, n: int, off: int) -> str:
+        """A store of n dwords to global memory, as the target does it."""
+        op = "GLOBAL_STORE_DWORD" if n == 1 else f"GLOBAL_STORE_DWORDX{n}"
+        mem = f"(store (s{32 * n}), addrspace 1)"
+        if self.p.memory == "flat":
+            return f"{op.replace('GLOBAL', 'FLAT')} {addr}, {val}, 0, 0, implicit $exec, implicit $flat_scr :: {mem}"
+        if self.p.memory == "buffer":
+            return f"{op.replace('GLOBAL', 'BUFFER')}_ADDR64 {val}, {addr}, %{self.rsrc}, 0, {off}, 0, 0, implicit $exec :: {mem}"
+        return f"{op} {addr}, {val}, {off}, 0, implicit $exec :: {mem}"
 
     def t_copy(self) -> bool:
         """A copy between registers of one width: V<-V, V<-S, S<-S, A<-A, A<-V, V<-A."""
@@ -792,20 +927,32 @@ class _Gen:
         if self.src.chance(0.4):
             used.append(p.group_ids[1])
         used.append("vgpr0")
-        if self.src.chance(0.3):
+        if p.workitem_ids != "packed" and self.src.chance(0.3):  # packed: the Y id is in $vgpr0 too
             used.append("vgpr1")
         for reg in used:
             n = reg.count("_") + 1
-            file = reg[0]
+            file = "s" if reg.startswith("ttmp") else reg[0]
             cls = {1: "sgpr_32", 2: "sgpr_64"}[n] if file == "s" else "vgpr_32"
-            v = self.new_var(cls, file, n)
-            self.emit(f"%{v.id}:{cls} = COPY ${reg}")
+            masked = p.architected_group_ids and reg == p.group_ids[1]  # Y: the low half of $ttmp7 (llc-19, gfx1200)
+            v = self.new_var("sreg_32" if masked else cls, file, n)
+            if masked:
+                self.emit(f"%{v.id}:sreg_32 = S_AND_B32 ${reg}, 65535, implicit-def dead $scc")
+            else:
+                self.emit(f"%{v.id}:{cls} = COPY ${reg}")
             self.define(v)
             self.inputs.append((reg, v.id))
         # A 64-bit VGPR address for global memory, from the kernel argument pointer.
         a = self.new_var(p.vclass(2), "v", 2)
         self.emit(f"%{a.id}:{a.cls} = COPY %{self.inputs[0][1]}")
         self.define(a)
+        if p.memory == "buffer":  # gfx6: a resource descriptor, as llc-19 builds it for addrspace 1 (ADDR64)
+            r = self.new_var("sgpr_128", "s", 4)
+            self.emit(f"undef %{r.id}.sub0_sub1:sgpr_128 = S_LOAD_DWORDX2_IMM %{self.inputs[0][1]}, 0, 0 "
+                      ":: (dereferenceable invariant load (s64), addrspace 4)")
+            self.emit(f"%{r.id}.sub2:sgpr_128 = S_MOV_B32 0")
+            self.emit(f"%{r.id}.sub3:sgpr_128 = S_MOV_B32 16838656")
+            self.define(r)
+            self.rsrc = r.id
         self.fresh_here = set()  # the inputs are never KILLed
 
     def epilogue(self) -> None:
@@ -826,23 +973,22 @@ class _Gen:
                 self.emit(f"%{val.id}:vgpr_32 = V_MOV_B32_e32 %{vid}.sub0, implicit $exec" if v.n > 1
                           else f"%{val.id}:vgpr_32 = V_MOV_B32_e32 %{vid}, implicit $exec")
                 self.define(val)
-                self.emit(f"GLOBAL_STORE_DWORD {addr}, %{val.id}, 0, 0, implicit $exec :: (store (s32), addrspace 1)")
+                self.emit(self.store(addr, f"%{val.id}", 1, 0))
             elif v.file == "a":
                 val = self.new_var("vgpr_32", "v", 1)
                 self.emit(f"%{val.id}:vgpr_32 = V_ACCVGPR_READ_B32_e64 %{vid}{'.sub0' if v.n > 1 else ''}, implicit $exec")
                 self.define(val)
-                self.emit(f"GLOBAL_STORE_DWORD {addr}, %{val.id}, 4, 0, implicit $exec :: (store (s32), addrspace 1)")
+                self.emit(self.store(addr, f"%{val.id}", 1, 4))
             else:
                 w = v.n if v.n in (1, 2, 4) else 4 if v.n % 4 == 0 else 1
                 for k in range(0, v.n, w):
                     val = f"%{vid}" if w == v.n else f"%{vid}.{subreg_name(k, w)}"
-                    op = "GLOBAL_STORE_DWORD" if w == 1 else f"GLOBAL_STORE_DWORDX{w}"
-                    self.emit(f"{op} {addr}, {val}, {4 * k}, 0, implicit $exec :: (store (s{32 * w}), addrspace 1)")
+                    self.emit(self.store(addr, val, w, 4 * k))
         self.emit("S_ENDPGM 0")
 
 
 _VREG = re.compile(r"(?P<undef>undef )?%(?P<id>\d+)(?P<sub>\.sub[\w]*)?(?P<cls>:\w+)?")
-_TIED = ("V_FMAC_F32_e32", "_mac_e64", "_mac_vgprcd_e64")
+_TIED = ("V_FMAC_F32_e32", "_mac_e64", "_mac_vgprcd_e64", "V_MAC_F32_e32")
 
 
 def _split_components(g: _Gen, mark_dead: bool) -> None:
@@ -1048,7 +1194,13 @@ def function_header(
             f"    workGroupIDY:    {{ reg: '${p.group_ids[1]}' }}",
             "    workItemIDX:     { reg: '$vgpr0', mask: 1023 }",
             "    workItemIDY:     { reg: '$vgpr1', mask: 1047552 }"]
-    if p.name in ("gfx908", "gfx90a"):
+    if p.workitem_ids == "split":
+        args[3:] = ["    workItemIDX:     { reg: '$vgpr0' }", "    workItemIDY:     { reg: '$vgpr1' }"]
+    elif p.workitem_ids == "packed":
+        args[4] = "    workItemIDY:     { reg: '$vgpr0', mask: 1047552 }"
+    if p.architected_group_ids:
+        del args[1:3]
+    if p.private_segment_buffer:
         args.insert(0, "    privateSegmentBuffer: { reg: '$sgpr0_sgpr1_sgpr2_sgpr3' }")
     lines += [
         "machineFunctionInfo:",
@@ -1131,13 +1283,16 @@ def random_program(target: str, seed: int, **kw: Any) -> Program:
 
 
 def programs(target: str | None = None, max_instrs: int | None = None, **options: Any) -> Any:
-    """Hypothesis strategy of `Program`s for `target` (any of TARGETS when None); `options`
+    """Hypothesis strategy of `Program`s for `target` (any of the four TARGETS when None); `options`
     are those of `generate` (mark_dead, self_copies, explicit_ties, constant_redefs)."""
     from hypothesis import strategies as st
 
     @st.composite
     def _programs(draw: Callable[[Any], Any]) -> Program:
-        t = target if target is not None else draw(st.sampled_from(TARGETS))
+        t = target if target is not None else draw(st.sampled_from(tuple(TARGETS)))
         return generate(DrawSource(draw), t, max_instrs=max_instrs, **options)
 
     return _programs()
+
+
+assert set(PROFILES) == set(ALL_TARGETS), "a profile per target"

@@ -3,8 +3,9 @@
 An example is a seed and a target. From them: a random pre-RA program (`generate`), a
 reference allocation of it (`refalloc.allocate`) and a renamed copy (`refalloc.permute`),
 mutants of the reference allocation (`mutations.OPERATORS`), a renaming that puts vector
-tuples on odd registers (`misaligned`, gfx90a/gfx942 only) and, when `llc-19` is there and
-asked for, LLVM's own allocation and mutants of it (`llvm`, `llvm-mutant:*`). Every variant
+tuples on odd registers (`misaligned`, gfx90a/gfx942/gfx950 only) and, when `llc-19` (`llc-22`
+for gfx950, `Profile.llc`) is there and asked for, LLVM's own allocation and mutants of it
+(`llvm`, `llvm-mutant:*`). Every variant
 is verified and run by the concrete interpreter (`interpret.run`) on a few random inputs.
 What must hold:
 
@@ -268,7 +269,7 @@ def check_example(
     if llvm:
         tight = rng.choice((None, ("amdgpu-num-vgpr", 16), ("amdgpu-num-sgpr", 12)))
         llvm_pre = with_budget(program.text, *tight) if tight else program.text
-        llvm_post = llvm_allocation(llvm_pre, target)
+        llvm_post = llvm_allocation(llvm_pre, target, PROFILES[target].llc)
         if llvm_post is not None:  # the budget attribute does not change what the program computes
             virtual = parse_module(llvm_pre, f"{target}-{seed}.pre.mir")
             post_llvm = parse_module(llvm_post, f"{target}-{seed}.llvm.mir")

@@ -10,9 +10,10 @@ VGPR, SGPR and AGPR classes) without splitting or coalescing:
    instruction, with the other defs of the instruction, and (early-clobber) with its uses.
 3. Greedy colouring, unspillable and widest registers first: each virtual register gets
    one physical register of its file and width, aligned as the target requires (even
-   VGPR/AGPR tuples on gfx90a/gfx942; SGPR pairs even, wider SGPR tuples 4-aligned), inside
-   a register budget, avoiding reserved registers ($sgpr32 the stack pointer, the scratch
-   resource $sgpr0-3 on gfx908/gfx90a) and overlapping no interfering register.
+   VGPR/AGPR tuples on gfx90a/gfx942/gfx950; SGPR pairs even, wider SGPR tuples 4-aligned),
+   inside a register budget, avoiding reserved registers ($sgpr32 the stack pointer, the
+   private segment buffer $sgpr0-3 where the target has one: `Profile.reserved_sgprs`) and
+   overlapping no interfering register.
 4. A VGPR or SGPR register of up to 128 bits that does not fit (colouring keeps
    `SPILL_RESERVE` registers per file free) is spilled everywhere: it lives in a stack slot,
    each instruction that reads it is preceded by an `SI_SPILL_*_RESTORE` into a temporary
