@@ -9,9 +9,11 @@ A run is made of chunks, `verilocc fuzz --examples N --seed S --jobs 2` with con
 counts for the verifier of today only if `verilocc/` at its commit is today's `verilocc/` up to
 whitespace (`git diff -w --ignore-blank-lines`): a change to the verifier or to the fuzzer
 makes earlier parts evidence about older code. The one exception is a link in the campaign's
-`same_examples` list: a change confined to `verilocc/fuzz/` (checked here) after which the
-fuzzer generates the same examples for the four targets (the link's `evidence`, for example
-equal hashes of every program, allocation and mutant for a range of seeds). The clean run is
+`same_examples` list: a change confined to the fuzzer and the command line (`FUZZER`, checked
+here; the campaign reaches the verifier through `verify_modules`, which neither is part of)
+after which `verilocc fuzz` generates the same examples for the four targets (the link's
+`evidence`, for example equal hashes of every program, allocation and mutant for a range of
+seeds). The clean run is
 the trailing stretch of counted parts with no disagreement.
 """
 
@@ -26,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CAMPAIGN = ROOT / "bench" / "fuzz_campaign.json"
 TARGETS = 4  # gfx908, gfx90a, gfx942, gfx1100: one seed per four examples
+FUZZER = ("verilocc/fuzz/", "verilocc/cli.py")
 
 
 def changed(a: str, b: str | None) -> list[str]:
@@ -39,10 +42,10 @@ def changed(a: str, b: str | None) -> list[str]:
 
 def same_verifier(commit: str, links: list[dict[str, str]]) -> bool:
     """`verilocc/` at `commit` is the working tree's up to whitespace, directly or through
-    `same_examples` links whose changes stay inside verilocc/fuzz/."""
+    `same_examples` links whose changes stay inside the FUZZER files."""
     if not changed(commit, None):
         return True
-    return any(not changed(commit, link["from"]) and all(f.startswith("verilocc/fuzz/") for f in changed(
+    return any(not changed(commit, link["from"]) and all(f.startswith(FUZZER) for f in changed(
         link["from"], link["to"])) and same_verifier(link["to"], [k for k in links if k is not link]) for link in links)
 
 
