@@ -358,6 +358,18 @@ def test_other_targets_use_their_own_opcodes_and_inputs() -> None:
     assert not set(TARGETS) & set(EXTRA_TARGETS)
 
 
+def test_fuzz_help_names_every_target(capsys: pytest.CaptureFixture[str]) -> None:
+    """`verilocc fuzz --help` lists the targets by hand (the parser is built without importing
+    the fuzzer, so that `verilocc verify` starts fast): the list must name every one, defaults
+    first."""
+    from verilocc.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["fuzz", "--help"])
+    mcpu = capsys.readouterr().out.split("\n  --mcpu", 1)[1].split("\n  --minutes", 1)[0]
+    assert re.findall(r"gfx\w+", mcpu) == [*TARGETS, *EXTRA_TARGETS]
+
+
 @pytest.mark.parametrize("target", EXTRA_TARGETS)
 def test_other_targets_reference_allocations_are_verified(target: str) -> None:
     """(b) and (d) for each other target: the reference and permuted allocations agree with
