@@ -28,7 +28,7 @@ from verilocc.findings import Verdict
 from verilocc.fuzz import generate, interpret, oracle
 from verilocc.fuzz.generate import EXTRA_TARGETS, PROFILES, TARGETS, Program, programs, random_program
 from verilocc.fuzz.interpret import function_inputs, run
-from verilocc.fuzz.refalloc import Budget, allocate, permute
+from verilocc.fuzz.refalloc import AllocationError, Budget, allocate, permute
 from verilocc.mir.parser import parse_module
 from verilocc.verify import Options, verify_modules
 
@@ -162,6 +162,37 @@ def test_reference_allocator_spills_and_permute_renames() -> None:
         spilled += bool(alloc.spilled)
         renamed += permute(alloc.text, random.Random(seed), alloc.assignment.values()) != alloc.text
     assert spilled >= 3 and renamed >= 5
+
+
+
+def _sgpr_pressure(target: str, pairs: int) -> str:
+    """A program of `target` that holds `pairs` 64-bit SGPR values live at once."""
+    text = random_program(target, 0).text
+    head, rest = text.split("registers:\n", 1)
+    header = rest[rest.index("liveins:"):].split("body:", 1)[0]
+    bb0 = text.split("body:", 1)[1].split("\n  bb.1", 1)[0].splitlines()
+    first = "\n".join(ln for ln in bb0 if "bb.0" in ln or "liveins:" in ln or "= COPY $" in ln)
+    n = first.count("= COPY $")  # the input copies: %0 to %(n-1)
+    inputs = re.findall(r"- \{ id: (\d+), class: (\w+)", rest)[:n]
+    regs = [f"  - {{ id: {i}, class: {c}, preferred-register: '' }}" for i, c in inputs]
+    regs += [f"  - {{ id: {i}, class: sreg_64, preferred-register: '' }}" for i in range(n, n + 2 * pairs)]
+    body = [f"    %{n + k}:sreg_64 = S_MOV_B64 {k}" for k in range(pairs)]
+    body += [f"    %{n + pairs + k}:sreg_64 = S_AND_B64 %{n + k}, %{n + pairs + k - 1 if k else n + pairs - 1}, "
+             "implicit-def dead $scc" for k in range(pairs)]
+    return head + "registers:\n" + "\n".join(regs) + "\n" + header + "body: |\n" + first + "\n" + "\n".join(body) \
+        + "\n    S_ENDPGM 0\n...\n"
+
+
+@pytest.mark.parametrize(("target", "sgprs"), [("gfx600", 104), ("gfx908", 106)])
+def test_reference_allocator_stays_inside_the_register_file(target: str, sgprs: int) -> None:
+    """Without spilling, the SGPR budget grows up to the target's file and no further: a
+    program that needs more is not allocated (AllocationError), one that fits names no SGPR
+    beyond the file."""
+    fits = allocate(_sgpr_pressure(target, 44), random.Random(0), Budget(), spill=False)
+    assert fits.budget.sgprs <= sgprs
+    assert max(int(n) for n in re.findall(r"\$sgpr(\d+)", fits.text.split("body:", 1)[1])) < sgprs
+    with pytest.raises(AllocationError, match=f"the {sgprs} SGPRs of {target}"):
+        allocate(_sgpr_pressure(target, 56), random.Random(0), Budget(), spill=False)
 
 
 # --- (c) and (d) mutants -------------------------------------------------------------------

@@ -67,6 +67,11 @@ class Profile:
     architected_group_ids: bool = False  # workgroup ids in TTMP registers, not in argumentInfo (gfx12)
     llc: str = "llc-19"  # the llc that knows the target (gfx950 is new in LLVM 20)
 
+    def registers(self, file: str) -> int:
+        """The registers of `file` ("s", "v", "a") an allocation may name: $sgpr0-103 on gfx6/gfx7
+        and $sgpr0-105 later, 256 VGPRs, and 256 AGPRs on targets with MAI."""
+        return {"s": 104 if self.generation <= 7 else 106, "v": 256, "a": 256 if self.agprs else 0}[file]
+
     @property
     def lane_mask_class(self) -> str:
         return "sreg_32_xm0_xexec" if self.wave32 else "sreg_64_xexec"

@@ -19,7 +19,8 @@ VGPR, SGPR and AGPR classes) without splitting or coalescing:
    each instruction that reads it is preceded by an `SI_SPILL_*_RESTORE` into a temporary
    that is free at that instruction, and each instruction that writes it is followed by an
    `SI_SPILL_*_SAVE`. When something does not fit anyway, that file's budget grows and
-   allocation restarts.
+   allocation restarts, up to the target's register file (`Profile.registers`: 104 SGPRs on
+   gfx6/gfx7); beyond it the program is not allocated (AllocationError).
 
 `permute` renames the registers of an allocated program consistently (keeping tuple
 alignment and the input registers) to give another correct allocation.
@@ -69,8 +70,11 @@ class Budget:
     sgprs: int = 32
     agprs: int = 32
 
-    def grow(self, file: str) -> Budget:
-        return Budget(self.vgprs + 8 * (file == "v"), self.sgprs + 8 * (file == "s"), self.agprs + 8 * (file == "a"))
+    def grow(self, file: str, limit: int) -> Budget:
+        """Eight more registers of `file`, at most `limit` (the target's file)."""
+        def up(n: int, f: str) -> int:
+            return min(n + 8, limit) if f == file else n
+        return Budget(up(self.vgprs, "v"), up(self.sgprs, "s"), up(self.agprs, "a"))
 
     def size(self, file: str) -> int:
         return {"v": self.vgprs, "s": self.sgprs, "a": self.agprs}[file]
@@ -558,7 +562,10 @@ def allocate(pre: str | Module, rng: random.Random | None = None, budget: Budget
                     lines.extend(al.rewrite(row))
                 body.append((b.number, [n for n, _ in b.successors], al.block_liveins(bi), lines))
         except _NeedMore as e:
-            budget = budget.grow(e.file)
+            limit = prof.registers(e.file)
+            if budget.size(e.file) >= limit:
+                raise AllocationError(f"{e}: more than the {limit} {_PREFIX[e.file].upper()}s of {prof.name}") from None
+            budget = budget.grow(e.file, limit)
             continue
         slots = []
         for v, sid in sorted(al.spilled.items(), key=lambda x: x[1]):
