@@ -164,7 +164,6 @@ def test_reference_allocator_spills_and_permute_renames() -> None:
     assert spilled >= 3 and renamed >= 5
 
 
-
 def _sgpr_pressure(target: str, pairs: int) -> str:
     """A program of `target` that holds `pairs` 64-bit SGPR values live at once."""
     text = random_program(target, 0).text
