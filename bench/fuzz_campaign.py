@@ -13,8 +13,7 @@ makes earlier parts evidence about older code. The one exception is a link in th
 here; the campaign reaches the verifier through `verify_modules`, which neither is part of)
 after which `verilocc fuzz` generates the same examples for the four targets (the link's
 `evidence`, for example equal hashes of every program, allocation and mutant for a range of
-seeds). The clean run is
-the trailing stretch of counted parts with no disagreement.
+seeds). The clean run is the trailing stretch of counted parts with no disagreement.
 """
 
 from __future__ import annotations

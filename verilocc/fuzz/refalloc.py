@@ -34,7 +34,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from verilocc.fuzz.generate import PROFILES, Profile, render_body
 from verilocc.fuzz.interpret import Unsupported, class_dwords, physical_units, subreg_lanes
@@ -72,12 +72,10 @@ class Budget:
 
     def grow(self, file: str, limit: int) -> Budget:
         """Eight more registers of `file`, at most `limit` (the target's file)."""
-        def up(n: int, f: str) -> int:
-            return min(n + 8, limit) if f == file else n
-        return Budget(up(self.vgprs, "v"), up(self.sgprs, "s"), up(self.agprs, "a"))
+        return replace(self, **{_PREFIX[file] + "s": min(self.size(file) + 8, limit)})
 
     def size(self, file: str) -> int:
-        return {"v": self.vgprs, "s": self.sgprs, "a": self.agprs}[file]
+        return int(getattr(self, _PREFIX[file] + "s"))
 
 
 @dataclass
