@@ -5,7 +5,7 @@ time limit and prints one row: registers LLVM's greedy allocator used (its ``.po
 VGPR+AGPR, SGPR, waves per SIMD on that target) beside the SMT allocation's, the seconds, and
 whether optimality was proved. Greedy's post files may contain spill code; the SMT allocator
 cannot spill, so a kernel over budget shows "needs spills". Usage is counted the same way for
-both (`verilocc.alloc.optimal.register_usage`).
+both (`verilocc.allocators.optimal.register_usage`).
 
     .venv/bin/python bench/optimal_vs_greedy.py [--timeout 60] [--only gfx90a/vadd,...]
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from verilocc.alloc.optimal import register_usage, solve_function
+from verilocc.allocators.optimal import register_usage, solve_function
 from verilocc.mir.parser import read_module
 from verilocc.verify import function_target
 

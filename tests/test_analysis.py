@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from verilocc.alloc.assignment import assignment_from_allocation
+from verilocc.rewrite.assignment import assignment_from_allocation
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.intervals import interference_graph, live_intervals, slot_numbers
 from verilocc.analysis.liveness import compute_liveness

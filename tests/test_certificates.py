@@ -262,7 +262,7 @@ def test_manifest_states_what_is_not_covered(vadd_cert: Path, capsys: pytest.Cap
 
 def test_assignment_certificate(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """An assignment is certified with its own hash; the materialised program is not an input."""
-    from verilocc.alloc.assignment import assignment_from_allocation, format_assignment
+    from verilocc.rewrite.assignment import assignment_from_allocation, format_assignment
 
     pre = read_module(f"{VADD}.pre.mir")
     asg = tmp_path / "vadd.asg"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from verilocc.alloc.assignment import Assignment, assignment_from_allocation, materialise
+from verilocc.rewrite.assignment import Assignment, assignment_from_allocation, materialise
 from verilocc.findings import LAYERS, Finding, Report, Verdict
 from verilocc.fuzz import mutations
 from verilocc.mir.model import Module

@@ -19,10 +19,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from verilocc.mir.parser import read_module  # noqa: E402
-from verilocc.model.dataset import Pair, build_examples, find_pairs  # noqa: E402
-from verilocc.model.normalise import parse_model_output  # noqa: E402
-from verilocc.model.problem import build_problem  # noqa: E402
-from verilocc.model.tokenizer import Tokenizer  # noqa: E402
+from verilocc.llm.dataset import Pair, build_examples, find_pairs  # noqa: E402
+from verilocc.llm.normalise import parse_model_output  # noqa: E402
+from verilocc.llm.problem import build_problem  # noqa: E402
+from verilocc.llm.tokenizer import Tokenizer  # noqa: E402
 from verilocc.target import get_target  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,8 +47,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_model(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from verilocc.model.lm import new_own_model
-    from verilocc.model.train import train
+    from verilocc.llm.lm import new_own_model
+    from verilocc.llm.train import train
 
     out = tmp_path_factory.mktemp("model")
     lm = new_own_model("tiny", seed=0)
@@ -93,9 +93,9 @@ def test_malformed_model_output_is_a_finding() -> None:
 
 
 def test_constrained_decoding_never_proposes_a_masked_register(tiny_model: Path) -> None:
-    from verilocc.model.decode import RegisterMask, propose
-    from verilocc.model.lm import load_lm
-    from verilocc.model.normalise import line_prefix
+    from verilocc.llm.decode import RegisterMask, propose
+    from verilocc.llm.lm import load_lm
+    from verilocc.llm.normalise import line_prefix
 
     lm = load_lm(str(tiny_model))
     pre = read_module(CORPUS / "gfx90a" / "reduce_sum.pre.mir")
@@ -115,9 +115,9 @@ def test_constrained_decoding_never_proposes_a_masked_register(tiny_model: Path)
 
 
 def test_counterexample_changes_the_next_prompt(tiny_model: Path) -> None:
-    from verilocc.model.lm import load_lm
-    from verilocc.model.loop import bans_from, run_loop
-    from verilocc.model.normalise import reg_token, rename_text
+    from verilocc.llm.lm import load_lm
+    from verilocc.llm.loop import bans_from, run_loop
+    from verilocc.llm.normalise import reg_token, rename_text
     from verilocc.report.render import render_feedback
     from verilocc.findings import FunctionResult, Report
 
@@ -144,8 +144,8 @@ def test_counterexample_changes_the_next_prompt(tiny_model: Path) -> None:
 
 
 def test_loop_stops_at_first_verified(tiny_model: Path) -> None:
-    from verilocc.model.lm import load_lm
-    from verilocc.model.loop import run_loop
+    from verilocc.llm.lm import load_lm
+    from verilocc.llm.loop import run_loop
 
     lm = load_lm(str(tiny_model))
     res = run_loop(read_module(VADD), lm, samples=3, rounds=3, constrained=True, repair=False, seed=0)

@@ -1,4 +1,4 @@
-"""The SMT allocator (`verilocc.alloc.optimal`, `verilocc allocate --solver`).
+"""The SMT allocator (`verilocc.allocators.optimal`, `verilocc allocate --solver`).
 
 Every allocation it reports is VERIFIED; on small corpus kernels it uses no more registers
 than LLVM's greedy allocator; preferences are kept when valid and repaired when not; a kernel
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS
-from verilocc.alloc.assignment import assignment_from_allocation
-from verilocc.alloc.optimal import register_usage, solve_function
+from verilocc.rewrite.assignment import assignment_from_allocation
+from verilocc.allocators.optimal import register_usage, solve_function
 from verilocc.cli import main
 from verilocc.findings import Verdict
 from verilocc.mir.parser import parse_module, read_module

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from verilocc import cli
-from verilocc.alloc.assignment import Assignment, assignment_from_allocation, format_assignment, materialise
+from verilocc.rewrite.assignment import Assignment, assignment_from_allocation, format_assignment, materialise
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.liveness import compute_liveness
 from verilocc.findings import Finding, Report, Verdict

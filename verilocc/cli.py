@@ -11,41 +11,16 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from verilocc import __version__
 from verilocc.errors import InputError
+from verilocc.output import write_output
 
 EXIT_BAD_INPUT = 2
 EXIT_UNKNOWN = 3
-
-
-def write_output(path: str | None, text: str, inputs: Sequence[str | None]) -> None:
-    """Write to `path` (or stdout) atomically; never over an input file."""
-    if path is None or path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    target = Path(path)
-    for inp in inputs:
-        if inp and target.exists() and Path(inp).exists() and target.resolve() == Path(inp).resolve():
-            raise InputError("refusing to write the output over an input file", path, 0, 0)
-    if target.is_dir():
-        raise InputError("cannot write the output: is a directory", path, 0, 0)
-    directory = target.parent if str(target.parent) else Path(".")
-    tmp: str | None = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".verilocc-", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except OSError as e:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise InputError(f"cannot write the output: {e.strerror or e}", path, 0, 0) from None
 
 
 def _layers(text: str) -> tuple[str, ...]:
@@ -110,8 +85,8 @@ def cmd_recheck(args: argparse.Namespace) -> int:
 
 
 def cmd_materialise(args: argparse.Namespace) -> int:
-    from verilocc.alloc.assignment import materialise, read_assignment
-    from verilocc.alloc.finish import finish_for_llc
+    from verilocc.rewrite.assignment import materialise, read_assignment
+    from verilocc.rewrite.finish import finish_for_llc
     from verilocc.mir.parser import read_module
     from verilocc.mir.printer import print_module
 
@@ -132,7 +107,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     """Allocate a pre-RA file with a strategy; write the post-RA MIR only when VERIFIED."""
     from functools import partial
 
-    from verilocc.alloc.driver import Strategy, allocate_module
+    from verilocc.allocators.driver import Strategy, allocate_module
     from verilocc.mir.parser import read_module
     from verilocc.mir.printer import print_module
 
@@ -144,11 +119,11 @@ def cmd_allocate(args: argparse.Namespace) -> int:
             raise InputError("refusing to write the output over an input file", out, 0, 0)  # before any work
     strategy: Strategy
     if args.solver:
-        from verilocc.alloc.optimal import solve_function
+        from verilocc.allocators.optimal import solve_function
 
         strategy = partial(solve_function, objective=args.objective, timeout=args.timeout, seed=args.seed)
     else:  # the model loop (DESIGN.md section 6), the default strategy
-        from verilocc.model.commands import cmd_allocate_model
+        from verilocc.llm.commands import cmd_allocate_model
 
         return cmd_allocate_model(args)
     outcome = allocate_module(pre, strategy, mcpu=args.mcpu)
@@ -317,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--mcpu", metavar="GFX", help="target processor (default: the file's target-cpu)")
     a.add_argument("-o", "--output", metavar="ALLOC.mir", help="post-RA MIR (default stdout)")
     a.add_argument("--assignment-out", metavar="FILE", help="also write the assignment (`%%N -> $reg` lines)")
-    from verilocc.model.commands import add_allocate_options
+    from verilocc.llm.commands import add_allocate_options
 
     add_allocate_options(a)
     a.set_defaults(func=cmd_allocate)
@@ -331,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-o", "--output", metavar="FILE", help="output MIR (default stdout)")
     m.set_defaults(func=cmd_materialise)
 
-    from verilocc.model.commands import add_parsers
+    from verilocc.llm.commands import add_parsers
 
     add_parsers(sub)
     return p

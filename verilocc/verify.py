@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 
 from verilocc import __version__
-from verilocc.alloc.alignment import FunctionAlignment, align_functions
-from verilocc.alloc.assignment import materialise, read_assignment
+from verilocc.pairing.alignment import FunctionAlignment, align_functions
+from verilocc.rewrite.assignment import materialise, read_assignment
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.liveness import compute_liveness
 from verilocc.analysis.operands import check_header_registers, vreg_classes

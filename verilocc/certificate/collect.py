@@ -15,7 +15,7 @@ certificate is not written); for layer 2's encoding the block is listed as not c
 
 from __future__ import annotations
 
-from verilocc.alloc.alignment import FunctionAlignment
+from verilocc.pairing.alignment import FunctionAlignment
 from verilocc.certificate.obligation import (
     CertificateError,
     FunctionCertificate,

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 
-from verilocc.alloc.alignment import (
+from verilocc.pairing.alignment import (
     FunctionAlignment,
     Role,
     Step,

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from verilocc.alloc.alignment import FunctionAlignment, Role, Step, is_pure, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, Role, Step, is_pure, value_inputs
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg
 from verilocc.findings import Finding, Place

@@ -18,7 +18,7 @@ The abstract domain, in the manner of regalloc2's checker:
   it holds the tag or the tag is undefined there. Defined = union; remat = agreeing entries.
   It is an intersection, so the forward fixed point exists and is reached.
 
-Transfer, one rule per kind of aligned step (`verilocc.alloc.alignment`):
+Transfer, one rule per kind of aligned step (`verilocc.pairing.alignment`):
 - matched instruction: every pre use must read, in the post operand at the same position,
   units that hold the tags the pre program reads; then each def clears its tags everywhere,
   clears the post units it writes, and puts its tags there.
@@ -45,7 +45,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from verilocc.alloc.alignment import FunctionAlignment, Role, Step, instruction_key, is_pure, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, Role, Step, instruction_key, is_pure, value_inputs
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg, physreg_at, resolve_operand
 from verilocc.findings import Finding, Place

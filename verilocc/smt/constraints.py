@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from verilocc.alloc.alignment import (
+from verilocc.pairing.alignment import (
     MOVE_OPCODES,
     FunctionAlignment,
     Role,
@@ -37,7 +37,7 @@ from verilocc.alloc.alignment import (
     is_constant_def,
     is_pure,
 )
-from verilocc.alloc.homes import NUMBERED_FILES, HomeUse, collect_homes, make_register
+from verilocc.pairing.homes import NUMBERED_FILES, HomeUse, collect_homes, make_register
 from verilocc.analysis.liveness import Liveness
 from verilocc.analysis.operands import VReg, physreg_at, resolve_operand, slot_mask
 from verilocc.errors import TargetError

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from verilocc.errors import TargetError
-from verilocc.target import subregs
+import verilocc.target.subregs as subregs
 from verilocc.target.gfx import Reservations, Target, reservations
 from verilocc.target.registers import (
     TUPLE_WIDTHS,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from verilocc.errors import TargetError
-from verilocc.target import subregs
+import verilocc.target.subregs as subregs
 
 
 class RegFile(enum.Enum):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from verilocc.alloc.alignment import FunctionAlignment, Role, instruction_key, remat_ambiguous_keys
+from verilocc.pairing.alignment import FunctionAlignment, Role, instruction_key, remat_ambiguous_keys
 from verilocc.analysis.operands import VReg, physreg_at
 from verilocc.errors import TargetError
 from verilocc.findings import Place

@@ -2,9 +2,9 @@
 module when every function got a VERIFIED allocation.
 
 A *strategy* is any callable ``(function, target) -> SolverAllocation`` that returns a result
-checked by the verifier (`verilocc.alloc.optimal.solve_function` is one; a language-model
+checked by the verifier (`verilocc.allocators.optimal.solve_function` is one; a language-model
 strategy is another). `verilocc allocate` picks the strategy from its options and calls
-`allocate_module`; the strategies live in `verilocc/alloc/`, the CLI only dispatches.
+`allocate_module`; the strategies live in `verilocc/allocators/`, the CLI only dispatches.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from verilocc.alloc.assignment import format_assignment
-from verilocc.alloc.optimal import SolverAllocation
+from verilocc.rewrite.assignment import format_assignment
+from verilocc.allocators.optimal import SolverAllocation
 from verilocc.mir.model import Function, Module
 from verilocc.target import Target
 

@@ -6,7 +6,7 @@ with all three layers. The first VERIFIED one ends the loop. Otherwise the findi
 best proposal (fewest errors) go into the next prompt twice: as the feedback paragraph
 (`render_feedback`, the same Finding objects as the terminal text) and, for the virtual
 register each finding names last in program order, as a `! R` ban of the register it had. After R rounds, the optional repair step
-asks the SMT allocator (`verilocc.alloc.optimal.solve_function`) to keep as many of the
+asks the SMT allocator (`verilocc.allocators.optimal.solve_function`) to keep as many of the
 model's choices as possible, and verifies its answer like any other. The result is a
 VERIFIED module or an explicit failure: nothing unverified is ever returned as an allocation.
 """
@@ -18,15 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from verilocc.alloc.assignment import Assignment, materialise
-from verilocc.alloc.finish import finish_for_llc
+from verilocc.rewrite.assignment import Assignment, materialise
+from verilocc.rewrite.finish import finish_for_llc
 from verilocc.analysis.operands import VReg
 from verilocc.findings import Finding, Report, Verdict
 from verilocc.mir.model import Module
-from verilocc.model.decode import Proposal, prompt_head, propose, reads_feedback
-from verilocc.model.lm import LM
-from verilocc.model.normalise import rename_text
-from verilocc.model.problem import AllocationProblem, build_problem, single_function
+from verilocc.llm.decode import Proposal, prompt_head, propose, reads_feedback
+from verilocc.llm.lm import LM
+from verilocc.llm.normalise import rename_text
+from verilocc.llm.problem import AllocationProblem, build_problem, single_function
 from verilocc.report.render import render_feedback
 from verilocc.target import PhysReg
 from verilocc.verify import Options, function_target, verify_modules
@@ -174,9 +174,9 @@ def _over_budget(report: Report) -> bool:
 
 def _repair(fn: Any, target: Any, prefer: dict[VReg, PhysReg], timeout: float, seed: int) -> str | tuple[str, dict[VReg, PhysReg]]:
     try:
-        from verilocc.alloc.optimal import solve_function  # type: ignore[import-not-found]
+        from verilocc.allocators.optimal import solve_function  # type: ignore[import-not-found]
     except ImportError:
-        return "not available (verilocc.alloc.optimal, the SMT allocator, is not in this build)"
+        return "not available (verilocc.allocators.optimal, the SMT allocator, is not in this build)"
     sol = solve_function(fn, target, prefer=prefer or None, objective="registers", timeout=timeout, seed=seed)
     if sol.status not in ("optimal", "feasible"):
         return sol.status + (f" ({sol.reason})" if sol.reason else "")

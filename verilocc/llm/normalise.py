@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from verilocc.analysis.operands import VReg
 from verilocc.errors import TargetError
 from verilocc.findings import Finding, Place
-from verilocc.model.problem import AllocationProblem
+from verilocc.llm.problem import AllocationProblem
 from verilocc.target import PhysReg, RegisterClass, Target
 from verilocc.target.registers import RegFile, file_half, file_register, parse_physreg
 

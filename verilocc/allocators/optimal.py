@@ -1041,8 +1041,8 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
 def _checked(fn: Function, target: Target, assignment: dict[int | str, PhysReg], status: str, kept: int,
              start: float, reason: str) -> SolverAllocation:
     """Materialise and verify `assignment`; only a VERIFIED one keeps `status`."""
-    from verilocc.alloc.assignment import Assignment, materialise
-    from verilocc.alloc.finish import finish_for_llc
+    from verilocc.rewrite.assignment import Assignment, materialise
+    from verilocc.rewrite.finish import finish_for_llc
     from verilocc.findings import Verdict
     from verilocc.verify import Options, verify_modules
 

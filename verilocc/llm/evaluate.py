@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from verilocc.mir.parser import read_module
-from verilocc.model.dataset import Pair, find_pairs, kernel_source
-from verilocc.model.lm import LM
-from verilocc.model.loop import LoopResult, run_loop
-from verilocc.model.problem import register_usage, single_function
+from verilocc.llm.dataset import Pair, find_pairs, kernel_source
+from verilocc.llm.lm import LM
+from verilocc.llm.loop import LoopResult, run_loop
+from verilocc.llm.problem import register_usage, single_function
 from verilocc.verify import function_target
 
 

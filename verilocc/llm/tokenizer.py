@@ -12,7 +12,7 @@ import json
 import string
 from pathlib import Path
 
-from verilocc.model.normalise import MAX_NUMBER
+from verilocc.llm.normalise import MAX_NUMBER
 from verilocc.target.registers import special_register_names
 
 SPECIAL = ["<pad>", "<bos>", "<eos>", "<unk>", "\n", " "]

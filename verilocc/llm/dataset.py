@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from verilocc.alloc.assignment import assignment_from_allocation
+from verilocc.rewrite.assignment import assignment_from_allocation
 from verilocc.analysis.operands import VReg
 from verilocc.mir.parser import read_module
-from verilocc.model.normalise import header_text, line_prefix, reg_token
-from verilocc.model.problem import build_problem, single_function
+from verilocc.llm.normalise import header_text, line_prefix, reg_token
+from verilocc.llm.problem import build_problem, single_function
 from verilocc.target import PhysReg, get_target
 
 HELD_OUT_SOURCES = ("flash_attn.hip", "softmax.hip")

@@ -22,9 +22,9 @@ from transformers import LogitsProcessor
 from verilocc.analysis.operands import VReg
 from verilocc.errors import TargetError
 from verilocc.findings import Finding
-from verilocc.model.lm import LM
-from verilocc.model.normalise import header_text, line_prefix, parse_model_output, reg_token, token_register
-from verilocc.model.problem import AllocationProblem
+from verilocc.llm.lm import LM
+from verilocc.llm.normalise import header_text, line_prefix, parse_model_output, reg_token, token_register
+from verilocc.llm.problem import AllocationProblem
 from verilocc.target import PhysReg
 
 MAX_FEEDBACK_TOKENS = 256

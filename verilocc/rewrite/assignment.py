@@ -148,12 +148,12 @@ class DerivedAssignment:
 def assignment_from_allocation(pre: Module, post: Module, target_name: str | None = None) -> DerivedAssignment:
     """The assignment an allocated program implements, for its first function.
 
-    Each virtual register gets its home (`verilocc.alloc.homes`); registers seen only in
+    Each virtual register gets its home (`verilocc.pairing.homes`); registers seen only in
     COPYs take the home of the other side of an identity copy. Split registers have no
     single answer and are listed instead.
     """
-    from verilocc.alloc.alignment import align_functions
-    from verilocc.alloc.homes import collect_homes
+    from verilocc.pairing.alignment import align_functions
+    from verilocc.pairing.homes import collect_homes
     from verilocc.analysis.operands import vreg_classes
     from verilocc.target import get_target
 

@@ -33,8 +33,8 @@ def _command_line() -> str:
 def cmd_dataset_build(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from verilocc.model.build import DEFAULT_TARGETS, compile_ir, make_pairs, read_manifest
-    from verilocc.model.dataset import build_examples, find_pairs
+    from verilocc.llm.build import DEFAULT_TARGETS, compile_ir, make_pairs, read_manifest
+    from verilocc.llm.dataset import build_examples, find_pairs
 
     console = _console()
     out = Path(args.out)
@@ -74,8 +74,8 @@ def cmd_dataset_build(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from verilocc.model.lm import load_lm, new_own_model
-    from verilocc.model.train import train
+    from verilocc.llm.lm import load_lm, new_own_model
+    from verilocc.llm.train import train
 
     data = Path(args.data)
     if not (data / "train.jsonl").exists():
@@ -96,7 +96,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _load(path: str | None):  # noqa: ANN202
-    from verilocc.model.lm import load_lm
+    from verilocc.llm.lm import load_lm
 
     p = path or str(DEFAULT_MODEL)
     if path is None and not Path(p).exists():
@@ -110,10 +110,10 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
 
     import torch
 
-    from verilocc.cli import write_output
+    from verilocc.output import write_output
     from verilocc.mir.parser import read_module
     from verilocc.mir.printer import print_module
-    from verilocc.model.loop import run_loop
+    from verilocc.llm.loop import run_loop
 
     for name in ("samples", "rounds"):
         if getattr(args, name) < 1:
@@ -136,7 +136,7 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
         return 1
     write_output(args.output, print_module(res.post), [args.pre])
     if args.assignment_out:
-        from verilocc.alloc.assignment import format_assignment
+        from verilocc.rewrite.assignment import format_assignment
 
         write_output(args.assignment_out, format_assignment(res.regs), [args.pre, args.output])
     u = res.usage
@@ -148,8 +148,8 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     import torch
 
-    from verilocc.model.build import read_manifest
-    from verilocc.model.evaluate import held_out_pairs, run_eval
+    from verilocc.llm.build import read_manifest
+    from verilocc.llm.evaluate import held_out_pairs, run_eval
 
     torch.set_num_threads(args.threads)
     sources = {kv.name: kv.source for kv in read_manifest(Path(args.kernels) / "manifest.txt")}

@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from verilocc.model.dataset import read_examples
-from verilocc.model.lm import LM, save_lm
+from verilocc.llm.dataset import read_examples
+from verilocc.llm.lm import LM, save_lm
 
 IGNORE = -100
 

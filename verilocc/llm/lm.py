@@ -25,7 +25,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")  # GGUF conversion bars
 import torch  # noqa: E402
 
 from verilocc.errors import InputError
-from verilocc.model.tokenizer import Tokenizer
+from verilocc.llm.tokenizer import Tokenizer
 
 FORMAT = "verilocc-lines-1"
 WINDOW = 32  # lines of context before the current one

@@ -1,0 +1,36 @@
+"""Writing what the tool produces: to stdout or atomically to a file, never over an input."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from verilocc.errors import InputError
+
+
+def write_output(path: str | None, text: str, inputs: Sequence[str | None]) -> None:
+    """Write to `path` (or stdout) atomically; never over an input file."""
+    if path is None or path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    for inp in inputs:
+        if inp and target.exists() and Path(inp).exists() and target.resolve() == Path(inp).resolve():
+            raise InputError("refusing to write the output over an input file", path, 0, 0)
+    if target.is_dir():
+        raise InputError("cannot write the output: is a directory", path, 0, 0)
+    directory = target.parent if str(target.parent) else Path(".")
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".verilocc-", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as e:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise InputError(f"cannot write the output: {e.strerror or e}", path, 0, 0) from None
