@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from verilocc import __version__
 from verilocc.pairing.alignment import FunctionAlignment, align_functions
+from verilocc.pairing.blocks import pair_blocks, renumbered, renumbering_note
 from verilocc.rewrite.assignment import materialise, read_assignment
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.liveness import compute_liveness
@@ -120,6 +121,11 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         fr.stats["seconds"] = round(time.perf_counter() - t0, 3)
         return fr
     fr.findings.extend(unsupported_constructs(post))
+    pairing = pair_blocks(pre, post)
+    post = renumbered(post, pairing)
+    note = renumbering_note(pairing)
+    if note is not None:
+        fr.notes.append(note)
     pre_classes = vreg_classes(pre)
     pre_cfg = build_cfg(pre)
     alignment = align_functions(pre, post)
