@@ -33,25 +33,7 @@ from __future__ import annotations
 import hashlib
 
 from verilocc.pairing.alignment import FunctionAlignment, instruction_key, is_pure, value_inputs
-from verilocc.pairing.steps import (
-    Added,
-    Dropped,
-    Matched,
-    PostCopy,
-    PostImplicitDef,
-    PostKill,
-    PreCopy,
-    PreImplicitDef,
-    PreKill,
-    RematCopy,
-    RematOrigin,
-    ReloadFromSlot,
-    RestoreFromLane,
-    SpillToLane,
-    SpillToSlot,
-    Unsupported,
-    walk_block,
-)
+from verilocc.pairing import steps as ps
 from verilocc.certificate.obligation import ProofObligation, Uncovered
 from verilocc.certificate.smt2 import symbol
 from verilocc.mir.model import Function, Instruction, Operand
@@ -200,7 +182,7 @@ class _BlockEncoder:
         return [self.fresh("def") for _ in tags]
 
     # --- steps (one method per kind, called by `walk_block`) -----------------------------
-    def remat_origin(self, s: RematOrigin) -> None:
+    def remat_origin(self, s: ps.RematOrigin) -> None:
         ins = s.ins
         inputs = [self.value(t) for t in self.vf.recipe(ins)[1]]
         for d in ins.defs:
@@ -208,20 +190,20 @@ class _BlockEncoder:
             tags = self.vf.tags_of(d)
             self.define(tags, (), self.new_values(ins, tags, True, inputs))
 
-    def added(self, s: Added) -> None:
+    def added(self, s: ps.Added) -> None:
         raise _Unsupported("added step")
 
-    def dropped(self, s: Dropped) -> None:
+    def dropped(self, s: ps.Dropped) -> None:
         raise _Unsupported("dropped step")
 
-    def unsupported(self, s: Unsupported) -> None:
+    def unsupported(self, s: ps.Unsupported) -> None:
         raise _Unsupported(f"{s.reason} `{s.ins.opcode}`")
 
     def undefine_rest(self, op: Operand) -> None:
         for t in self.vf.other_tags(op):
             self.undefine(t)
 
-    def matched(self, s: Matched) -> None:
+    def matched(self, s: ps.Matched) -> None:
         pi, qi = s.pre, s.post
         defs: list[tuple[Operand, Operand]] = []
         for po, qo in zip(pi.operands, qi.operands):
@@ -244,7 +226,7 @@ class _BlockEncoder:
             self.undefine_rest(po)
             self.define(tags, units, self.new_values(pi, tags, pure, inputs))
 
-    def pre_copy(self, s: PreCopy) -> None:
+    def pre_copy(self, s: ps.PreCopy) -> None:
         if s.src is None:
             return  # the virtual program's `COPY undef`: no lane changes value here
         for dt, st in zip(self.vf.tags_of(s.dst), self.vf.tags_of(s.src)):
@@ -256,15 +238,15 @@ class _BlockEncoder:
             if dt[0] != "$":
                 self.dfn[dt] = d_src
 
-    def pre_implicit_def(self, s: PreImplicitDef) -> None:
+    def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
         for d in s.ins.defs:
             for t in self.vf.tags_of(d):
                 self.undefine(t)
 
-    def pre_kill(self, s: PreKill) -> None:
+    def pre_kill(self, s: ps.PreKill) -> None:
         pass
 
-    def post_copy(self, s: PostCopy) -> None:
+    def post_copy(self, s: ps.PostCopy) -> None:
         dunits = self.units_of(s.dst)
         if s.src is None:
             self.clobber(dunits)
@@ -277,14 +259,14 @@ class _BlockEncoder:
             self.put(d, term)
             self.lanes[d] = store
 
-    def post_implicit_def(self, s: PostImplicitDef) -> None:
+    def post_implicit_def(self, s: ps.PostImplicitDef) -> None:
         for d in s.ins.defs:
             self.clobber(self.units_of(d))
 
-    def post_kill(self, s: PostKill) -> None:
+    def post_kill(self, s: ps.PostKill) -> None:
         pass
 
-    def spill_to_lane(self, s: SpillToLane) -> None:
+    def spill_to_lane(self, s: ps.SpillToLane) -> None:
         vunits = self.units_of(s.vgpr)
         store = dict(self.lane_store(vunits[0]))
         for h, u in enumerate(self.units_of(s.src)):
@@ -293,7 +275,7 @@ class _BlockEncoder:
             self.put(u, self.fresh("junk"))
         self.lanes[vunits[0]] = store
 
-    def restore_from_lane(self, s: RestoreFromLane) -> None:
+    def restore_from_lane(self, s: ps.RestoreFromLane) -> None:
         store = self.lane_store(self.units_of(s.vgpr)[0])
         dunits = self.units_of(s.dst)
         got = [store.get((s.lane, h)) for h in range(len(dunits))]
@@ -301,18 +283,18 @@ class _BlockEncoder:
         for u, term in zip(dunits, got):
             self.put(u, term if term is not None else self.fresh("junk"))
 
-    def spill_to_slot(self, s: SpillToSlot) -> None:
+    def spill_to_slot(self, s: ps.SpillToSlot) -> None:
         for k, u in enumerate(self.units_of(s.src)):
             self.put(("slot", s.slot, k), self.at(u))
 
-    def reload_from_slot(self, s: ReloadFromSlot) -> None:
+    def reload_from_slot(self, s: ps.ReloadFromSlot) -> None:
         dunits = self.units_of(s.dst)
         got = [self.at(("slot", s.slot, k)) for k in range(len(dunits))]
         self.clobber(dunits)
         for u, term in zip(dunits, got):
             self.put(u, term)
 
-    def remat(self, s: RematCopy) -> None:
+    def remat(self, s: ps.RematCopy) -> None:
         ins = s.ins
         key = instruction_key(ins)
         units = self.units_of(ins.defs[0])
@@ -384,7 +366,7 @@ def valueflow_obligations(vf: ValueFlowChecker, pre: Function, post: Function,
         claim = f"bb.{b}: from its entry invariant every use reads its value and every successor's invariant holds"
         enc = _BlockEncoder(vf, b, vf.entry_states[b])
         try:
-            walk_block(alignment.steps[b], pre_blocks[b], post_blocks[b], enc)
+            ps.walk_block(alignment.steps[b], pre_blocks[b], post_blocks[b], enc)
             enc.close(vf.cfg.successors(b), vf.entry_states)
         except _Unsupported as e:
             uncovered.append(Uncovered(LAYER, post.name, claim, f"the certificate cannot state a {e}", b))

@@ -55,115 +55,94 @@ class Matched:
 
 
 @dataclass(frozen=True)
-class PreCopy:
+class OneSided:
+    """A step about one instruction of one program (the pre one when `step.post` is None)."""
+
     step: Step
     ins: Instruction
-    dst: Operand
-    src: Operand | None  # None: `COPY undef ...`
-    source: Operand  # the source as written, also an `undef` one (its width still counts)
-
-
-@dataclass(frozen=True)
-class PreImplicitDef:
-    step: Step
-    ins: Instruction
-
-
-@dataclass(frozen=True)
-class PreKill:
-    step: Step
-    ins: Instruction
-
-
-@dataclass(frozen=True)
-class PostCopy:
-    step: Step
-    ins: Instruction
-    dst: Operand
-    src: Operand | None  # None: `COPY undef ...`
-    source: Operand  # the source as written, also an `undef` one (its width still counts)
-
-
-@dataclass(frozen=True)
-class PostImplicitDef:
-    step: Step
-    ins: Instruction
-
-
-@dataclass(frozen=True)
-class PostKill:
-    step: Step
-    ins: Instruction
-
-
-@dataclass(frozen=True)
-class SpillToSlot:
-    step: Step
-    ins: Instruction
-    src: Operand
-    slot: int | str
-
-
-@dataclass(frozen=True)
-class ReloadFromSlot:
-    step: Step
-    ins: Instruction
-    dst: Operand
-    slot: int | str
-
-
-@dataclass(frozen=True)
-class SpillToLane:
-    step: Step
-    ins: Instruction
-    src: Operand
-    vgpr: Operand
-    lane: int
-
-
-@dataclass(frozen=True)
-class RestoreFromLane:
-    step: Step
-    ins: Instruction
-    dst: Operand
-    vgpr: Operand
-    lane: int
-
-
-@dataclass(frozen=True)
-class RematCopy:
-    step: Step
-    ins: Instruction
-
-
-@dataclass(frozen=True)
-class RematOrigin:
-    step: Step
-    ins: Instruction
-
-
-@dataclass(frozen=True)
-class Added:
-    step: Step
-    ins: Instruction
-
-
-@dataclass(frozen=True)
-class Dropped:
-    step: Step
-    ins: Instruction
-
-
-@dataclass(frozen=True)
-class Unsupported:
-    step: Step
-    ins: Instruction
-    reason: str  # SPILL_CODE, MALFORMED_COPY
-    detail: str = ""
 
     @property
     def in_pre(self) -> bool:
         return self.step.post is None
+
+
+@dataclass(frozen=True)
+class Copy(OneSided):
+    dst: Operand
+    src: Operand | None  # None: `COPY undef ...`
+    source: Operand  # the source as written, also an `undef` one (its width still counts)
+
+
+class PreCopy(Copy):
+    pass
+
+
+class PostCopy(Copy):
+    pass
+
+
+class PreImplicitDef(OneSided):
+    pass
+
+
+class PreKill(OneSided):
+    pass
+
+
+class PostImplicitDef(OneSided):
+    pass
+
+
+class PostKill(OneSided):
+    pass
+
+
+@dataclass(frozen=True)
+class SpillToSlot(OneSided):
+    src: Operand
+    slot: int | str
+
+
+@dataclass(frozen=True)
+class ReloadFromSlot(OneSided):
+    dst: Operand
+    slot: int | str
+
+
+@dataclass(frozen=True)
+class SpillToLane(OneSided):
+    src: Operand
+    vgpr: Operand
+    lane: int
+
+
+@dataclass(frozen=True)
+class RestoreFromLane(OneSided):
+    dst: Operand
+    vgpr: Operand
+    lane: int
+
+
+class RematCopy(OneSided):
+    pass
+
+
+class RematOrigin(OneSided):
+    pass
+
+
+class Added(OneSided):
+    pass
+
+
+class Dropped(OneSided):
+    pass
+
+
+@dataclass(frozen=True)
+class Unsupported(OneSided):
+    reason: str  # SPILL_CODE, MALFORMED_COPY
+    detail: str = ""
 
 
 DecodedStep = (Matched | PreCopy | PreImplicitDef | PreKill | PostCopy | PostImplicitDef | PostKill | SpillToSlot

@@ -22,38 +22,20 @@ timeout is UNKNOWN.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from verilocc.pairing.alignment import FunctionAlignment, is_pure, value_inputs
-from verilocc.pairing.steps import (
-    Added,
-    Dropped,
-    Matched,
-    PostCopy,
-    PostImplicitDef,
-    PostKill,
-    PreCopy,
-    PreImplicitDef,
-    PreKill,
-    RematCopy,
-    RematOrigin,
-    ReloadFromSlot,
-    RestoreFromLane,
-    SpillToLane,
-    SpillToSlot,
-    Unsupported,
-    walk_block,
-)
+from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction, Operand
+from verilocc.semantics.interpretation import RandomInterpretation
 from verilocc.semantics.ops import Semantics, has_side_effects, reads_memory
 from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
-from verilocc.smt.solver import DEFAULT_RLIMIT
+from verilocc.smt.solver import Answer, check_z3_terms
 from verilocc.target import RegisterClass, Target
 
 LAYER = "equivalence"
@@ -245,19 +227,19 @@ class _BlockRun:
         return outs, (new_tok if new_tok is not None else token)
 
     # --- steps (one method per kind, called by `walk_block`) ------------------------------
-    def remat(self, s: RematCopy) -> None:
+    def remat(self, s: ps.RematCopy) -> None:
         self.post_only(s.ins)
 
-    def added(self, s: Added) -> None:
+    def added(self, s: ps.Added) -> None:
         self.post_only(s.ins)
 
-    def remat_origin(self, s: RematOrigin) -> None:
+    def remat_origin(self, s: ps.RematOrigin) -> None:
         self.pre_only(s.ins)
 
-    def dropped(self, s: Dropped) -> None:
+    def dropped(self, s: ps.Dropped) -> None:
         self.pre_only(s.ins)
 
-    def matched(self, s: Matched) -> None:
+    def matched(self, s: ps.Matched) -> None:
         pi, qi, qidx = s.pre, s.post, s.step.post
         preads: list[tuple[Operand, list[Any]]] = []
         qreads: list[tuple[Operand, list[Any]]] = []
@@ -304,20 +286,20 @@ class _BlockRun:
         for d, lanes in zip(defs, res):
             self.post_write(d, lanes)
 
-    def pre_copy(self, s: PreCopy) -> None:
+    def pre_copy(self, s: ps.PreCopy) -> None:
         src = s.src
         lanes = [self.pget(t) for t in self.eq.vf.tags_of(src)] if src is not None else \
             [None] * len(self.eq.vf.tags_of(s.source))
         self.pre_write(s.dst, lanes)
 
-    def pre_implicit_def(self, s: PreImplicitDef) -> None:
+    def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
         for d in s.ins.defs:
             self.pre_write(d, [None] * len(self.eq.vf.tags_of(d)))
 
-    def pre_kill(self, s: PreKill) -> None:
+    def pre_kill(self, s: ps.PreKill) -> None:
         pass
 
-    def post_copy(self, s: PostCopy) -> None:
+    def post_copy(self, s: ps.PostCopy) -> None:
         sunits = self.eq.vf.units_of(s.source)
         lanes = [self.qget(u) for u in sunits]
         stores = [self.lanes_store(u) if (u in self.qlanes or u in self.entry.lanes) else None for u in sunits]
@@ -326,14 +308,14 @@ class _BlockRun:
             if store:
                 self.qlanes[d] = dict(store)
 
-    def post_implicit_def(self, s: PostImplicitDef) -> None:
+    def post_implicit_def(self, s: ps.PostImplicitDef) -> None:
         for d in s.ins.defs:
             self.post_write(d, [])
 
-    def post_kill(self, s: PostKill) -> None:
+    def post_kill(self, s: ps.PostKill) -> None:
         pass
 
-    def spill_to_lane(self, s: SpillToLane) -> None:
+    def spill_to_lane(self, s: ps.SpillToLane) -> None:
         vunits = self.eq.vf.units_of(s.vgpr)
         store = dict(self.lanes_store(vunits[0]))
         for h, v in enumerate(self.post_read(s.src)):
@@ -342,21 +324,21 @@ class _BlockRun:
             self.qset(u, self.new_junk())
         self.qlanes[vunits[0]] = store
 
-    def restore_from_lane(self, s: RestoreFromLane) -> None:
+    def restore_from_lane(self, s: ps.RestoreFromLane) -> None:
         store = self.lanes_store(self.eq.vf.units_of(s.vgpr)[0])
         dunits = self.eq.vf.units_of(s.dst)
         lanes = [store.get((s.lane, h)) for h in range(len(dunits))]
         self.post_write(s.dst, [x if x is not None else self.new_junk() for x in lanes])
 
-    def spill_to_slot(self, s: SpillToSlot) -> None:
+    def spill_to_slot(self, s: ps.SpillToSlot) -> None:
         for k, v in enumerate(self.post_read(s.src)):
             self.qset(("slot", s.slot, k), v)
 
-    def reload_from_slot(self, s: ReloadFromSlot) -> None:
+    def reload_from_slot(self, s: ps.ReloadFromSlot) -> None:
         units = self.eq.vf.units_of(s.dst)
         self.post_write(s.dst, [self.qget(("slot", s.slot, k)) for k in range(len(units))])
 
-    def unsupported(self, s: Unsupported) -> None:
+    def unsupported(self, s: ps.Unsupported) -> None:
         self.eq.unknown(s.ins, self.b, f"`{s.ins.opcode}` is {s.reason} the executor does not model")
 
     def edge_text(self, s: int, loc: object, t: Tag) -> str:
@@ -476,7 +458,7 @@ class EquivalenceChecker:
             if b not in self.alignment.steps or b not in self.vf.entry_states:
                 continue
             run = _BlockRun(self, b, self.vf.entry_states[b])
-            walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], run)
+            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], run)
             qb = post_blocks[b]
             last = qb.instructions[-1] if qb.instructions else None
             run.close(self.vf.entry_states, self.cfg.successors(b), last, len(qb.instructions) - 1)
@@ -510,25 +492,14 @@ class EquivalenceChecker:
             if interp.holds(self.assumptions) and self.report_failures(pending, interp.value):
                 self.stats["refuted_by"] = "random interpretation"
                 return
-        s = z3.Solver(ctx=self.ctx)
-        s.set("random_seed", self.seed)
-        s.set("timeout", max(1, int(self.timeout_s * 1000)))
-        s.set("rlimit", DEFAULT_RLIMIT)
         self.query = [*self.assumptions, z3.Not(z3.And([f for _, f in pending]))]
-        s.add(self.query)
-        r = s.check()
-        if r == z3.unsat:
+        outcome, value = check_z3_terms(z3, self.ctx, self.query, timeout_s=self.timeout_s, seed=self.seed)
+        if outcome.answer is Answer.UNSAT:
             return
-        if r != z3.sat:
+        if value is None:
             self.findings.append(Finding("solver", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
-                                         f"z3 could not decide equivalence: {s.reason_unknown()}", severity="unknown"))
+                                         f"z3 could not decide equivalence: {outcome.reason}", severity="unknown"))
             return
-        model = s.model()
-
-        def value(t: Any) -> int | bool | None:
-            v = model.eval(t, model_completion=True)
-            return v.as_long() if z3.is_bv_value(v) else z3.is_true(v) if z3.is_bool(v) else None
-
         self.report_failures(pending, value)
 
     def report_failures(self, pending: list[tuple[Obligation, Any]],
@@ -577,76 +548,6 @@ class EquivalenceChecker:
         shared = sorted(set(left) & set(right))
         both = {**left, **right}
         return [(self.vf.pretty_symbol(n), _hex(value(both[n]))) for n in differing + shared][:12]
-
-
-class RandomInterpretation:
-    """A concrete valuation of the executor's terms: every 16-bit symbol and every
-    uninterpreted function (an opcode's lane, a memory effect) is a fixed pseudo-random
-    function of its name and arguments, derived from `salt`. Interpreted operations (bit-vector
-    constants, extraction, equality, conjunction, negation) keep their meaning, so a term's
-    value here is its value in one model of the theory: if the assumptions hold and an
-    obligation is false, the obligation is refuted. Terms with other operations have no value
-    (None), and then the solver decides."""
-
-    def __init__(self, z3: Any, salt: str) -> None:
-        self.z3 = z3
-        self.salt = salt
-        self.memo: dict[int, int | bool | None] = {}
-
-    def _random(self, name: str, args: tuple[object, ...], bits: int) -> int:
-        digest = hashlib.blake2b(f"{self.salt}|{name}|{args}".encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "little") & ((1 << bits) - 1)
-
-    def holds(self, terms: list[Any]) -> bool:
-        return all(self.value(t) is True for t in terms)
-
-    def value(self, term: Any) -> int | bool | None:
-        z3 = self.z3
-        stack = [term]
-        while stack:
-            t = stack[-1]
-            tid = t.get_id()
-            if tid in self.memo:
-                stack.pop()
-                continue
-            kids = t.children()
-            missing = [c for c in kids if c.get_id() not in self.memo]
-            if missing:
-                stack.extend(missing)
-                continue
-            stack.pop()
-            args = [self.memo[c.get_id()] for c in kids]
-            self.memo[tid] = None if any(a is None for a in args) else self._apply(t, args)
-        return self.memo[term.get_id()]
-
-    def _apply(self, t: Any, args: list[Any]) -> int | bool | None:
-        z3 = self.z3
-        if z3.is_bv_value(t):
-            return t.as_long()
-        if z3.is_true(t):
-            return True
-        if z3.is_false(t):
-            return False
-        kind = t.decl().kind()
-        if kind == z3.Z3_OP_UNINTERPRETED and z3.is_bv(t):
-            return self._random(t.decl().name(), tuple(args), t.size())
-        if kind == z3.Z3_OP_EXTRACT:
-            hi, lo = t.params()
-            return (args[0] >> lo) & ((1 << (hi - lo + 1)) - 1)
-        if kind == z3.Z3_OP_CONCAT:
-            out = 0
-            for a, c in zip(args, t.children()):
-                out = (out << c.size()) | a
-            return out
-        if kind == z3.Z3_OP_EQ:
-            return args[0] == args[1]
-        if kind == z3.Z3_OP_AND:
-            return all(args)
-        if kind == z3.Z3_OP_OR:
-            return any(args)
-        if kind == z3.Z3_OP_NOT:
-            return not args[0]
-        return None
 
 
 def _hex(v: int | bool | None) -> str:

@@ -47,25 +47,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from verilocc.pairing.alignment import FunctionAlignment, instruction_key, is_pure, value_inputs
-from verilocc.pairing.steps import (
-    Added,
-    Dropped,
-    Matched,
-    PostCopy,
-    PostImplicitDef,
-    PostKill,
-    PreCopy,
-    PreImplicitDef,
-    PreKill,
-    RematCopy,
-    RematOrigin,
-    ReloadFromSlot,
-    RestoreFromLane,
-    SpillToLane,
-    SpillToSlot,
-    Unsupported,
-    walk_block,
-)
+from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg, physreg_at, resolve_operand
 from verilocc.findings import Finding, Place
@@ -227,13 +209,13 @@ class _Walker:
                     self.set_remat(t, (recipe[0], recipe[1], p))
 
     # --- steps (one method per kind, called by `walk_block`) ----------------------------
-    def remat_origin(self, s: RematOrigin) -> None:
+    def remat_origin(self, s: ps.RematOrigin) -> None:
         recipe = self.c.recipe(s.ins)
         for d in s.ins.defs:
             self.undefine_rest(d)
             self.define(self.c.tags_of(d), (), recipe)
 
-    def added(self, s: Added) -> None:
+    def added(self, s: ps.Added) -> None:
         ins = s.ins
         self.error(
             "added-instruction", self.block, s.step.post, ins, None,
@@ -242,7 +224,7 @@ class _Walker:
         for d in ins.defs:
             self.clobber(self.c.units_of(d))
 
-    def dropped(self, s: Dropped) -> None:
+    def dropped(self, s: ps.Dropped) -> None:
         ins = s.ins
         self.error(
             "dropped-instruction", self.block, None, ins, None,
@@ -257,7 +239,7 @@ class _Walker:
                 self.forget_tag(t)
                 self.s.defined.discard(t)
 
-    def matched(self, s: Matched) -> None:
+    def matched(self, s: ps.Matched) -> None:
         block, pi, qi = self.block, s.pre, s.post
         post_index = s.step.post
         assert post_index is not None
@@ -319,7 +301,7 @@ class _Walker:
                 vregs=(po,),
             )
 
-    def pre_copy(self, s: PreCopy) -> None:
+    def pre_copy(self, s: ps.PreCopy) -> None:
         if s.src is None:
             return  # `COPY undef`: no lane changes value here
         dtags, stags = self.c.tags_of(s.dst), self.c.tags_of(s.src)
@@ -341,13 +323,13 @@ class _Walker:
             elif dt[0] != "$":
                 self.s.defined.discard(dt)
 
-    def pre_implicit_def(self, s: PreImplicitDef) -> None:
+    def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
         self.undefine_defs(s.ins)
 
-    def pre_kill(self, s: PreKill) -> None:
+    def pre_kill(self, s: ps.PreKill) -> None:
         pass
 
-    def post_copy(self, s: PostCopy) -> None:
+    def post_copy(self, s: ps.PostCopy) -> None:
         dunits = self.c.units_of(s.dst)
         if s.src is None:
             self.clobber(dunits)
@@ -366,14 +348,14 @@ class _Walker:
             else:
                 self.s.lanes.pop(d, None)
 
-    def post_implicit_def(self, s: PostImplicitDef) -> None:
+    def post_implicit_def(self, s: ps.PostImplicitDef) -> None:
         for d in s.ins.defs:
             self.clobber(self.c.units_of(d))
 
-    def post_kill(self, s: PostKill) -> None:
+    def post_kill(self, s: ps.PostKill) -> None:
         pass
 
-    def spill_to_lane(self, s: SpillToLane) -> None:
+    def spill_to_lane(self, s: ps.SpillToLane) -> None:
         vunits = self.c.units_of(s.vgpr)
         store = dict(self.s.lanes.get(vunits[0], {}))
         for h, u in enumerate(self.c.units_of(s.src)):
@@ -382,24 +364,24 @@ class _Walker:
             self.set_loc(u, frozenset())
         self.s.lanes[vunits[0]] = store
 
-    def restore_from_lane(self, s: RestoreFromLane) -> None:
+    def restore_from_lane(self, s: ps.RestoreFromLane) -> None:
         store = self.s.lanes.get(self.c.units_of(s.vgpr)[0], {})
         dunits = self.c.units_of(s.dst)
         self.clobber(dunits)
         for h, u in enumerate(dunits):
             self.set_loc(u, store.get((s.lane, h), frozenset()))
 
-    def spill_to_slot(self, s: SpillToSlot) -> None:
+    def spill_to_slot(self, s: ps.SpillToSlot) -> None:
         for k, u in enumerate(self.c.units_of(s.src)):
             self.set_loc(("slot", s.slot, k), self.s.holds(u))
 
-    def reload_from_slot(self, s: ReloadFromSlot) -> None:
+    def reload_from_slot(self, s: ps.ReloadFromSlot) -> None:
         dunits = self.c.units_of(s.dst)
         self.clobber(dunits)
         for k, u in enumerate(dunits):
             self.set_loc(u, self.s.holds(("slot", s.slot, k)))
 
-    def remat(self, s: RematCopy) -> None:
+    def remat(self, s: ps.RematCopy) -> None:
         """A rematerialised copy: its lanes are those computed the same way from the same inputs."""
         ins = s.ins
         key = instruction_key(ins)
@@ -416,7 +398,7 @@ class _Walker:
         for p, u in enumerate(units):
             self.set_loc(u, frozenset(by_pos.get(p, ())))
 
-    def unsupported(self, s: Unsupported) -> None:
+    def unsupported(self, s: ps.Unsupported) -> None:
         ins = s.ins
         if self.report:
             index = s.step.post if s.step.post is not None else -1
@@ -561,7 +543,7 @@ class ValueFlowChecker:
             state = State() if b == self.cfg.entry or not preds else meet(preds)
             entry_state[b] = state
             walker = _Walker(self, b, state.copy(), report=False)
-            walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
+            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
             new = walker.s
             old = out_state.get(b)
             rounds += 1
@@ -586,5 +568,5 @@ class ValueFlowChecker:
         pre_blocks, post_blocks, order = self._blocks()
         for b in order:
             walker = _Walker(self, b, self.entry_states[b].copy(), report=True)
-            walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
+            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
         return self.findings
