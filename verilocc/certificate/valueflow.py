@@ -197,7 +197,8 @@ class _BlockEncoder:
         raise _Unsupported("dropped step")
 
     def unsupported(self, s: ps.Unsupported) -> None:
-        raise _Unsupported(f"{s.reason} `{s.ins.opcode}`")
+        what = f"{s.reason} `{s.ins.opcode}`" if s.reason == ps.SPILL_CODE else f"step `{s.ins.opcode}`, {s.reason}"
+        raise _Unsupported(what)
 
     def undefine_rest(self, op: Operand) -> None:
         for t in self.vf.other_tags(op):

@@ -42,9 +42,9 @@ from typing import Protocol
 from verilocc.mir.model import Block, Instruction, Operand
 from verilocc.pairing.alignment import Role, Step
 
-# The reason of every unsupported piece of spill code (layers word their messages with it).
+# Why a step is unsupported; each layer words its finding with it ("`X` is spill code ...").
 SPILL_CODE = "spill code"
-MALFORMED_COPY = "a COPY without exactly one explicit def and one explicit use"
+MALFORMED_COPY = "a malformed COPY (not one explicit def and one explicit use)"
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,8 @@ class OneSided:
 
 @dataclass(frozen=True)
 class Copy(OneSided):
+    """`dst = COPY src`; `PreCopy` and `PostCopy` say which program it belongs to."""
+
     dst: Operand
     src: Operand | None  # None: `COPY undef ...`
     source: Operand  # the source as written, also an `undef` one (its width still counts)
@@ -169,7 +171,8 @@ def _decode_move(step: Step, ins: Instruction, pre_side: bool) -> DecodedStep:
     if ins.opcode != "COPY" or len(regs) != 2 or not regs[0].is_def or regs[1].is_def:
         return Unsupported(step, ins, MALFORMED_COPY, f"{len(regs)} explicit registers")
     src = None if regs[1].has("undef") else regs[1]
-    return PreCopy(step, ins, regs[0], src, regs[1]) if pre_side else PostCopy(step, ins, regs[0], src, regs[1])
+    kind = PreCopy if pre_side else PostCopy
+    return kind(step, ins, regs[0], src, regs[1])
 
 
 def _decode_spill(step: Step, ins: Instruction) -> DecodedStep:
