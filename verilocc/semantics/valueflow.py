@@ -18,7 +18,8 @@ The abstract domain, in the manner of regalloc2's checker:
   it holds the tag or the tag is undefined there. Defined = union; remat = agreeing entries.
   It is an intersection, so the forward fixed point exists and is reached.
 
-Transfer, one rule per kind of aligned step (`verilocc.pairing.alignment`):
+Transfer, one rule per kind of decoded step (`verilocc.pairing.steps`, which this module's
+`_Walker` visits):
 - matched instruction: every pre use must read, in the post operand at the same position,
   units that hold the tags the pre program reads; then each def clears its tags everywhere,
   clears the post units it writes, and puts its tags there.
@@ -45,7 +46,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from verilocc.pairing.alignment import FunctionAlignment, Role, Step, instruction_key, is_pure, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, instruction_key, is_pure, value_inputs
+from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg, physreg_at, resolve_operand
 from verilocc.findings import Finding, Place
@@ -131,8 +133,9 @@ def meet(states: list[State]) -> State:
 class _Walker:
     """Applies the transfer rules to a state; records findings when `report` is set."""
 
-    def __init__(self, checker: ValueFlowChecker, state: State, report: bool) -> None:
+    def __init__(self, checker: ValueFlowChecker, block: int, state: State, report: bool) -> None:
         self.c = checker
+        self.block = block
         self.s = state
         self.report = report
         self.index: dict[Tag, set[Loc]] = defaultdict(set)
@@ -205,68 +208,56 @@ class _Walker:
                 if recipe is not None and t not in recipe[1]:
                     self.set_remat(t, (recipe[0], recipe[1], p))
 
-    # --- steps -------------------------------------------------------------------------
-    def step(self, block: int, step: Step, pre: Block, post: Block) -> None:
-        role = step.role
-        if role is Role.MATCHED:
-            assert step.pre is not None and step.post is not None
-            self.matched(block, step, pre.instructions[step.pre], post.instructions[step.post])
-        elif role is Role.MOVE and step.pre is not None:
-            self.pre_move(pre.instructions[step.pre])
-        elif role is Role.MOVE and step.post is not None:
-            self.post_move(block, step.post, post.instructions[step.post])
-        elif role is Role.SPILL:
-            assert step.post is not None
-            self.spill(block, step.post, post.instructions[step.post])
-        elif role is Role.REMAT:
-            assert step.post is not None
-            self.remat(post.instructions[step.post])
-        elif role is Role.REMAT_ORIGIN:
-            assert step.pre is not None
-            ins = pre.instructions[step.pre]
-            recipe = self.c.recipe(ins)
-            for d in ins.defs:
-                self.undefine_rest(d)
-                self.define(self.c.tags_of(d), (), recipe)
-        elif role is Role.ADDED:
-            assert step.post is not None
-            ins = post.instructions[step.post]
-            self.error(
-                "added-instruction", block, step.post, ins, None,
-                f"`{ins.opcode}` at line {ins.line} has no counterpart in the virtual program",
-            )
-            for d in ins.defs:
-                self.clobber(self.c.units_of(d))
-        elif role is Role.DROPPED:
-            assert step.pre is not None
-            ins = pre.instructions[step.pre]
-            self.error(
-                "dropped-instruction", block, None, ins, None,
-                f"`{ins.opcode}` (virtual program line {ins.line}) is missing from the allocated program",
-                pre_line=True,
-            )
-            for d in ins.defs:
-                for t in self.c.tags_of(d):
-                    self.forget_tag(t)
-                    self.s.defined.discard(t)
+    # --- steps (one method per kind, called by `walk_block`) ----------------------------
+    def remat_origin(self, s: ps.RematOrigin) -> None:
+        recipe = self.c.recipe(s.ins)
+        for d in s.ins.defs:
+            self.undefine_rest(d)
+            self.define(self.c.tags_of(d), (), recipe)
 
-    def matched(self, block: int, step: Step, pi: Instruction, qi: Instruction) -> None:
-        assert step.post is not None
+    def added(self, s: ps.Added) -> None:
+        ins = s.ins
+        self.error(
+            "added-instruction", self.block, s.step.post, ins, None,
+            f"`{ins.opcode}` at line {ins.line} has no counterpart in the virtual program",
+        )
+        for d in ins.defs:
+            self.clobber(self.c.units_of(d))
+
+    def dropped(self, s: ps.Dropped) -> None:
+        ins = s.ins
+        self.error(
+            "dropped-instruction", self.block, None, ins, None,
+            f"`{ins.opcode}` (virtual program line {ins.line}) is missing from the allocated program",
+            pre_line=True,
+        )
+        self.undefine_defs(ins)
+
+    def undefine_defs(self, ins: Instruction) -> None:
+        for d in ins.defs:
+            for t in self.c.tags_of(d):
+                self.forget_tag(t)
+                self.s.defined.discard(t)
+
+    def matched(self, s: ps.Matched) -> None:
+        block, pi, qi = self.block, s.pre, s.post
+        post_index = s.step.post
+        assert post_index is not None
         pops, qops = pi.operands, qi.operands
         if len(qops) < len(pops):
-            self.error("operands", block, step.post, qi, None, f"`{qi.opcode}` has fewer operands than in the virtual program")
+            self.error("operands", block, post_index, qi, None, f"`{qi.opcode}` has fewer operands than in the virtual program")
             return
         defs: list[tuple[Operand, Operand]] = []
         for po, qo in zip(pops, qops):
             if po.kind != "reg":
                 continue
             if qo.kind != "reg" or qo.is_def != po.is_def:
-                self.error("operands", block, step.post, qi, qo, f"operand `{qo.text}` does not match `{po.text}` of the virtual program")
+                self.error("operands", block, post_index, qi, qo, f"operand `{qo.text}` does not match `{po.text}` of the virtual program")
                 continue
             if po.is_def:
                 defs.append((po, qo))
             elif not (po.has("undef") or po.has("debug-use") or po.has("internal")) and not po.is_noreg:
-                self.check_use(block, step.post, qi, po, qo)
+                self.check_use(block, post_index, qi, po, qo)
         for po, qo in defs:
             if po.is_noreg:
                 continue
@@ -274,13 +265,14 @@ class _Walker:
             units = self.c.units_of(qo)
             if len(units) != len(tags):
                 self.error(
-                    "width", block, step.post, qi, qo,
+                    "width", block, post_index, qi, qo,
                     f"`{qo.register_text}` has {len(units) * 16} bits but {po.register_text} has {len(tags) * 16}",
                     vregs=(po,),
                 )
                 units = units[: len(tags)]
             self.undefine_rest(po)
             self.define(tags, units, self.c.recipe(pi) if is_pure(pi, allocated=False) else None)
+
 
     def check_use(self, block: int, post_index: int, qi: Instruction, po: Operand, qo: Operand) -> None:
         tags = self.c.tags_of(po)
@@ -309,113 +301,89 @@ class _Walker:
                 vregs=(po,),
             )
 
-    def pre_move(self, ins: Instruction) -> None:
-        if ins.opcode == "COPY":
-            dst, src = self._copy_operands(ins)
-            if dst is None or src is None:
-                return
-            dtags, stags = self.c.tags_of(dst), self.c.tags_of(src)
-            for dt, st in zip(dtags, stags):
-                if dt == st:
-                    continue  # `%1 = COPY %1` changes nothing
-                self.forget_tag(dt)
-                if self.s.is_defined(st) or st[0] == "$":
-                    if dt[0] != "$":
-                        self.s.defined.add(dt)
-                    for loc in list(self.index.get(st, ())) + ([st[1]] if st[0] == "$" and st in self.s.holds(st[1]) else []):
-                        self.set_loc(loc, self.s.holds(loc) | {dt})
-                    for store in self.s.lanes.values():
-                        for k, v in list(store.items()):
-                            if st in v:
-                                store[k] = v | {dt}
-                    if st in self.s.remat and dt not in self.s.remat[st][1]:
-                        self.set_remat(dt, self.s.remat[st])
-                elif dt[0] != "$":
-                    self.s.defined.discard(dt)
-        elif ins.opcode == "IMPLICIT_DEF":
-            for d in ins.defs:
-                for t in self.c.tags_of(d):
-                    self.forget_tag(t)
-                    self.s.defined.discard(t)
+    def pre_copy(self, s: ps.PreCopy) -> None:
+        if s.src is None:
+            return  # `COPY undef`: no lane changes value here
+        dtags, stags = self.c.tags_of(s.dst), self.c.tags_of(s.src)
+        for dt, st in zip(dtags, stags):
+            if dt == st:
+                continue  # `%1 = COPY %1` changes nothing
+            self.forget_tag(dt)
+            if self.s.is_defined(st) or st[0] == "$":
+                if dt[0] != "$":
+                    self.s.defined.add(dt)
+                for loc in list(self.index.get(st, ())) + ([st[1]] if st[0] == "$" and st in self.s.holds(st[1]) else []):
+                    self.set_loc(loc, self.s.holds(loc) | {dt})
+                for store in self.s.lanes.values():
+                    for k, v in list(store.items()):
+                        if st in v:
+                            store[k] = v | {dt}
+                if st in self.s.remat and dt not in self.s.remat[st][1]:
+                    self.set_remat(dt, self.s.remat[st])
+            elif dt[0] != "$":
+                self.s.defined.discard(dt)
 
-    @staticmethod
-    def _copy_operands(ins: Instruction) -> tuple[Operand | None, Operand | None]:
-        regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
-        if len(regs) < 2 or regs[1].has("undef"):
-            return (regs[0] if regs else None), None
-        return regs[0], regs[1]
+    def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
+        self.undefine_defs(s.ins)
 
-    def post_move(self, block: int, index: int, ins: Instruction) -> None:
-        if ins.opcode == "COPY":
-            dst, src = self._copy_operands(ins)
-            if dst is None:
-                return
-            dunits = self.c.units_of(dst)
-            if src is None:
-                self.clobber(dunits)
-                return
-            sunits = self.c.units_of(src)
-            if len(dunits) != len(sunits):
-                self.error("width", block, index, ins, dst, f"COPY from {len(sunits) * 16} to {len(dunits) * 16} bits")
-                self.clobber(dunits)
-                return
-            moved = [(self.s.holds(u), self.s.lanes.get(u)) for u in sunits]
-            for d, (tags, store) in zip(dunits, moved):
-                self.set_loc(d, tags)
-                if store:
-                    self.s.lanes[d] = dict(store)
-                else:
-                    self.s.lanes.pop(d, None)
-        elif ins.opcode == "IMPLICIT_DEF":
-            for d in ins.defs:
-                self.clobber(self.c.units_of(d))
+    def pre_kill(self, s: ps.PreKill) -> None:
+        pass
 
-    def spill(self, block: int, index: int, ins: Instruction) -> None:
-        op = ins.opcode
-        slot = next((o for o in ins.operands if o.kind == "stack"), None)
-        regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
-        if op == "SI_SPILL_S32_TO_VGPR":
-            imm = next((o for o in ins.operands if o.kind == "imm"), None)
-            src, vdst = (regs[1] if len(regs) > 1 else None), (regs[0] if regs else None)
-            if src is None or vdst is None or imm is None:
-                self.unsupported(block, index, ins)
-                return
-            sunits = self.c.units_of(src)
-            vunits = self.c.units_of(vdst)
-            store = dict(self.s.lanes.get(vunits[0], {}))
-            for h, u in enumerate(sunits):
-                store[(int(imm.text), h)] = self.s.holds(u)
-            for u in vunits:
-                self.set_loc(u, frozenset())
-            self.s.lanes[vunits[0]] = store
-        elif op == "SI_RESTORE_S32_FROM_VGPR":
-            imm = next((o for o in ins.operands if o.kind == "imm"), None)
-            dst, vsrc = (regs[0] if regs else None), (regs[1] if len(regs) > 1 else None)
-            if dst is None or vsrc is None or imm is None:
-                self.unsupported(block, index, ins)
-                return
-            store = self.s.lanes.get(self.c.units_of(vsrc)[0], {})
-            dunits = self.c.units_of(dst)
+    def post_copy(self, s: ps.PostCopy) -> None:
+        dunits = self.c.units_of(s.dst)
+        if s.src is None:
             self.clobber(dunits)
-            for h, u in enumerate(dunits):
-                self.set_loc(u, store.get((int(imm.text), h), frozenset()))
-        elif slot is not None and op.endswith("_SAVE") and regs:
-            n = slot_number(slot)
-            src = regs[0]
-            for k, u in enumerate(self.c.units_of(src)):
-                self.set_loc(("slot", n, k), self.s.holds(u))
-        elif slot is not None and op.endswith("_RESTORE") and regs and regs[0].is_def:
-            n = slot_number(slot)
-            dst = regs[0]
-            dunits = self.c.units_of(dst)
+            return
+        sunits = self.c.units_of(s.src)
+        if len(dunits) != len(sunits):
+            self.error("width", self.block, s.step.post, s.ins, s.dst,
+                       f"COPY from {len(sunits) * 16} to {len(dunits) * 16} bits")
             self.clobber(dunits)
-            for k, u in enumerate(dunits):
-                self.set_loc(u, self.s.holds(("slot", n, k)))
-        else:
-            self.unsupported(block, index, ins)
+            return
+        moved = [(self.s.holds(u), self.s.lanes.get(u)) for u in sunits]
+        for d, (tags, store) in zip(dunits, moved):
+            self.set_loc(d, tags)
+            if store:
+                self.s.lanes[d] = dict(store)
+            else:
+                self.s.lanes.pop(d, None)
 
-    def remat(self, ins: Instruction) -> None:
+    def post_implicit_def(self, s: ps.PostImplicitDef) -> None:
+        for d in s.ins.defs:
+            self.clobber(self.c.units_of(d))
+
+    def post_kill(self, s: ps.PostKill) -> None:
+        pass
+
+    def spill_to_lane(self, s: ps.SpillToLane) -> None:
+        vunits = self.c.units_of(s.vgpr)
+        store = dict(self.s.lanes.get(vunits[0], {}))
+        for h, u in enumerate(self.c.units_of(s.src)):
+            store[(s.lane, h)] = self.s.holds(u)
+        for u in vunits:
+            self.set_loc(u, frozenset())
+        self.s.lanes[vunits[0]] = store
+
+    def restore_from_lane(self, s: ps.RestoreFromLane) -> None:
+        store = self.s.lanes.get(self.c.units_of(s.vgpr)[0], {})
+        dunits = self.c.units_of(s.dst)
+        self.clobber(dunits)
+        for h, u in enumerate(dunits):
+            self.set_loc(u, store.get((s.lane, h), frozenset()))
+
+    def spill_to_slot(self, s: ps.SpillToSlot) -> None:
+        for k, u in enumerate(self.c.units_of(s.src)):
+            self.set_loc(("slot", s.slot, k), self.s.holds(u))
+
+    def reload_from_slot(self, s: ps.ReloadFromSlot) -> None:
+        dunits = self.c.units_of(s.dst)
+        self.clobber(dunits)
+        for k, u in enumerate(dunits):
+            self.set_loc(u, self.s.holds(("slot", s.slot, k)))
+
+    def remat(self, s: ps.RematCopy) -> None:
         """A rematerialised copy: its lanes are those computed the same way from the same inputs."""
+        ins = s.ins
         key = instruction_key(ins)
         d = ins.defs[0]
         units = self.c.units_of(d)
@@ -430,26 +398,25 @@ class _Walker:
         for p, u in enumerate(units):
             self.set_loc(u, frozenset(by_pos.get(p, ())))
 
-    # --- reporting ---------------------------------------------------------------------
-    def unsupported(self, block: int, index: int, ins: Instruction) -> None:
+    def unsupported(self, s: ps.Unsupported) -> None:
+        ins = s.ins
         if self.report:
+            index = s.step.post if s.step.post is not None else -1
             self.c.findings.append(self.c.finding(
-                "unsupported", block, index, ins, None,
-                f"`{ins.opcode}` is spill code this checker does not model", severity="unknown"))
-        for d in ins.defs:
-            self.clobber(self.c.units_of(d))
+                "unsupported", self.block, index, ins, None,
+                f"`{ins.opcode}` is {s.reason} this checker does not model", severity="unknown", pre_line=s.in_pre))
+        if s.in_pre:
+            self.undefine_defs(ins)
+        else:
+            for d in ins.defs:
+                self.clobber(self.c.units_of(d))
 
+    # --- reporting ---------------------------------------------------------------------
     def error(self, kind: str, block: int, index: int | None, ins: Instruction, op: Operand | None,
               msg: str, vregs: tuple[Operand, ...] = (), pre_line: bool = False) -> None:
         if self.report:
             self.c.findings.append(self.c.finding(kind, block, index if index is not None else -1, ins, op, msg,
                                                   vregs=vregs, pre_line=pre_line))
-
-
-def slot_number(op: Operand) -> int | str:
-    body = op.text[len("%stack."):].split("+")[0].strip()
-    head = body.split(".", 1)[0]
-    return int(head) if head.isdigit() else head
 
 
 class ValueFlowChecker:
@@ -575,9 +542,8 @@ class ValueFlowChecker:
             preds = [out_state[p] for p in self.cfg.predecessors(b) if p in out_state]
             state = State() if b == self.cfg.entry or not preds else meet(preds)
             entry_state[b] = state
-            walker = _Walker(self, state.copy(), report=False)
-            for st in self.alignment.steps[b]:
-                walker.step(b, st, pre_blocks[b], post_blocks[b])
+            walker = _Walker(self, b, state.copy(), report=False)
+            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
             new = walker.s
             old = out_state.get(b)
             rounds += 1
@@ -601,7 +567,6 @@ class ValueFlowChecker:
         # Phase 2: replay once, collecting every error.
         pre_blocks, post_blocks, order = self._blocks()
         for b in order:
-            walker = _Walker(self, self.entry_states[b].copy(), report=True)
-            for st in self.alignment.steps[b]:
-                walker.step(b, st, pre_blocks[b], post_blocks[b])
+            walker = _Walker(self, b, self.entry_states[b].copy(), report=True)
+            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
         return self.findings
