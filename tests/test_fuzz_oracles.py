@@ -25,8 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from verilocc.findings import Verdict
-from verilocc.fuzz import generate, interpret, oracle
-from verilocc.fuzz.generate import EXTRA_TARGETS, PROFILES, TARGETS, Program, programs, random_program
+from verilocc.fuzz import interpret, oracle, render
+from verilocc.fuzz.generate import programs, random_program
+from verilocc.fuzz.profiles import EXTRA_TARGETS, PROFILES, TARGETS
+from verilocc.fuzz.program import Program
 from verilocc.fuzz.interpret import function_inputs, run
 from verilocc.fuzz.refalloc import AllocationError, Budget, allocate, permute
 from verilocc.mir.parser import parse_module
@@ -93,8 +95,8 @@ def _has_back_edge(text: str) -> bool:
 def _tiny(target: str, registers: list[tuple[int, str]], body: list[str],
           stack: tuple[tuple[int, int, str], ...] = ()) -> str:
     liveins = [("sgpr4_sgpr5", 0 if registers else None), ("vgpr0", 1 if registers else None)]
-    return (generate.ir_module(target) + generate.function_header(target, registers, liveins, stack)
-            + generate.render_body([(0, [], ["$sgpr4_sgpr5", "$vgpr0"], body)]))
+    return (render.ir_module(target) + render.function_header(target, registers, liveins, stack)
+            + render.render_body([(0, [], ["$sgpr4_sgpr5", "$vgpr0"], body)]))
 
 
 def test_interpreter_moves_values_and_sees_wrong_ones() -> None:

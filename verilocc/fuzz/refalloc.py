@@ -36,7 +36,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from verilocc.fuzz.generate import PROFILES, Profile, render_body
+from verilocc.fuzz.profiles import PROFILES, Profile
+from verilocc.fuzz.render import render_body
 from verilocc.fuzz.interpret import Unsupported, class_dwords, physical_units, subreg_lanes
 from verilocc.mir.model import Function, Instruction, Module, Operand
 from verilocc.mir.parser import parse_module
