@@ -350,28 +350,28 @@ class _Allocator:
         def_taken: set[Unit] = set()
         spilled_uses = sorted((v for v in row.uses if v in self.spilled), key=str)
         spilled_defs = sorted((v for v in row.defs if v in self.spilled and v not in row.uses), key=str)
-        for v in spilled_uses:
+
+        def take(v: object, taken: set[Unit]) -> list[Unit]:
             f, n = self.a.file[v], self.a.width[v]
+            k = self.pick(f, n, taken)
+            if k is None:
+                raise _NeedMore(f, f"no temporary for %{v}")
+            out[v] = (f, k)
+            return [(f, k + j) for j in range(n)]
+
+        for v in spilled_uses:
             taken = before | reload_taken | early_regs
             if v in row.defs:  # read and written: one temporary, which must also survive the def
                 taken |= after | def_taken
-            k = self.pick(f, n, taken)
-            if k is None:
-                raise _NeedMore(f, f"no temporary for %{v}")
-            out[v] = (f, k)
-            reload_taken.update((f, k + j) for j in range(n))
+            regs = take(v, taken)
+            reload_taken.update(regs)
             if v in row.defs:
-                def_taken.update((f, k + j) for j in range(n))
+                def_taken.update(regs)
         for v in spilled_defs:
-            f, n = self.a.file[v], self.a.width[v]
             taken = after | def_taken
             if v in row.early:
                 taken |= use_regs | reload_taken
-            k = self.pick(f, n, taken)
-            if k is None:
-                raise _NeedMore(f, f"no temporary for %{v}")
-            out[v] = (f, k)
-            def_taken.update((f, k + j) for j in range(n))
+            def_taken.update(take(v, taken))
         return out
 
     def phys_of(self, op: Operand, temps: dict[object, Unit]) -> str:
