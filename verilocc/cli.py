@@ -22,6 +22,12 @@ from verilocc.output import write_output
 EXIT_BAD_INPUT = 2
 EXIT_UNKNOWN = 3
 
+# Optional dependencies: the package a command imports -> the extra that installs it.
+OPTIONAL_EXTRAS = {
+    "torch": "model", "transformers": "model", "peft": "model", "safetensors": "model", "matplotlib": "model",
+    "dask": "cluster", "distributed": "cluster", "selenium": "view",
+}
+
 
 def _layers(text: str) -> tuple[str, ...]:
     from verilocc.findings import LAYERS
@@ -331,6 +337,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("<input>:0:0: error: input nests too deeply", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as e:  # noqa: BLE001 - never a traceback, never a verdict
+        missing = (e.name or "").split(".")[0] if isinstance(e, ModuleNotFoundError) else ""
+        if missing in OPTIONAL_EXTRAS:
+            print(f"verilocc {args.command}: needs the optional package '{missing}': "
+                  f"pip install 'verilocc[{OPTIONAL_EXTRAS[missing]}]'", file=sys.stderr)
+            return EXIT_BAD_INPUT
         if os.environ.get("VERILOCC_DEBUG"):
             raise
         print(f"verilocc: internal error: {type(e).__name__}: {e} (set VERILOCC_DEBUG=1 for a traceback)",
