@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from verilocc.findings import Verdict
 from verilocc.fuzz import interpret, oracle, render
 from verilocc.fuzz.generate import programs, random_program
+from verilocc.fuzz.interpret import function_inputs, run
 from verilocc.fuzz.profiles import EXTRA_TARGETS, PROFILES, TARGETS
 from verilocc.fuzz.program import Program
-from verilocc.fuzz.interpret import function_inputs, run
 from verilocc.fuzz.refalloc import AllocationError, Budget, allocate, permute
 from verilocc.mir.parser import parse_module
 from verilocc.mir.printer import print_module

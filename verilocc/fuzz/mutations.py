@@ -118,9 +118,9 @@ def _mutant(m: Module, fn: Function, block: int, idx: int, ins: Instruction, kin
 def _wrong_register(module: Module, rng: random.Random, kind: str, verb: str, where: Callable[[Instruction], bool],
                     operands: Callable[[Instruction], list[Operand]], first: bool = False,
                     avoid_own_only: bool = False) -> Mutant | None:
-    """One of `operands(ins)` of an instruction `where` holds names another register of its file
-    and width: the first such operand or (not `first`) one at random; the new register is none
-    of the instruction's (with `avoid_own_only`, only not the operand's own)."""
+    """A register operand renamed to another register of its file and width: at an instruction
+    `where` accepts, the first of `operands(ins)` or (unless `first`) one at random; the new
+    register is none the instruction names (with `avoid_own_only`: not the operand's own)."""
     got = _pick(module, rng, lambda i: where(i) and any(_same_file_register_ok(o) for o in operands(i)))
     if got is None:
         return None

@@ -36,9 +36,9 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from verilocc.fuzz.interpret import Unsupported, class_dwords, physical_units, subreg_lanes
 from verilocc.fuzz.profiles import PROFILES, Profile
 from verilocc.fuzz.render import SpillSlot, ir_document, post_ra_header, render_body
-from verilocc.fuzz.interpret import Unsupported, class_dwords, physical_units, subreg_lanes
 from verilocc.mir.model import Function, Instruction, Module, Operand
 from verilocc.mir.parser import parse_module
 from verilocc.mir.printer import print_instruction
