@@ -437,7 +437,7 @@ _POST_RA_FLAGS = frozenset({"implicit", "implicit-def", "def", "dead", "killed",
 def _physical(ins: Instruction, phys_of: Callable[[Operand], str]) -> Instruction:
     """The instruction with its virtual operands replaced by `renamable` physical ones (without
     class, type or tie, and without the `killed` or def `undef` flags of the virtual register)."""
-    operands = []
+    operands: list[Operand] = []
     for op in ins.operands:
         if op.kind == "reg":
             flags = op.flags & _POST_RA_FLAGS

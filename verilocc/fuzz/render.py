@@ -3,9 +3,10 @@
 The generator writes its programs as text: the embedded IR module naming the target
 (`ir_module`), the YAML of the machine function up to `body:` (`function_header`), and the
 body from MIR lines it wrote itself (`render_body`). The reference allocator prints the
-instructions of a parsed program through `verilocc.mir.printer`; it takes the spill-slot
-YAML (`stack_yaml`, `has_spilled`), its function header (`post_ra_header`) and the framing
-of the IR module (`ir_document`) from here.
+instructions of the parsed program it allocates through `verilocc.mir.printer` and takes the
+rest from here: the function header with its spill slots (`post_ra_header`, which shares
+`stack_yaml` and `has_spilled` with `function_header`), the body around its lines
+(`render_body`) and the IR document (`ir_document`).
 """
 
 from __future__ import annotations
