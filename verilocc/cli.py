@@ -161,7 +161,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from verilocc.fuzz.generate import ALL_TARGETS, TARGETS
+    from verilocc.fuzz.profiles import ALL_TARGETS, TARGETS
     from verilocc.fuzz.oracle import Outcome, save_outcome, summarise
 
     targets = [t.strip() for t in (args.mcpu or ",".join(TARGETS)).split(",") if t.strip()]
