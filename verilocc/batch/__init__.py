@@ -1,0 +1,7 @@
+"""Many pairs and long fuzz campaigns: worker processes on one machine or a Dask cluster.
+
+`pairs` finds the pairs of a batch (a directory or a manifest), `verify` checks one pair
+into a plain record and renders the records, `engine` runs chunks of work in local worker
+processes or on Dask distributed and streams the results back in a fixed order, `fuzz` runs
+chunks of `verilocc fuzz` seeds, and `commands` holds the command-line entry points.
+"""
