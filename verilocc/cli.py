@@ -157,7 +157,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from verilocc.batch.commands import fuzz_outcomes
+    from verilocc.batch.commands import run_chunks
+    from verilocc.fuzz.chunks import examples, fuzz_chunk
     from verilocc.fuzz.generate import ALL_TARGETS, TARGETS
     from verilocc.fuzz.oracle import Outcome, save_outcome, summarise
 
@@ -172,7 +173,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     with Progress(TextColumn("fuzz"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[status]}"), console=console, disable=not console.is_terminal) as bar:
         task = bar.add_task("fuzz", total=args.examples, status="")
-        for outcome in fuzz_outcomes(args, targets, more=lambda: deadline is None or time.monotonic() < deadline):
+        work = examples(targets, args.seed, args.examples)
+        for outcome in run_chunks(fuzz_chunk, work, (args.mutants,), args, largest=50,
+                                  more=lambda: deadline is None or time.monotonic() < deadline):
             outcomes.append(outcome)
             if outcome.disagreements and args.save:
                 saved.extend(str(p) for p in save_outcome(outcome, args.save, shrunk=args.shrink))

@@ -1,7 +1,8 @@
 """The batch and cluster parts of `verilocc verify` and `verilocc fuzz`.
 
-`verilocc.cli` parses the arguments and calls these only when a batch, `--dask` or
-`--scheduler` asks for them, so that verifying one pair never imports this package.
+`verilocc.cli` parses the arguments and calls these only for a batch or `verilocc fuzz`, so
+that verifying one pair never imports this package. `run_chunks` is generic: the fuzz
+command hands it `verilocc.fuzz.chunks.fuzz_chunk`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def run_chunks(function: Callable[..., list[Any]], items: Sequence[Any], fn_args
     """The results of `function(chunk, *fn_args)` over chunks of `items`, flattened, in the
     items' order: on Dask with --dask/--scheduler (chunks of about a quarter of the items per
     worker, at most `largest`), otherwise in --jobs local processes (one item per chunk)."""
+    check_runner_options(args)
     if args.dask or args.scheduler:
         with dask_client(args.jobs, args.scheduler) as client:
             workers = workers_of(client) if args.scheduler else args.jobs
@@ -62,7 +64,6 @@ def cmd_verify_batch(args: argparse.Namespace) -> int:
         raise InputError("a batch writes --format text or jsonl", "--format", 0, 0)
     if args.manifest and args.alloc:
         raise InputError("give either a directory or --manifest, not both", args.alloc, 0, 0)
-    check_runner_options(args)
     pairs = read_manifest(args.manifest) if args.manifest else find_pairs(args.alloc)
     opts = Options(mcpu=args.mcpu, layers=args.layers, timeout_s=args.timeout, seed=args.seed)
     render = (lambda r: json_line(r, args.timings)) if args.format == "jsonl" else text_lines
@@ -84,12 +85,3 @@ def cmd_verify_batch(args: argparse.Namespace) -> int:
         write_output(args.output, "".join(render(r) for r in records), inputs)
     console.print(summary_table(records, time.perf_counter() - started, ran_on[0] if ran_on else ""))
     return worst_exit(records)
-
-
-def fuzz_outcomes(args: argparse.Namespace, targets: Sequence[str], more: Callable[[], bool]) -> Iterator[Any]:
-    """The outcomes of `verilocc fuzz`, one per example in the order the examples are made."""
-    from verilocc.batch.fuzz import examples, fuzz_chunk
-
-    check_runner_options(args)
-    return run_chunks(fuzz_chunk, examples(targets, args.seed, args.examples), (args.mutants,), args,
-                      largest=50, more=more)

@@ -1,9 +1,10 @@
-"""`verilocc fuzz` in chunks of seeds: the per-seed unit is `oracle.check_example`, unchanged.
+"""`verilocc fuzz` in chunks of examples, for worker processes and Dask (`verilocc.batch`).
 
-An example is `(target, seed)`, made in the order `verilocc fuzz` always made them (targets
-in turn, one seed per round of targets); a chunk is a run of consecutive examples. What a
-worker sends back is the `Outcome` without the program and allocation objects (the
-disagreements keep their MIR text), so the summary is the same whichever runner made it.
+An example is `(target, seed)` and its unit of work is `oracle.check_example`. Examples come
+in the order `verilocc fuzz` makes them (targets in turn, one seed per round of targets), and
+a chunk is a run of consecutive examples, so a run cut into chunks checks the same examples.
+A worker sends back each `Outcome` without the program and allocation objects (the
+disagreements keep their MIR text): the summary is the same whichever runner made it.
 """
 
 from __future__ import annotations
