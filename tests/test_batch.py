@@ -224,3 +224,37 @@ def test_fuzz_on_dask_gives_the_same_summary(tmp_path: Path, capsys: pytest.Capt
     assert (code, alone) == (dask_code, on_dask)
     summary = json.loads(alone)
     assert summary["examples"] == 8 and summary["verdicts"]["reference VERIFIED"] == 8
+
+
+def test_fuzz_on_a_running_scheduler(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--scheduler`: a cluster started as Dask documents it (`dask scheduler`, `dask worker`),
+    here on the loopback address with one worker process."""
+    pytest.importorskip("distributed")
+    import subprocess
+    import time
+
+    from .conftest import ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    address_file = tmp_path / "scheduler.json"
+    started = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                 "--port", "0", "--no-dashboard", "--scheduler-file", str(address_file)],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 30
+        while not address_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        started.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                                         str(address_file), "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
+                                        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        address = json.loads(address_file.read_text())["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        save = str(tmp_path / "found")
+        code, alone, _ = run(["fuzz", "--examples", "4", "--seed", "7", "--save", save], capsys)
+        cluster_code, on_cluster, err = run(["fuzz", "--examples", "4", "--seed", "7", "--save", save,
+                                             "--scheduler", address], capsys)
+        assert (code, alone) == (cluster_code, on_cluster), err
+    finally:
+        for process in reversed(started):
+            process.terminate()
+            process.wait(timeout=30)
