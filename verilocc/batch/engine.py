@@ -126,11 +126,11 @@ def stream_dask(client: Any, function: Callable[..., Any], chunks: Sequence[Any]
     taken: set[int] = set()
     for fut in pending:
         index, attempt = meta.pop(fut.key)
-        if fut.status != "finished":
-            error = fut.exception()
+        if fut.status != "finished":  # "error" (an exception, KilledWorker) or "cancelled"
+            error = f"{type(fut.exception()).__name__}: {fut.exception()}" if fut.status == "error" else fut.status
             fut.release()
             if attempt + 1 >= attempts:
-                raise RuntimeError(f"chunk {index} failed {attempts} times on the cluster: {type(error).__name__}: {error}")
+                raise RuntimeError(f"chunk {index} failed {attempts} times on the cluster: {error}")
             submit(index, attempt + 1)
             continue
         result = fut.result()

@@ -22,6 +22,7 @@ from typing import Any
 
 from verilocc.batch.pairs import Pair
 from verilocc.errors import InputError
+from verilocc.report.render import sorted_findings
 from verilocc.verify import Options, load_inputs, verify_modules
 
 BAD_INPUT = "BAD-INPUT"
@@ -49,8 +50,7 @@ def verify_pair(pair: Pair, opts: Options) -> dict[str, Any]:
         record.update(
             verdict=report.verdict.value,
             functions=[{"name": fr.name, "target": fr.target, "verdict": fr.verdict.value} for fr in report.functions],
-            findings=[{"file": f.place.file, **f.to_dict()} for fr in report.functions
-                      for f in sorted(fr.findings, key=lambda f: f.sort_key())],
+            findings=[{"file": f.place.file, **f.to_dict()} for fr in report.functions for f in sorted_findings(fr)],
         )
     record["exit"] = EXIT_CODES[record["verdict"]]
     record["seconds"] = round(time.perf_counter() - t0, 3)
