@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from verilocc.batch.records import verify_chunk, worst_exit
 from verilocc.cli import main
 from verilocc.verify import Options
 
-from .conftest import FIXTURES, verify_pair
+from .conftest import FIXTURES, ROOT, verify_pair
 
 LLVM19 = FIXTURES / "targets" / "llvm19"
 TARGETS = ("gfx906", "gfx1010")  # 6 small pairs: vadd, reduce_sum, sgemm_naive each
@@ -230,11 +232,6 @@ def test_fuzz_on_a_running_scheduler(tmp_path: Path, capsys: pytest.CaptureFixtu
     """`--scheduler`: a cluster started as Dask documents it (`dask scheduler`, `dask worker`),
     here on the loopback address with one worker process."""
     pytest.importorskip("distributed")
-    import subprocess
-    import time
-
-    from .conftest import ROOT
-
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     address_file = tmp_path / "scheduler.json"
     started = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
@@ -258,3 +255,15 @@ def test_fuzz_on_a_running_scheduler(tmp_path: Path, capsys: pytest.CaptureFixtu
         for process in reversed(started):
             process.terminate()
             process.wait(timeout=30)
+
+
+def test_one_pair_loads_neither_the_batch_package_nor_dask() -> None:
+    """`verilocc verify ALLOC --pre PRE` starts fast: the batch runners stay unimported."""
+    post = LLVM19 / "gfx906" / "vadd.post.mir"
+    argv = ["verify", str(post), "--pre", str(post.with_name("vadd.pre.mir"))]
+    script = ("import sys\nfrom verilocc.cli import main\n"
+              f"code = main({argv!r})\n"
+              "print(code, sorted(m for m in sys.modules if m.startswith(('verilocc.batch', 'distributed', 'dask'))))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.splitlines()[-1] == "0 []", done.stderr
