@@ -198,8 +198,8 @@ def add_runner_options(p: argparse.ArgumentParser, jobs_help: str) -> None:
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="run on the Dask cluster whose scheduler listens there (`dask scheduler`, `dask worker`)")
     p.add_argument("--chunk", type=int, default=None, metavar="N",
-                   help="items per unit of work (default: 1 in local processes; on Dask about a quarter of the "
-                   "items per worker)")
+                   help="items per unit of work (default: 1 in local processes; on Dask enough for about four units "
+                   "per worker)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -31,8 +31,8 @@ def run_chunks(function: Callable[..., list[Any]], items: Sequence[Any], fn_args
                args: argparse.Namespace, largest: int, more: Callable[[], bool] = lambda: True,
                ran_on: list[str] | None = None) -> Iterator[Any]:
     """The results of `function(chunk, *fn_args)` over chunks of `items`, flattened, in the
-    items' order: on Dask with --dask/--scheduler (chunks of about a quarter of the items per
-    worker, at most `largest`), otherwise in --jobs local processes (one item per chunk)."""
+    items' order: on Dask with --dask/--scheduler (about four chunks per worker, at most
+    `largest` items each), otherwise in --jobs local processes (one item per chunk)."""
     check_runner_options(args)
     if args.dask or args.scheduler:
         with dask_client(args.jobs, args.scheduler) as client:
