@@ -25,8 +25,9 @@ from verilocc.findings import LAYERS, Finding, FunctionResult, Place, Report, Ve
 from verilocc.mir.model import Function, Module
 from verilocc.mir.parser import read_module
 from verilocc.semantics.valueflow import ValueFlowChecker
-from verilocc.smt.constraints import ConstraintChecker, post_only_checks
-from verilocc.target import Target, get_target
+from verilocc.smt.constraints import ConstraintChecker
+from verilocc.smt.physical import post_only_checks
+from verilocc.target import Target, target_for_function
 
 
 @dataclass(frozen=True)
@@ -39,23 +40,19 @@ class Options:
 
 
 def function_target(fn: Function, mcpu: str | None, where: str) -> Target:
+    """The target of `fn` (`--mcpu` or its target-cpu, `target_for_function`), or an
+    InputError at the function (at `--mcpu` when that names no target)."""
     name = mcpu or fn.target_cpu
     if not name:
         raise InputError(
             f"function '{fn.name}' names no target-cpu; pass --mcpu", where, fn.line + 1, 1
         )
     try:
-        target = get_target(name)
+        return target_for_function(name, fn.target_features or "")
     except TargetError as e:
         if mcpu is not None:
             raise InputError(str(e), "--mcpu", 0, 0) from None
         raise InputError(str(e), where, fn.line + 1, 1) from None
-    feats = fn.target_features or ""
-    if "+wavefrontsize64" in feats:
-        target = target.with_wavefront(64)
-    elif "+wavefrontsize32" in feats:
-        target = target.with_wavefront(32)
-    return target
 
 
 def load_inputs(

@@ -415,6 +415,18 @@ def get_target(name: str, wavefront_size: int | None = None) -> Target:
     return _make_target(name.strip().lower(), wavefront_size)
 
 
+def target_for_function(cpu: str, features: str = "") -> Target:
+    """The target of a function with ``"target-cpu"=cpu`` and ``"target-features"=features``.
+
+    The wave size is the processor's default unless the features select one:
+    ``+wavefrontsize64`` / ``+wavefrontsize32`` (AMDGPU.td FeatureWavefrontSize64/32, the
+    features clang and llc put on every gfx10+ function). Unknown processors and wave sizes
+    the processor lacks raise `TargetError`.
+    """
+    wave = 64 if "+wavefrontsize64" in features else 32 if "+wavefrontsize32" in features else None
+    return get_target(cpu, wave)
+
+
 def target_names() -> list[str]:
     """Every processor name `get_target` accepts."""
     return [p.name for p in _PROCESSORS]
