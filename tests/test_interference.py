@@ -77,8 +77,9 @@ def test_copy_exempts_only_the_copied_lanes_at_the_identity() -> None:
 
 
 def test_copy_to_a_physical_register_and_from_one() -> None:
-    """A physical destination may hold the copied virtual lanes at the identity; a physical
-    source is not exempt: the virtual destination stays off it while it is live."""
+    """A physical destination may hold the copied virtual lanes at the identity, and a virtual
+    destination may sit on its physical source (`%138 = COPY $vcc` in $vcc, as LLVM does in
+    acc-ldst.ll) but nowhere else on the live physical units."""
     facts = _facts("""
         liveins: $vgpr1
         %0:vgpr_32 = IMPLICIT_DEF
@@ -89,8 +90,18 @@ def test_copy_to_a_physical_register_and_from_one() -> None:
     (to_phys,) = _between(facts, 1, "vgpr0", 0)
     assert to_phys.identity == (0, 0) and to_phys.defined == FixedUnits(frozenset(parse_physreg("vgpr0").units),
                                                                           parse_physreg("vgpr0"))
-    (from_phys,) = _between(facts, 2, 1, "live units")
-    assert from_phys.identity is None and set(parse_physreg("vgpr1").units) <= from_phys.other.units
+    (from_phys,) = _between(facts, 2, 1, "vgpr1")
+    assert from_phys.identity == (0, 0) and from_phys.other.units == frozenset(parse_physreg("vgpr1").units)
+    (rest,) = _between(facts, 2, 1, "live units")
+    assert rest.identity is None and set(parse_physreg("vgpr0").units) <= rest.other.units
+    assert not set(parse_physreg("vgpr1").units) & rest.other.units
+
+    def disjoint(f: Interference, h1: int) -> bool:
+        return Disjoint(Side("%1", var="h1"), 0b11, Side("$vgpr1", const=min(f.other.units)), 0b11, None,  # type: ignore[arg-type]
+                        f.kind, "", 1, f.identity).holds({"h1": h1})
+
+    vgpr1 = min(parse_physreg("vgpr1").units)
+    assert disjoint(from_phys, vgpr1) and not disjoint(from_phys, vgpr1 + 1) and disjoint(from_phys, vgpr1 + 2)
 
 
 def test_moves_that_are_not_copies_interfere() -> None:

@@ -18,6 +18,12 @@ their own for calls:
 
 A mask this module does not know (`CustomRegMask(...)`, a new `csr_*` list) is left as it is
 and the verifier reports the call as not modelled (UNKNOWN).
+
+A call runs under the lanes $exec has on, and a function returns to its caller with the $exec
+it was called with, though LLVM's `SI_CALL` and `SI_RETURN` do not say so. Each call and each
+return (`SI_RETURN`, `S_SETPC_B64_return`, `SI_RETURN_TO_EPILOG`) therefore gets an
+`implicit $exec` (`$exec_lo` in wave32) in both programs: an allocation that leaves all lanes
+on after saving $exec for a whole-wave copy, and never restores it, is caught there.
 """
 
 from __future__ import annotations
@@ -54,6 +60,20 @@ def clobbered_registers(mask: RegMask, target: Target) -> list[PhysReg]:
     return [r for r in regs if not mask.preserves(r)]
 
 
+#: Returns to the caller, who sees $exec afterwards.
+RETURN_OPCODES = frozenset({"SI_RETURN", "S_SETPC_B64_return", "SI_RETURN_TO_EPILOG"})
+
+
+def _reads_exec(ins: Instruction, target: Target) -> Instruction:
+    """`ins` with an `implicit $exec` use (wave32: `$exec_lo`) unless it reads one already."""
+    name = "exec_lo" if target.wavefront_size == 32 else "exec"
+    if any(op.kind == "reg" and not op.is_def and op.phys in ("exec", name) for op in ins.operands):
+        return ins
+    use = Operand(kind="reg", text=f"implicit ${name}", line=ins.line, column=ins.column, phys=name,
+                  flags=frozenset({"implicit"}))
+    return dataclasses.replace(ins, operands=list(ins.operands) + [use])
+
+
 def _expand(ins: Instruction, mask: RegMask, target: Target) -> Instruction:
     defined = {u for op in ins.operands if op.kind == "reg" and op.is_def and op.phys
                for u in parse_physreg(op.phys).units}
@@ -62,13 +82,14 @@ def _expand(ins: Instruction, mask: RegMask, target: Target) -> Instruction:
                 phys=r.name, flags=frozenset({"implicit-def"}))
         for r in clobbered_registers(mask, target) if defined.isdisjoint(r.units)
     ]
-    return dataclasses.replace(ins, operands=list(ins.operands) + extra)
+    return _reads_exec(dataclasses.replace(ins, operands=list(ins.operands) + extra), target)
 
 
 def expand_calls(fn: Function, target: Target, striped: bool) -> Function:
     """A copy of `fn` in which every call with a known register mask defines the registers it
-    clobbers (the input is not changed; a function without calls is returned as it is). Both
-    programs of a pair must be expanded with the same `striped` rule."""
+    clobbers and every call and return reads $exec (the input is not changed; a function
+    without calls or returns is returned as it is). Both programs of a pair must be expanded
+    with the same `striped` rule."""
     changed = False
     blocks = []
     for b in fn.blocks:
@@ -77,6 +98,9 @@ def expand_calls(fn: Function, target: Target, striped: bool) -> Function:
             mask = call_mask(ins, striped)
             if mask is not None:
                 ins = _expand(ins, mask, target)
+                changed = True
+            elif ins.opcode in RETURN_OPCODES:
+                ins = _reads_exec(ins, target)
                 changed = True
             instructions.append(ins)
         blocks.append(dataclasses.replace(b, instructions=instructions))

@@ -29,9 +29,13 @@ registers are their units. At each instruction with defs:
    the copied lanes must not overlap the destination (a shifted tuple copy clobbers the
    source), and the source's other lanes live after the copy interfere as in rule 1. The
    destination may be virtual or physical (`$vgpr0 = COPY %5`, %5 in $vgpr0). A physical
-   source is not exempt: `%5 = COPY $vgpr0` with $vgpr0 live after keeps %5 off $vgpr0
-   (LLVM joins physical registers only in restricted cases; the rule stays the conservative
-   one). Other moves (`V_MOV_B32`) are not copies: their operands interfere as usual.
+   source is exempt the same way: `%5 = COPY $vcc` with $vcc read again later may put %5 in
+   $vcc itself (LLVM's allocator does: `acc-ldst.ll`), since both then name one value; the
+   units of the source live after the copy are the other side, with the identity (slot 0 of
+   %5, the source's lowest unit) when they are the whole source register. Soundness rests on
+   the definitions that follow: a later def of %5 or of $vcc while the other is live is a
+   fact of rule 1, and value flow checks every read. Other moves (`V_MOV_B32`) are not
+   copies: their operands interfere as usual.
 5. `IMPLICIT_DEF` and `KILL` define no value that can be clobbered: they interfere with
    nothing (LLVM gives them no live range of their own to protect).
 
@@ -122,18 +126,37 @@ def _same(a: Side, b: Side) -> bool:
 
 
 def copied_lanes(ins: Instruction, uses: tuple[RegRef, ...], defs: tuple[RegRef, ...]) -> tuple[RegRef, RegRef] | None:
-    """(destination, virtual source) of a COPY that copies virtual lanes (rule 4), else None."""
+    """(destination, source) of a COPY (rule 4), else None; the source is virtual lanes or
+    the units of one physical register."""
     if ins.opcode != "COPY":
         return None
     dsts = [d for d in defs if not d.op.is_implicit]
     srcs = [u for u in uses if not u.op.is_implicit]
-    if len(dsts) != 1 or len(srcs) != 1 or srcs[0].vreg is None:
+    if len(dsts) != 1 or len(srcs) != 1 or (srcs[0].vreg is None and not srcs[0].units):
         return None
     return dsts[0], srcs[0]
 
 
 def _first_slot(slots: int) -> int:
     return (slots & -slots).bit_length() - 1
+
+
+def _against_live_units(b: int, idx: int, ds: VirtualLanes, d: RegRef, live: FixedUnits,
+                        copy: tuple[RegRef, RegRef] | None) -> Iterator[Interference]:
+    """A virtual def against the physical units live after it; the source of a COPY from a
+    physical register is the identity side (rule 4)."""
+    if copy is None or d is not copy[0] or copy[1].vreg is not None:
+        yield Interference(b, idx, ds, live, "live", d.op)
+        return
+    source = frozenset(copy[1].units)
+    rest = live.units - source
+    held = live.units & source
+    if rest:
+        yield Interference(b, idx, ds, FixedUnits(rest), "live", d.op)
+    if held:
+        whole = held == source and FixedUnits(held).contiguous
+        other = FixedUnits(held, copy[1].phys if whole else None)
+        yield Interference(b, idx, ds, other, "live", d.op, (_first_slot(ds.slots), 0) if whole else None)
 
 
 def interferences(fn: Function, liveness: Liveness) -> Iterator[Interference]:
@@ -171,7 +194,7 @@ def interferences(fn: Function, liveness: Liveness) -> Iterator[Interference]:
                         continue
                     yield Interference(b, idx, ds, ls, "live", d.op)
                 if live_units is not None and not isinstance(ds, FixedUnits):
-                    yield Interference(b, idx, ds, live_units, "live", d.op)
+                    yield from _against_live_units(b, idx, ds, d, live_units, copy)
                 if d.op.has("early-clobber"):
                     for u in eff.uses:
                         if u.op.tied_def is not None or u.vreg is None:

@@ -110,7 +110,7 @@ def check_header_registers(fn: Function, target: Target) -> None:
 
 def function_limits(fn: Function, target: Target) -> Limits:
     """The register limits of `fn` on `target`, from its attributes (`attribute_limits`)."""
-    return attribute_limits(target, fn.ir_attributes, fn.machine_function_info)
+    return attribute_limits(target, fn.ir_attributes, fn.machine_function_info, fn.calling_convention)
 
 
 def _is_physreg(name: str) -> bool:

@@ -228,6 +228,7 @@ class _BlockEncoder:
             self.define(tags, units, self.new_values(pi, tags, pure, inputs))
 
     def pre_copy(self, s: ps.PreCopy) -> None:
+        self.undefine_rest(s.dst)
         if s.src is None:
             return  # the virtual program's `COPY undef`: no lane changes value here
         for dt, st in zip(self.vf.tags_of(s.dst), self.vf.tags_of(s.src)):
@@ -241,6 +242,7 @@ class _BlockEncoder:
 
     def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
         for d in s.ins.defs:
+            self.undefine_rest(d)
             for t in self.vf.tags_of(d):
                 self.undefine(t)
 
@@ -259,6 +261,11 @@ class _BlockEncoder:
         for d, (term, store) in zip(dunits, moved):
             self.put(d, term)
             self.lanes[d] = store
+
+    def exec_save(self, s: ps.ExecSave) -> None:
+        self.post_copy(s)
+        for op in s.clobbers:
+            self.clobber(self.units_of(op))
 
     def post_implicit_def(self, s: ps.PostImplicitDef) -> None:
         for d in s.ins.defs:
@@ -287,13 +294,15 @@ class _BlockEncoder:
     def spill_to_slot(self, s: ps.SpillToSlot) -> None:
         for k, u in enumerate(self.units_of(s.src)):
             self.put(("slot", s.slot, k), self.at(u))
+            self.lanes[("slot", s.slot, k)] = dict(self.lane_store(u))
 
     def reload_from_slot(self, s: ps.ReloadFromSlot) -> None:
         dunits = self.units_of(s.dst)
-        got = [self.at(("slot", s.slot, k)) for k in range(len(dunits))]
+        got = [(self.at(("slot", s.slot, k)), dict(self.lane_store(("slot", s.slot, k)))) for k in range(len(dunits))]
         self.clobber(dunits)
-        for u, term in zip(dunits, got):
+        for u, (term, store) in zip(dunits, got):
             self.put(u, term)
+            self.lanes[u] = store
 
     def remat(self, s: ps.RematCopy) -> None:
         ins = s.ins

@@ -16,6 +16,13 @@ The kinds, in the manner of regalloc2's checker:
 - `PreKill` / `PostKill`: nothing changes.
 - `PostCopy`: the destination location now holds what the source holds. `src` is None for an
   `undef` source: the destination holds nothing.
+  A post-only `S_MOV_B32`/`S_MOV_B64` from a register (LLVM inserts them to restore $exec
+  around whole-wave copies) is a `PostCopy` too.
+- `ExecSave` (post only) `$s = S_OR_SAVEEXEC_B64 -1` (or `_B32`): LLVM brackets a copy or
+  spill of a whole-wave register with it and `$exec = S_MOV_B64 $s`, so that all lanes move.
+  `$s` takes the value of $exec; $exec (all lanes on) and $scc then hold no value of the
+  virtual program, so an instruction of the virtual program that runs before $exec is
+  restored reads the wrong $exec and is caught.
 - `PostImplicitDef`: the defined locations hold nothing.
 - `SpillToSlot` (`SI_SPILL_*_SAVE`): the stack slot takes the value of `src`.
 - `ReloadFromSlot` (`SI_SPILL_*_RESTORE`): `dst` takes the value of the stack slot.
@@ -36,11 +43,12 @@ Two decisions are made here and nowhere else:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
 from verilocc.mir.model import Block, Instruction, Operand
-from verilocc.pairing.alignment import Role, Step
+from verilocc.pairing.alignment import EXEC_REGISTERS, Role, Step, is_exec_save, is_register_move
 
 # Why a step is unsupported; each layer words its finding with it ("`X` is spill code ...").
 SPILL_CODE = "spill code"
@@ -81,6 +89,13 @@ class PreCopy(Copy):
 
 class PostCopy(Copy):
     pass
+
+
+@dataclass(frozen=True)
+class ExecSave(Copy):
+    """`dst = S_OR_SAVEEXEC -1`: a copy of $exec (`src`), then `clobbers` hold nothing."""
+
+    clobbers: tuple[Operand, ...] = ()
 
 
 class PreImplicitDef(OneSided):
@@ -147,7 +162,7 @@ class Unsupported(OneSided):
     detail: str = ""
 
 
-DecodedStep = (Matched | PreCopy | PreImplicitDef | PreKill | PostCopy | PostImplicitDef | PostKill | SpillToSlot
+DecodedStep = (Matched | PreCopy | PreImplicitDef | PreKill | PostCopy | ExecSave | PostImplicitDef | PostKill | SpillToSlot
                | ReloadFromSlot | SpillToLane | RestoreFromLane | RematCopy | RematOrigin | Added | Dropped | Unsupported)
 
 
@@ -162,13 +177,27 @@ def _explicit_regs(ins: Instruction) -> list[Operand]:
     return [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
 
 
+def _exec_lo(op: Operand) -> Operand:
+    return dataclasses.replace(op, phys="exec_lo", text="$exec_lo") if op.phys == "exec" else op
+
+
 def _decode_move(step: Step, ins: Instruction, pre_side: bool) -> DecodedStep:
     if ins.opcode == "IMPLICIT_DEF":
         return PreImplicitDef(step, ins) if pre_side else PostImplicitDef(step, ins)
     if ins.opcode == "KILL":
         return PreKill(step, ins) if pre_side else PostKill(step, ins)
     regs = _explicit_regs(ins)
-    if ins.opcode != "COPY" or len(regs) != 2 or not regs[0].is_def or regs[1].is_def:
+    if not pre_side and is_exec_save(ins):
+        src = next(op for op in ins.operands if op.kind == "reg" and not op.is_def and op.phys in EXEC_REGISTERS)
+        others = tuple(op for op in ins.defs if op is not regs[0])
+        if ins.opcode.endswith("_B32"):
+            # Wave32: the low half of $exec is saved and set; LLVM's operands name all of $exec.
+            src = _exec_lo(src)
+            others = tuple(_exec_lo(op) for op in others)
+        return ExecSave(step, ins, regs[0], src, src, others)
+    if ins.opcode != "COPY" and not (not pre_side and is_register_move(ins)):
+        return Unsupported(step, ins, MALFORMED_COPY, f"`{ins.opcode}` is not a copy")
+    if len(regs) != 2 or not regs[0].is_def or regs[1].is_def:
         return Unsupported(step, ins, MALFORMED_COPY, f"{len(regs)} explicit registers")
     src = None if regs[1].has("undef") else regs[1]
     kind = PreCopy if pre_side else PostCopy
@@ -227,6 +256,7 @@ class StepVisitor(Protocol):
     def pre_implicit_def(self, s: PreImplicitDef) -> None: ...
     def pre_kill(self, s: PreKill) -> None: ...
     def post_copy(self, s: PostCopy) -> None: ...
+    def exec_save(self, s: ExecSave) -> None: ...
     def post_implicit_def(self, s: PostImplicitDef) -> None: ...
     def post_kill(self, s: PostKill) -> None: ...
     def spill_to_slot(self, s: SpillToSlot) -> None: ...
@@ -242,7 +272,7 @@ class StepVisitor(Protocol):
 
 _METHOD: dict[type, str] = {
     Matched: "matched", PreCopy: "pre_copy", PreImplicitDef: "pre_implicit_def", PreKill: "pre_kill",
-    PostCopy: "post_copy", PostImplicitDef: "post_implicit_def", PostKill: "post_kill",
+    PostCopy: "post_copy", ExecSave: "exec_save", PostImplicitDef: "post_implicit_def", PostKill: "post_kill",
     SpillToSlot: "spill_to_slot", ReloadFromSlot: "reload_from_slot", SpillToLane: "spill_to_lane",
     RestoreFromLane: "restore_from_lane", RematCopy: "remat", RematOrigin: "remat_origin", Added: "added",
     Dropped: "dropped", Unsupported: "unsupported",

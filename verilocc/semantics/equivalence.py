@@ -210,12 +210,17 @@ class _BlockRun:
 
     # --- execution -----------------------------------------------------------------------
     def execute(self, ins: Instruction, reads: list[tuple[Operand, list[Any]]], defs: list[Operand],
-                widths: list[int], token: Any) -> tuple[list[list[Any]], Any]:
+                widths: list[int], token: Any, pure: bool | None = None) -> tuple[list[list[Any]], Any]:
+        """Results of `ins` from the lanes it reads. `pure`: whether its value ignores $exec and
+        $mode; decided from the instruction when None. A matched pair passes the virtual
+        instruction's answer for both sides: one instruction has one meaning, whatever flags
+        (`renamable`) the allocator left on the other side's operands."""
         explicit = [lanes for op, lanes in reads if not op.is_implicit]
         res = self.eq.sem.interpret(ins, explicit, widths)
         if res is not None:
             return res, token
-        pure = is_pure(ins, allocated=defs[0].vreg is None) if len(defs) == 1 else False
+        if pure is None:
+            pure = is_pure(ins, allocated=defs[0].vreg is None) if len(defs) == 1 else False
         if pure:
             # A pure value ignores $exec/$mode, as LLVM's rematerialisation does, and invariant
             # memory needs no token: the same inputs give the same value anywhere.
@@ -228,7 +233,7 @@ class _BlockRun:
 
     # --- steps (one method per kind, called by `walk_block`) ------------------------------
     def remat(self, s: ps.RematCopy) -> None:
-        self.post_only(s.ins)
+        self.post_only(s.ins, pure=True)
 
     def added(self, s: ps.Added) -> None:
         self.post_only(s.ins)
@@ -256,8 +261,9 @@ class _BlockRun:
                 preads.append((po, self.pre_read(po, ql)))
                 qreads.append((qo, ql))
         widths = [len(self.eq.vf.tags_of(d)) for d in pdefs]
-        pres, self.ptoken = self.execute(pi, preads, pdefs, widths, self.ptoken)
-        qres, self.qtoken = self.execute(qi, qreads, qdefs, widths, self.qtoken)
+        pure = is_pure(pi, allocated=False) if len(pdefs) == 1 else False
+        pres, self.ptoken = self.execute(pi, preads, pdefs, widths, self.ptoken, pure)
+        qres, self.qtoken = self.execute(qi, qreads, qdefs, widths, self.qtoken, pure)
         if has_side_effects(pi):
             lhs = [v for _, lanes in preads for v in lanes]
             rhs = [v for _, lanes in qreads for v in lanes]
@@ -277,12 +283,12 @@ class _BlockRun:
         for d, lanes in zip(defs, res):
             self.pre_write(d, lanes)
 
-    def post_only(self, ins: Instruction) -> None:
+    def post_only(self, ins: Instruction, pure: bool | None = None) -> None:
         reads = [(op, self.post_read(op)) for op in ins.operands
                  if op.kind == "reg" and not op.is_def and not op.is_noreg and not op.has("debug-use")]
         defs = [op for op in ins.defs if not op.is_noreg]
         widths = [len(self.eq.vf.units_of(d)) for d in defs]
-        res, self.qtoken = self.execute(ins, reads, defs, widths, self.qtoken)
+        res, self.qtoken = self.execute(ins, reads, defs, widths, self.qtoken, pure)
         for d, lanes in zip(defs, res):
             self.post_write(d, lanes)
 
@@ -308,6 +314,11 @@ class _BlockRun:
             if store:
                 self.qlanes[d] = dict(store)
 
+    def exec_save(self, s: ps.ExecSave) -> None:
+        self.post_copy(s)
+        for op in s.clobbers:
+            self.post_write(op, [])
+
     def post_implicit_def(self, s: ps.PostImplicitDef) -> None:
         for d in s.ins.defs:
             self.post_write(d, [])
@@ -331,12 +342,26 @@ class _BlockRun:
         self.post_write(s.dst, [x if x is not None else self.new_junk() for x in lanes])
 
     def spill_to_slot(self, s: ps.SpillToSlot) -> None:
+        sunits = self.eq.vf.units_of(s.src)
+        stores = [self._store_of(u) for u in sunits]
         for k, v in enumerate(self.post_read(s.src)):
             self.qset(("slot", s.slot, k), v)
+        for k, store in enumerate(stores):
+            self._put_store(("slot", s.slot, k), store)
 
     def reload_from_slot(self, s: ps.ReloadFromSlot) -> None:
         units = self.eq.vf.units_of(s.dst)
+        stores = [self._store_of(("slot", s.slot, k)) for k in range(len(units))]
         self.post_write(s.dst, [self.qget(("slot", s.slot, k)) for k in range(len(units))])
+        for u, store in zip(units, stores):
+            self._put_store(u, store)
+
+    def _store_of(self, loc: object) -> dict[tuple[int, int], Any] | None:
+        """The lane store of a location (a VGPR holding spilled SGPRs), None when it has none."""
+        return dict(self.lanes_store(loc)) if (loc in self.qlanes or loc in self.entry.lanes) else None
+
+    def _put_store(self, loc: object, store: dict[tuple[int, int], Any] | None) -> None:
+        self.qlanes[loc] = store or {}
 
     def unsupported(self, s: ps.Unsupported) -> None:
         self.eq.unknown(s.ins, self.b, f"`{s.ins.opcode}` is {s.reason} the executor does not model")

@@ -302,6 +302,7 @@ class _Walker:
             )
 
     def pre_copy(self, s: ps.PreCopy) -> None:
+        self.undefine_rest(s.dst)
         if s.src is None:
             return  # `COPY undef`: no lane changes value here
         dtags, stags = self.c.tags_of(s.dst), self.c.tags_of(s.src)
@@ -324,6 +325,8 @@ class _Walker:
                 self.s.defined.discard(dt)
 
     def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
+        for d in s.ins.defs:
+            self.undefine_rest(d)
         self.undefine_defs(s.ins)
 
     def pre_kill(self, s: ps.PreKill) -> None:
@@ -347,6 +350,11 @@ class _Walker:
                 self.s.lanes[d] = dict(store)
             else:
                 self.s.lanes.pop(d, None)
+
+    def exec_save(self, s: ps.ExecSave) -> None:
+        self.post_copy(s)
+        for op in s.clobbers:
+            self.clobber(self.c.units_of(op))
 
     def post_implicit_def(self, s: ps.PostImplicitDef) -> None:
         for d in s.ins.defs:
@@ -372,14 +380,27 @@ class _Walker:
             self.set_loc(u, store.get((s.lane, h), frozenset()))
 
     def spill_to_slot(self, s: ps.SpillToSlot) -> None:
+        """The slot takes the source's tags and its lane store (a VGPR holding spilled SGPRs,
+        saved to the stack as a whole-wave spill)."""
         for k, u in enumerate(self.c.units_of(s.src)):
-            self.set_loc(("slot", s.slot, k), self.s.holds(u))
+            loc = ("slot", s.slot, k)
+            self.set_loc(loc, self.s.holds(u))
+            self._move_lanes(u, loc)
 
     def reload_from_slot(self, s: ps.ReloadFromSlot) -> None:
         dunits = self.c.units_of(s.dst)
         self.clobber(dunits)
         for k, u in enumerate(dunits):
-            self.set_loc(u, self.s.holds(("slot", s.slot, k)))
+            loc = ("slot", s.slot, k)
+            self.set_loc(u, self.s.holds(loc))
+            self._move_lanes(loc, u)
+
+    def _move_lanes(self, src: Loc, dst: Loc) -> None:
+        store = self.s.lanes.get(src)
+        if store:
+            self.s.lanes[dst] = dict(store)
+        else:
+            self.s.lanes.pop(dst, None)
 
     def remat(self, s: ps.RematCopy) -> None:
         """A rematerialised copy: its lanes are those computed the same way from the same inputs."""

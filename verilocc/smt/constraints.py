@@ -31,6 +31,7 @@ import functools
 from verilocc.analysis.interference import FixedUnits, Interference, VirtualLanes, interferences
 from verilocc.analysis.liveness import Liveness
 from verilocc.analysis.operands import VReg, function_limits, physreg_at, resolve_operand, slot_mask
+from verilocc.analysis.wholewave import wwm_vregs
 from verilocc.errors import TargetError
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction
@@ -38,7 +39,8 @@ from verilocc.pairing.alignment import FunctionAlignment, Role, instruction_key,
 from verilocc.pairing.homes import HomeUse, collect_homes, make_register
 from verilocc.smt.formulas import Disjoint, Member, Side
 from verilocc.smt.solver import Answer, check_z3
-from verilocc.target import PhysReg, RegFile, RegisterClass, Target, slots_to_mask
+from verilocc.target import PhysReg, RegFile, RegisterClass, Target, register_for_units, slots_to_mask
+from verilocc.target.registers import is_defined
 from verilocc.target.limits import NUMBERED_FILES, Limits, budget_warning, register_problem
 
 LAYER = "constraints"
@@ -46,9 +48,11 @@ _PREFIX = {RegFile.SGPR: "sgpr", RegFile.VGPR: "vgpr", RegFile.AGPR: "agpr"}
 
 
 @functools.lru_cache(maxsize=4096)
-def allowed_first_units(cls: RegisterClass, target: Target, limits: Limits) -> tuple[int, ...]:
-    """First register units of the registers that can hold a value of the class."""
-    return tuple(sorted({m.units[0] for m in cls.members(target) if register_problem(m, cls, target, limits) is None}))
+def allowed_first_units(cls: RegisterClass, target: Target, limits: Limits, wwm_value: bool = False) -> tuple[int, ...]:
+    """First register units of the registers that can hold a value of the class (a
+    whole-wave value when `wwm_value`)."""
+    return tuple(sorted({m.units[0] for m in cls.members(target)
+                         if register_problem(m, cls, target, limits, wwm_value) is None}))
 
 
 # Since gfx90a, memory instructions take AGPRs as data operands and MFMAs take either file for
@@ -69,6 +73,26 @@ def av_interchangeable(cls: RegisterClass, reg: PhysReg, opcode: str, target: Ta
     )
 
 
+def units_name(units: tuple[int, ...]) -> str:
+    """The registers covering `units` as LLVM names them (`$vcc`, `$sgpr4_sgpr5`, or a list of
+    registers and 16-bit halves when no one register covers them)."""
+    whole = register_for_units(units)
+    if whole is not None and is_defined(whole):
+        return f"${whole.name}"
+    names: list[str] = []
+    k = 0
+    while k < len(units):
+        pair = register_for_units(units[k:k + 2]) if k + 1 < len(units) and units[k] % 2 == 0 else None
+        if pair is not None and is_defined(pair):
+            names.append(f"${pair.name}")
+            k += 2
+            continue
+        half = register_for_units(units[k:k + 1])
+        names.append(f"${half.name}" if half is not None else f"unit {units[k]}")
+        k += 1
+    return ", ".join(names)
+
+
 class ConstraintChecker:
     def __init__(self, pre: Function, post: Function, target: Target, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, liveness: Liveness, timeout_s: float = 60.0, seed: int = 0) -> None:
@@ -81,6 +105,7 @@ class ConstraintChecker:
         self.timeout_s = timeout_s
         self.seed = seed
         self.limits = function_limits(post, target)
+        self.wwm = wwm_vregs(pre)
         self.findings: list[Finding] = []
         self.notes: list[str] = []
         self.stats: dict[str, object] = {}
@@ -226,15 +251,15 @@ class ConstraintChecker:
                 vregs=(f"%{v}",), physregs=(f"${phys.name}",)))
 
     # --- constraints ---------------------------------------------------------------------
-    def allowed(self, cls: RegisterClass) -> tuple[int, ...]:
-        return allowed_first_units(cls, self.target, self.limits)
+    def allowed(self, cls: RegisterClass, wwm_value: bool = False) -> tuple[int, ...]:
+        return allowed_first_units(cls, self.target, self.limits, wwm_value)
 
-    def allowed_av(self, cls: RegisterClass) -> tuple[int, ...]:
+    def allowed_av(self, cls: RegisterClass, wwm_value: bool = False) -> tuple[int, ...]:
         """Allowed first units of `cls` widened to both vector files (see av_interchangeable)."""
-        key = "av:" + cls.name
+        key = f"av:{cls.name}:{wwm_value}"
         got = self._allowed_cache.get(key)
         if got is None:
-            firsts = set(self.allowed(cls))
+            firsts = set(self.allowed(cls, wwm_value))
             for m in cls.members(self.target):
                 if m.file not in (RegFile.VGPR, RegFile.AGPR):
                     continue
@@ -243,7 +268,7 @@ class ConstraintChecker:
                     twin = make_register(other, m.index, len(m.units) // 2)
                 except TargetError:
                     continue
-                if register_problem(twin, None, self.target, self.limits) is None:
+                if register_problem(twin, None, self.target, self.limits, wwm_value) is None:
                     firsts.add(twin.units[0])
             got = tuple(sorted(firsts))
             self._allowed_cache[key] = got
@@ -252,12 +277,13 @@ class ConstraintChecker:
     def check_members(self) -> None:
         for v in sorted(self.homes, key=_vkey):
             cls = self.classes[v]
+            wwm = v in self.wwm
             widened = False
             for name in sorted(self.homes[v]):
                 use = self.homes[v][name]
-                problem = register_problem(use.reg, cls, self.target, self.limits)
+                problem = register_problem(use.reg, cls, self.target, self.limits, wwm)
                 if problem is not None and problem[0] == "class" and av_interchangeable(cls, use.reg, use.opcode, self.target):
-                    problem = register_problem(use.reg, None, self.target, self.limits)
+                    problem = register_problem(use.reg, None, self.target, self.limits, wwm)
                     widened = True
                 if problem is not None:
                     kind, why = problem
@@ -273,7 +299,7 @@ class ConstraintChecker:
                 (use,) = self.homes[v].values()
                 var = f"h_{v}"
                 self.values[var] = use.reg.units[0]
-                allowed = self.allowed_av(cls) if widened else self.allowed(cls)
+                allowed = self.allowed_av(cls, wwm) if widened else self.allowed(cls, wwm)
                 self.members.append(Member(var, v, cls.name + (" (AV operand)" if widened else ""), allowed))
 
     def build_disjointness(self) -> None:
@@ -297,7 +323,7 @@ class ConstraintChecker:
                         runs.append((u, 1))
                 unit_runs[side.units] = runs
             label = f"${side.reg.name}" if side.reg is not None else None
-            return [(Side(label or f"unit {s}", const=s), (1 << n) - 1) for s, n in runs]
+            return [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1) for s, n in runs]
 
         for fact in interferences(self.pre, self.liveness):
             a_sides = sides(fact.defined)
@@ -380,7 +406,7 @@ class ConstraintChecker:
                     units = tuple(first_unit + i for i in range(mask.bit_length()) if mask >> i & 1)
                     if all(u in use.reg.units for u in units):
                         return f"${self._name_units(use.reg, base, mask)}"
-        return f"units {first_unit}+0x{mask:X}"
+        return units_name(tuple(first_unit + i for i in range(mask.bit_length()) if mask >> i & 1))
 
     @staticmethod
     def _name_units(reg: PhysReg, base: int, mask: int) -> str:

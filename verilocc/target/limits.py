@@ -9,7 +9,9 @@ A function's limits follow from the target, its IR attributes and its `machineFu
   limits, which LLVM versions honour differently (LLVM 22 drops requests it cannot meet;
   GCNSubtarget::getBaseMaxNumVGPRs); exceeding them only lowers occupancy.
 * registers named in ``machineFunctionInfo`` (stack, scratch, WWM reservations) are reserved
-  (SIRegisterInfo::getReservedRegs, `function_reserved_registers`).
+  (SIRegisterInfo::getReservedRegs, `function_reserved_registers`); the WWM ones
+  (``wwmReservedRegs``) only for values that are not whole-wave values
+  (`verilocc.analysis.wholewave`), which LLVM allocates there.
 
 This module works on strings and mappings, not on MIR: callers pass a function's
 attributes and `machineFunctionInfo` (`verilocc.analysis.operands.function_limits` does it
@@ -22,7 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from verilocc.target.classes import RegisterClass
-from verilocc.target.gfx import Target, default_budget, function_budget, function_reserved_registers, reservations
+from verilocc.target.gfx import (Target, default_budget, function_budget, function_reserved_registers, reservations,
+                                 wwm_reserved_registers)
 from verilocc.target.registers import PhysReg, RegFile, is_defined
 
 #: Register files whose registers are numbered (`vgpr4`): the ones with bounds and budgets.
@@ -44,6 +47,7 @@ class Limits:
     total_vector: int  # VGPRs (rounded up to 4 when AGPRs are used) + AGPRs, unified files
     reserved: frozenset[int]
     hint: Limits | None = None
+    wwm: frozenset[int] = frozenset()  # units of `reserved` that whole-wave values may use
 
     def limit(self, file: RegFile) -> int | None:
         return {RegFile.SGPR: self.sgprs, RegFile.VGPR: self.vgprs, RegFile.AGPR: self.agprs}.get(file)
@@ -57,32 +61,43 @@ def _int_attr(attrs: Mapping[str, str], key: str) -> int | None:
     return int(v) if v.isdigit() else None
 
 
-def _limits(target: Target, reserved: frozenset[int], **kw: object) -> Limits:
+def _limits(target: Target, reserved: frozenset[int], wwm: frozenset[int], **kw: object) -> Limits:
     without = function_budget(target, uses_agprs=False, **kw)  # type: ignore[arg-type]
     with_agprs = function_budget(target, uses_agprs=True, **kw)  # type: ignore[arg-type]
     vgprs = max(without.vgprs, with_agprs.vgprs)
     agprs = max(without.agprs, with_agprs.agprs)
     total = without.vgprs + without.agprs if target.unified_vgpr_file else vgprs + agprs
-    return Limits(max(without.sgprs, with_agprs.sgprs), vgprs, agprs, total, reserved)
+    return Limits(max(without.sgprs, with_agprs.sgprs), vgprs, agprs, total, reserved, wwm=wwm)
+
+
+#: Graphics shader calling conventions: without `amdgpu-flat-work-group-size` their work
+#: groups are at most one wave (AMDGPUSubtarget::getDefaultFlatWorkGroupSize).
+SHADER_CONVENTIONS = frozenset({"amdgpu_vs", "amdgpu_ls", "amdgpu_hs", "amdgpu_es", "amdgpu_gs", "amdgpu_ps"})
 
 
 def attribute_limits(target: Target, attributes: Mapping[str, str],
-                     machine_function_info: Mapping[str, object]) -> Limits:
-    """The limits of a function with these IR attributes and `machineFunctionInfo`."""
+                     machine_function_info: Mapping[str, object], calling_convention: str = "") -> Limits:
+    """The limits of a function with these IR attributes, `machineFunctionInfo` and calling
+    convention."""
     extra = function_reserved_registers(machine_function_info, target)
     reserved = frozenset(reservations(target, default_budget(target), extra).reserved_units)
+    wwm_names = wwm_reserved_registers(machine_function_info)
+    others = tuple(n for n in extra if n not in wwm_names)
+    wwm = reserved - frozenset(reservations(target, default_budget(target), others).reserved_units)
     flat = attributes.get("amdgpu-flat-work-group-size", "").split(",")
     common: dict[str, object] = {}
     if flat[-1].strip().isdigit():
         common["flat_workgroup_size"] = int(flat[-1])
-    hard = _limits(target, reserved, **common)
+    elif calling_convention in SHADER_CONVENTIONS:
+        common["flat_workgroup_size"] = target.wavefront_size
+    hard = _limits(target, reserved, wwm, **common)
     waves = [w.strip() for w in attributes.get("amdgpu-waves-per-eu", "").split(",")]
     if waves[0].isdigit():
         common["waves_per_eu"] = (int(waves[0]), int(waves[1]) if len(waves) > 1 and waves[1].isdigit() else None)
     common["num_sgpr"] = _int_attr(attributes, "amdgpu-num-sgpr")
     common["num_vgpr"] = _int_attr(attributes, "amdgpu-num-vgpr")
-    hint = _limits(target, reserved, **common)
-    return Limits(hard.sgprs, hard.vgprs, hard.agprs, hard.total_vector, reserved, hint=hint)
+    hint = _limits(target, reserved, wwm, **common)
+    return Limits(hard.sgprs, hard.vgprs, hard.agprs, hard.total_vector, reserved, hint=hint, wwm=wwm)
 
 
 def budget_warning(reg: PhysReg, limits: Limits) -> str | None:
@@ -108,8 +123,10 @@ def file_size(target: Target, file: RegFile) -> int:
     return 0
 
 
-def register_problem(reg: PhysReg, cls: RegisterClass | None, target: Target, limits: Limits) -> tuple[str, str] | None:
-    """Why `reg` cannot hold a value of `cls` (kind, sentence), or None when it can."""
+def register_problem(reg: PhysReg, cls: RegisterClass | None, target: Target, limits: Limits,
+                     wwm_value: bool = False) -> tuple[str, str] | None:
+    """Why `reg` cannot hold a value of `cls` (kind, sentence), or None when it can.
+    `wwm_value`: the value is a whole-wave value, which may use `limits.wwm`."""
     name = f"${reg.name}"
     if cls is not None and reg.file not in cls.files:
         want = "/".join(sorted(f.value.upper() for f in cls.files))
@@ -129,9 +146,14 @@ def register_problem(reg: PhysReg, cls: RegisterClass | None, target: Target, li
     if cls is not None and not cls.contains(reg, target):
         return "class", f"{name} is not in class {cls.name} on {target.name}"
     if limits.reserved.intersection(reg.units):
+        if not (limits.reserved - limits.wwm).intersection(reg.units):
+            if wwm_value:
+                return None
+            return "reserved", (f"{name} is reserved for whole-wave-mode values (wwmReservedRegs), "
+                                "and this value is not one: its inactive lanes could be overwritten")
         return "reserved", f"{name} is reserved on {target.name} and may not be allocated"
     return None
 
 
-__all__ = ["NUMBERED_FILES", "UNLIMITED", "Limits", "attribute_limits", "budget_warning", "file_size",
+__all__ = ["NUMBERED_FILES", "SHADER_CONVENTIONS", "UNLIMITED", "Limits", "attribute_limits", "budget_warning", "file_size",
            "register_problem"]
