@@ -110,6 +110,28 @@ def test_fixed_agprs_of_inline_assembly_on_a_target_without_them() -> None:
     assert any("outside the gfx1100 AGPR file" in f for f in findings), findings
 
 
+def test_liveness_anomaly_is_discharged_by_bit_precise_semantics() -> None:
+    """LLVM 19 clobbers a lane a shift by 33 never looks at: VERIFIED, with the anomaly named."""
+    post, pre = _pair("sdiv3264.llvm19.gfx1100")
+    report = verify_modules(parse_module(post, "sdiv.post.mir"), read_module(pre), Options())
+    assert report.verdict is Verdict.VERIFIED
+    (anomaly,) = [f for f in report.findings if f.kind == "liveness-anomaly"]
+    assert anomaly.severity == "warning" and "S_ASHR_I64" in anomaly.message and "%14.sub2_sub3" in anomaly.message
+
+
+def test_a_clobbered_lane_that_matters_is_still_rejected() -> None:
+    """The same allocation with a shift by 1: the overwritten low half reaches the result."""
+    post, pre = _pair("sdiv3264.llvm19.gfx1100")
+    shift = ("renamable $sgpr2_sgpr3 = S_ASHR_I64 renamable $sgpr2_sgpr3, 33", "%28:sreg_64 = S_ASHR_I64 %14.sub2_sub3, 33")
+    assert shift[0] in post and shift[1] in pre.read_text()
+    wrong_pre = pre.read_text().replace(shift[1], shift[1][:-2] + "1")
+    report = verify_modules(parse_module(post.replace(shift[0], shift[0][:-2] + "1"), "sdiv.post.mir"),
+                            parse_module(wrong_pre, "sdiv.pre.mir"), Options())
+    assert report.verdict is Verdict.REJECTED
+    assert not any(f.kind == "liveness-anomaly" for f in report.findings)
+    assert any(f.kind == "wrong-value" and "%14.sub2_sub3" in f.message for f in report.findings)
+
+
 def test_legacy_processor_names() -> None:
     assert get_target("fiji").name == "gfx803" and get_target("hawaii").name == "gfx701"
     assert get_target("tahiti").name == "gfx600"

@@ -250,7 +250,8 @@ class _BlockRun:
         qreads: list[tuple[Operand, list[Any]]] = []
         pdefs: list[Operand] = []
         qdefs: list[Operand] = []
-        for po, qo in zip(pi.operands, qi.operands):
+        discharged = self.eq.vf.discharged
+        for position, (po, qo) in enumerate(zip(pi.operands, qi.operands)):
             if po.kind != "reg" or qo.kind != "reg" or po.is_noreg:
                 continue
             if po.is_def:
@@ -258,7 +259,13 @@ class _BlockRun:
                 qdefs.append(qo)
             elif not (po.has("debug-use") or po.has("internal")):
                 ql = self.post_read(qo)
-                preads.append((po, self.pre_read(po, ql)))
+                pl = self.pre_read(po, ql)
+                ignored = discharged.get((self.b, qidx, position)) if discharged else None
+                if ignored:
+                    # Value flow proved the results do not depend on these slots
+                    # (`ValueFlowChecker.discharge`): read them as the virtual program does.
+                    ql = [p if k in ignored and p is not None else q for k, (p, q) in enumerate(zip(pl, ql))]
+                preads.append((po, pl))
                 qreads.append((qo, ql))
         widths = [len(self.eq.vf.tags_of(d)) for d in pdefs]
         pure = is_pure(pi, allocated=False) if len(pdefs) == 1 else False

@@ -248,7 +248,7 @@ class _Walker:
             self.error("operands", block, post_index, qi, None, f"`{qi.opcode}` has fewer operands than in the virtual program")
             return
         defs: list[tuple[Operand, Operand]] = []
-        for po, qo in zip(pops, qops):
+        for position, (po, qo) in enumerate(zip(pops, qops)):
             if po.kind != "reg":
                 continue
             if qo.kind != "reg" or qo.is_def != po.is_def:
@@ -257,7 +257,7 @@ class _Walker:
             if po.is_def:
                 defs.append((po, qo))
             elif not (po.has("undef") or po.has("debug-use") or po.has("internal")) and not po.is_noreg:
-                self.check_use(block, post_index, qi, po, qo)
+                self.check_use(block, post_index, qi, po, qo, pi, position)
         for po, qo in defs:
             if po.is_noreg:
                 continue
@@ -274,7 +274,8 @@ class _Walker:
             self.define(tags, units, self.c.recipe(pi) if is_pure(pi, allocated=False) else None)
 
 
-    def check_use(self, block: int, post_index: int, qi: Instruction, po: Operand, qo: Operand) -> None:
+    def check_use(self, block: int, post_index: int, qi: Instruction, po: Operand, qo: Operand,
+                  pi: Instruction | None = None, position: int = -1) -> None:
         tags = self.c.tags_of(po)
         units = self.c.units_of(qo)
         if po.vreg is None and po.phys is not None:
@@ -295,6 +296,11 @@ class _Walker:
             held = sorted({self.c.tag_name(x) for _, u in bad for x in self.s.holds(u)})
             lanes = self.c.lane_name(po, [t for t, _ in bad])
             what = ", ".join(held) if held else "no value of the virtual program"
+            slots = [k for k, (t, u) in enumerate(zip(tags, units)) if (t, u) in bad]
+            if pi is not None and self.c.discharge(block, post_index, pi, qi, position, slots,
+                                                   f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, "
+                                                   f"but it holds {what}"):
+                return
             self.error(
                 "wrong-value", block, post_index, qi, qo,
                 f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, but it holds {what}",
@@ -440,6 +446,24 @@ class _Walker:
                                                   vregs=vregs, pre_line=pre_line))
 
 
+@dataclass(frozen=True)
+class Anomaly:
+    """A read of the virtual program that the allocated one does not honour, shown harmless:
+    the instruction's results do not depend on the lanes it reads wrong
+    (`verilocc.semantics.bitvector.ignores_slots`). LLVM's liveness knew the lanes were
+    unused; its MIR says they are read (an *LLVM liveness anomaly*)."""
+
+    block: int
+    post_index: int
+    pre_index: int
+    position: int  # operand position in the instruction
+    slots: tuple[int, ...]  # 16-bit slots of the operand that hold the wrong value
+    opcode: str
+    line: int
+    column: int
+    what: str  # "reads `$sgpr2_sgpr3` where %14.sub2_sub3 (lanes 0x30) holds %45[slot 0] ..."
+
+
 class ValueFlowChecker:
     def __init__(self, pre: Function, post: Function, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, cfg: CFG) -> None:
@@ -449,6 +473,7 @@ class ValueFlowChecker:
         self.alignment = alignment
         self.cfg = cfg
         self.findings: list[Finding] = []
+        self.anomalies: list[Anomaly] = []
         self._units: dict[int, tuple[int, ...]] = {}
         self.remat_instructions: dict[tuple[object, ...], Instruction] = {}
         self.entry_states: dict[int, State] = {}
@@ -579,6 +604,30 @@ class ValueFlowChecker:
         self.entry_states = entry_state
         self.out_states = out_state
         return True
+
+    def discharge(self, block: int, post_index: int, pi: Instruction, qi: Instruction, position: int,
+                  slots: list[int], what: str) -> bool:
+        """Whether a wrong read of `slots` of operand `position` is harmless: the results of the
+        instruction are the same whatever those slots hold (proved with its bit-precise
+        semantics). Recorded as an `Anomaly`; the equivalence layer then reads those slots as
+        the virtual program does, and layer 1 takes them as not read."""
+        from verilocc.semantics.bitvector import ignores_slots
+
+        widths = {k: 16 * len(self.tags_of(op)) for k, op in enumerate(pi.operands)
+                  if op.kind == "reg" and not op.is_def and not op.is_noreg}
+        if ignores_slots(pi, position, slots, widths) is not True:
+            return False
+        pre_index = next((st.pre for st in self.alignment.steps.get(block, ())
+                          if st.post == post_index and st.pre is not None), -1)
+        op = qi.operands[position]
+        self.anomalies.append(Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode,
+                                      op.line, op.column, what))
+        return True
+
+    @property
+    def discharged(self) -> dict[tuple[int, int, int], frozenset[int]]:
+        """(block, post instruction, operand position) -> slots read as the virtual program's."""
+        return {(a.block, a.post_index, a.position): frozenset(a.slots) for a in self.anomalies}
 
     def run(self) -> list[Finding]:
         if not self.fixed_point():
