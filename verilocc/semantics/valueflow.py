@@ -36,7 +36,12 @@ Transfer, one rule per kind of decoded step (`verilocc.pairing.steps`, which thi
 - added / dropped instruction: a finding; its effect is approximated so that one error does
   not cascade.
 Phase 1 computes block-entry states to a fixed point without reporting; phase 2 replays every
-block once and collects every error with its place, not just the first.
+block once and collects every error with its place, not just the first. A wrong read whose
+lanes the instruction provably ignores is recorded as an `Anomaly` instead of an error
+(`ValueFlowChecker.discharge`).
+
+The module is longer than most because the domain, its meet and one transfer rule per step
+kind belong together: reading one rule means reading the domain it updates.
 """
 
 from __future__ import annotations
@@ -293,7 +298,7 @@ class _Walker:
             if self.s.is_defined(t) and t not in self.s.holds(u):
                 bad.append((t, u))
         if bad and self.report:
-            held = sorted({self.c.tag_name(x) for _, u in bad for x in self.s.holds(u)})
+            held = self.c.held_names({x for _, u in bad for x in self.s.holds(u)})
             lanes = self.c.lane_name(po, [t for t, _ in bad])
             what = ", ".join(held) if held else "no value of the virtual program"
             slots = [k for k, (t, u) in enumerate(zip(tags, units)) if (t, u) in bad]
@@ -540,6 +545,24 @@ class ValueFlowChecker:
         if m:
             return f"{self.unit_label(int(m.group(2)))} at bb.{m.group(1)} entry"
         return name
+
+    def held_names(self, tags: set[Tag]) -> list[str]:
+        """Names of the values `tags` stand for; the virtual program's values of physical
+        units that make up one register are named by that register (`$exec_lo`)."""
+        units = sorted(int(t[1]) for t in tags if t[0] == "$")  # type: ignore[call-overload]
+        names = {self.tag_name(t) for t in tags if t[0] != "$"}
+        k = 0
+        while k < len(units):
+            run = [units[k]]
+            while k + len(run) < len(units) and units[k + len(run)] == run[-1] + 1:
+                run.append(units[k + len(run)])
+            while len(run) > 1 and register_for_units(tuple(run)) is None:
+                run.pop()
+            reg = register_for_units(tuple(run))
+            label = f"${reg.name}" if reg is not None else f"unit {run[0]}"
+            names.add(f"the virtual program's {label}")
+            k += len(run)
+        return sorted(names)
 
     def unit_label(self, unit: int) -> str:
         reg = register_for_units((unit,))

@@ -1,6 +1,6 @@
 """AMDGPU targets: register budgets, occupancy and reserved registers per gfx architecture.
 
-Sources (LLVM, read 2025; the corpus is LLVM 19, numbers checked against llc-19/llc-22):
+Sources (LLVM; the corpus is LLVM 19, numbers checked against llc-19/llc-22):
 
 * ``Utils/AMDGPUBaseInfo.cpp`` (``IsaInfo``): getAddressableNumSGPRs (104 on gfx6/7, 102 on
   gfx8/9, 106 on gfx10+, 96 with the SGPR init bug), getTotalNumSGPRs (512 on gfx6/7, 800 on
@@ -19,6 +19,9 @@ Sources (LLVM, read 2025; the corpus is LLVM 19, numbers checked against llc-19/
   FeatureSGPRInitBug: gfx802/805; XNACK: gfx801/810 and gfx9).
   The 1.5x VGPR file, the granules and the wave limits were confirmed with llc-19 and llc-22
   ("; Occupancy:" of kernels that clobber v24, v25, v96, v97, v128).
+
+The module is longer than most: it is the one table of processors and the one place their
+register arithmetic lives, kept together so a rule and its processors are read side by side.
 """
 
 from __future__ import annotations
