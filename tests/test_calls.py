@@ -82,3 +82,29 @@ def test_register_masks() -> None:
     for mask in (old, new, gfx90a, gfx):
         assert mask.preserves(parse_physreg("exec")) and not mask.preserves(parse_physreg("vcc"))
     assert regmask("CustomRegMask($vgpr0)", True) is None
+
+
+@pytest.mark.parametrize("pair", ["call.llvm19.gfx90a", "call.llvm22.gfx90a"])
+def test_solver_allocates_across_calls(pair: str) -> None:
+    """The SMT allocator reads a call's clobbers through the same expansion: its allocation of a
+    module with calls is VERIFIED, and no value live across a call sits in a clobbered register."""
+    from verilocc.allocators.driver import allocate_module
+    from verilocc.allocators.optimal import solve_function
+
+    pre = read_module(CALLS / f"{pair}.pre.mir")
+    outcome = allocate_module(pre, lambda fn, target: solve_function(fn, target, timeout=30))
+    assert outcome.ok, [outcome.summary(n) for n in outcome.results]
+    report = verify_modules(outcome.post(), pre, Options())
+    assert report.verdict is Verdict.VERIFIED
+
+
+def test_solver_says_when_calls_need_spill_code() -> None:
+    """70 uniform values across a call do not fit the SGPRs LLVM 22's mask preserves on gfx1100
+    (LLVM itself spills them): an assignment cannot express that, and the solver says so."""
+    from verilocc.allocators.driver import allocate_module
+    from verilocc.allocators.optimal import solve_function
+
+    outcome = allocate_module(read_module(CALLS / "sgprs_across_call.llvm22.gfx1100.pre.mir"),
+                              lambda fn, target: solve_function(fn, target, timeout=30))
+    assert not outcome.ok
+    assert all(r.status == "infeasible" and "spill code" in r.reason for r in outcome.results.values())

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from verilocc.allocators.encoding import Encoding, NoRegister
+from verilocc.analysis.calls import call_mask, sgpr_striped
 from verilocc.allocators.problem import Unsupported, build_problem, greedy_assignment, register_usage, vreg_key
 from verilocc.allocators.search import RLIMIT_PER_SECOND, Bound, Search
 from verilocc.mir.model import Function, Module
@@ -84,8 +85,10 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
         problem = build_problem(fn, target)
     except Unsupported as e:
         return result("unsupported", str(e))
-    if any(op.kind == "regmask" for b in fn.blocks for ins in b.instructions for op in ins.operands):
-        return result("unsupported", "calls (register masks) are not modelled by the verifier")
+    striped = sgpr_striped(fn)
+    if any(call_mask(ins, striped) is None for b in fn.blocks for ins in b.instructions
+           if any(op.kind == "regmask" for op in ins.operands)):
+        return result("unsupported", "a call's register mask is not one the verifier models (csr_amdgpu*)")
     # The pressure bound proves some budgets too small before any search.
     limits = problem.limits
     vector_budget = limits.total_vector if target.unified_vgpr_file else limits.vgprs + limits.agprs

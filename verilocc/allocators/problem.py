@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from verilocc.analysis.calls import expand_calls, sgpr_striped
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.liveness import Effect, Liveness, compute_liveness
@@ -132,8 +133,11 @@ def build_problem(fn: Function, target: Target) -> Problem:
                 continue
             allowed.setdefault(loc[0].code, []).append(loc[1])
         values[v] = Value(v, cls, cls.width_units // 2, {k: tuple(sorted(set(x))) for k, x in sorted(allowed.items())})
-    liveness = compute_liveness(fn, build_cfg(fn), classes)
-    conflicts, pressure = _conflicts(fn, liveness, values)
+    # Calls clobber what their register masks do not preserve, as the verifier reads them; the
+    # registers a callee clobbers are not registers this function uses (`_fixed_top`).
+    called = expand_calls(fn, target, sgpr_striped(fn))
+    liveness = compute_liveness(called, build_cfg(called), classes)
+    conflicts, pressure = _conflicts(called, liveness, values)
     return Problem(fn, target, budget, values, conflicts, _copies(fn, classes, values), _fixed_top(fn), pressure)
 
 

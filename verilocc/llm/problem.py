@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from verilocc.analysis.calls import expand_calls, sgpr_striped
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.intervals import live_intervals, slot_numbers
@@ -193,6 +194,10 @@ def single_function(module: Module) -> Function:
 
 
 def build_problem(fn: Function, target: Target) -> AllocationProblem:
+    # Calls clobber what their register masks do not preserve, as the verifier reads them; the
+    # problem keeps the function as written (what a callee clobbers is not this function's usage).
+    original = fn
+    fn = expand_calls(fn, target, sgpr_striped(fn))
     classes = vreg_classes(fn)
     cfg = build_cfg(fn)
     liveness = compute_liveness(fn, cfg, classes)
@@ -271,6 +276,6 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
         for m, units in iv2.fixed:
             merged.setdefault(m, set()).update(units)
         iv2.fixed = [(m, frozenset(u)) for m, u in sorted(merged.items())]
-    problem = AllocationProblem(fn, target, limits, order, info)
+    problem = AllocationProblem(original, target, limits, order, info)
     problem.tight, problem.caps = occupancy_caps(problem)
     return problem
