@@ -134,6 +134,16 @@ def test_a_clobbered_lane_that_matters_is_still_rejected() -> None:
     assert any(f.kind == "wrong-value" and "%14.sub2_sub3" in f.message for f in report.findings)
 
 
+def test_true16_copy_from_the_wrong_register_is_rejected() -> None:
+    """A 32-to-16-bit COPY moves the low half: taken from another register, it is wrong."""
+    post, pre = _pair("fma.f16.llvm22.gfx1100")
+    copy = "renamable $vgpr1_lo16 = COPY killed renamable $vgpr1\n"
+    assert copy in post
+    verdict, findings = _verify(post.replace(copy, "renamable $vgpr1_lo16 = COPY renamable $vgpr2\n", 1), pre)
+    assert verdict is Verdict.REJECTED
+    assert any(f.startswith("value-flow/wrong-value") for f in findings), findings
+
+
 def test_legacy_processor_names() -> None:
     assert get_target("fiji").name == "gfx803" and get_target("hawaii").name == "gfx701"
     assert get_target("tahiti").name == "gfx600"

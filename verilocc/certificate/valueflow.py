@@ -96,7 +96,7 @@ class _BlockEncoder:
     def defined(self, t: Tag) -> str:
         got = self.dfn.get(t)
         if got is None:
-            if t[0] == "$":
+            if t[0] == "$" and self.entry.is_defined(t):
                 got = "true"
             else:
                 got = self.declare(f"d.{self.tag_sym(t)}", "Bool")
@@ -159,8 +159,7 @@ class _BlockEncoder:
 
     def undefine(self, t: Tag) -> None:
         self.val[t] = self.fresh("undef")
-        if t[0] != "$":
-            self.dfn[t] = "false"
+        self.dfn[t] = "false"
 
     def units_of(self, op: Operand) -> tuple[int, ...]:
         return self.vf.units_of(op)
@@ -168,8 +167,7 @@ class _BlockEncoder:
     def define(self, tags: list[Tag], units: tuple[int, ...], values: list[str]) -> None:
         for t, x in zip(tags, values):
             self.val[t] = x
-            if t[0] != "$":
-                self.dfn[t] = "true"
+            self.dfn[t] = "true"
         self.clobber(units)
         for u, x in zip(units, values):
             self.put(u, x)
@@ -231,14 +229,16 @@ class _BlockEncoder:
         self.undefine_rest(s.dst)
         if s.src is None:
             return  # the virtual program's `COPY undef`: no lane changes value here
-        for dt, st in zip(self.vf.tags_of(s.dst), self.vf.tags_of(s.src)):
+        dtags, stags = self.vf.tags_of(s.dst), self.vf.tags_of(s.src)
+        for dt, st in zip(dtags, stags):
             if dt == st:
                 continue
             d_src = self.defined(st)
             self.val[dt] = self.value(st) if d_src == "true" else \
                 self.name(f"(ite {d_src} {self.value(st)} {self.fresh('undef')})", "copy")
-            if dt[0] != "$":
-                self.dfn[dt] = d_src
+            self.dfn[dt] = d_src
+        for dt in dtags[len(stags):]:  # a 16-bit source widened: the high half is undefined
+            self.undefine(dt)
 
     def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
         for d in s.ins.defs:
@@ -255,7 +255,7 @@ class _BlockEncoder:
             self.clobber(dunits)
             return
         sunits = self.units_of(s.src)
-        if len(dunits) != len(sunits):
+        if not ps.copy_widths_agree(len(dunits), len(sunits)):
             raise _Unsupported(f"COPY of different widths at line {s.ins.line}")
         moved = [(self.at(u), dict(self.lane_store(u))) for u in sunits]
         for d, (term, store) in zip(dunits, moved):

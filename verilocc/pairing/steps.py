@@ -34,6 +34,11 @@ The kinds, in the manner of regalloc2's checker:
 - `Unsupported`: a step no layer models, with the reason. Value flow reports it with severity
   unknown, equivalence gives UNKNOWN, the certificate leaves the block uncovered.
 
+A COPY between a 16-bit and a 32-bit register (true16 targets: `%1:vgpr_16 = COPY %0:vgpr_32`,
+`$vgpr1_lo16 = COPY $vgpr1`) moves the low 16 bits; a widening one leaves the high half of the
+destination undefined (SIInstrInfo::copyPhysReg). Every other COPY has equal widths
+(`copy_widths_agree`).
+
 Two decisions are made here and nowhere else:
 - A COPY must have exactly two explicit register operands, a def then a use (LLVM never
   prints another shape). Anything else is `Unsupported` (malformed), never silently read.
@@ -164,6 +169,12 @@ class Unsupported(OneSided):
 
 DecodedStep = (Matched | PreCopy | PreImplicitDef | PreKill | PostCopy | ExecSave | PostImplicitDef | PostKill | SpillToSlot
                | ReloadFromSlot | SpillToLane | RestoreFromLane | RematCopy | RematOrigin | Added | Dropped | Unsupported)
+
+
+def copy_widths_agree(dst_units: int, src_units: int) -> bool:
+    """Whether a COPY of `src_units` 16-bit units into `dst_units` has a meaning: equal widths,
+    or 16 and 32 bits either way (the low units move)."""
+    return dst_units == src_units or {dst_units, src_units} == {1, 2}
 
 
 def slot_number(op: Operand) -> int | str:

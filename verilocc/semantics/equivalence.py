@@ -303,7 +303,8 @@ class _BlockRun:
         src = s.src
         lanes = [self.pget(t) for t in self.eq.vf.tags_of(src)] if src is not None else \
             [None] * len(self.eq.vf.tags_of(s.source))
-        self.pre_write(s.dst, lanes)
+        width = len(self.eq.vf.tags_of(s.dst))
+        self.pre_write(s.dst, (lanes + [None] * width)[:width])  # a widened 16-bit source: high half undefined
 
     def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
         for d in s.ins.defs:
@@ -315,6 +316,8 @@ class _BlockRun:
     def post_copy(self, s: ps.PostCopy) -> None:
         sunits = self.eq.vf.units_of(s.source)
         lanes = [self.qget(u) for u in sunits]
+        dunits = self.eq.vf.units_of(s.dst)
+        lanes += [self.qget(u) for u in dunits[len(lanes):]]  # a widened 16-bit source: the high half stays
         stores = [self.lanes_store(u) if (u in self.qlanes or u in self.entry.lanes) else None for u in sunits]
         self.post_write(s.dst, lanes)
         for d, store in zip(self.eq.vf.units_of(s.dst), stores):

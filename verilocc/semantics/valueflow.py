@@ -73,9 +73,13 @@ class State:
     lanes: dict[Loc, dict[tuple[int, int], frozenset[Tag]]] = field(default_factory=dict)
     defined: set[Tag] = field(default_factory=set)
     remat: dict[Tag, Remat] = field(default_factory=dict)
+    # Physical registers whose virtual-program value is undefined here (the high half after a
+    # 16-bit COPY widened into them, an IMPLICIT_DEF, a copy of an undefined lane).
+    undef_fixed: set[Tag] = field(default_factory=set)
 
     def copy(self) -> State:
-        return State(dict(self.locs), {k: dict(v) for k, v in self.lanes.items()}, set(self.defined), dict(self.remat))
+        return State(dict(self.locs), {k: dict(v) for k, v in self.lanes.items()}, set(self.defined), dict(self.remat),
+                     set(self.undef_fixed))
 
     def holds(self, loc: Loc) -> frozenset[Tag]:
         got = self.locs.get(loc)
@@ -84,7 +88,7 @@ class State:
         return frozenset({("$", loc)}) if isinstance(loc, int) else frozenset()
 
     def is_defined(self, tag: Tag) -> bool:
-        return tag[0] == "$" or tag in self.defined
+        return (tag[0] == "$" and tag not in self.undef_fixed) or tag in self.defined
 
     def same_as(self, other: State) -> bool:
         return (
@@ -92,6 +96,7 @@ class State:
             and self.lanes == other.lanes
             and self.defined == other.defined
             and self.remat == other.remat
+            and self.undef_fixed == other.undef_fixed
         )
 
 
@@ -103,6 +108,7 @@ def meet(states: list[State]) -> State:
     for s in states:
         defined |= s.defined
     out.defined = defined
+    out.undef_fixed = set.intersection(*(s.undef_fixed for s in states))
     all_locs: set[Loc] = set()
     for s in states:
         all_locs.update(s.locs)
@@ -208,6 +214,7 @@ class _Walker:
         for t, u in zip(tags, units):
             self.set_loc(u, frozenset({t}))
         for p, t in enumerate(tags):
+            self.s.undef_fixed.discard(t)
             if t[0] != "$":
                 self.s.defined.add(t)
                 if recipe is not None and t not in recipe[1]:
@@ -241,8 +248,15 @@ class _Walker:
     def undefine_defs(self, ins: Instruction) -> None:
         for d in ins.defs:
             for t in self.c.tags_of(d):
-                self.forget_tag(t)
-                self.s.defined.discard(t)
+                self.undefine(t)
+
+    def undefine(self, t: Tag) -> None:
+        """The virtual program's `t` becomes undefined: any value refines it."""
+        self.forget_tag(t)
+        if t[0] == "$":
+            self.s.undef_fixed.add(t)
+        else:
+            self.s.defined.discard(t)
 
     def matched(self, s: ps.Matched) -> None:
         block, pi, qi = self.block, s.pre, s.post
@@ -321,9 +335,10 @@ class _Walker:
             if dt == st:
                 continue  # `%1 = COPY %1` changes nothing
             self.forget_tag(dt)
-            if self.s.is_defined(st) or st[0] == "$":
+            if self.s.is_defined(st):
                 if dt[0] != "$":
                     self.s.defined.add(dt)
+                self.s.undef_fixed.discard(dt)
                 for loc in list(self.index.get(st, ())) + ([st[1]] if st[0] == "$" and st in self.s.holds(st[1]) else []):
                     self.set_loc(loc, self.s.holds(loc) | {dt})
                 for store in self.s.lanes.values():
@@ -332,8 +347,10 @@ class _Walker:
                             store[k] = v | {dt}
                 if st in self.s.remat and dt not in self.s.remat[st][1]:
                     self.set_remat(dt, self.s.remat[st])
-            elif dt[0] != "$":
-                self.s.defined.discard(dt)
+            else:
+                self.undefine(dt)
+        for dt in dtags[len(stags):]:  # a 16-bit source widened: the high half is undefined
+            self.undefine(dt)
 
     def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
         for d in s.ins.defs:
@@ -349,7 +366,7 @@ class _Walker:
             self.clobber(dunits)
             return
         sunits = self.c.units_of(s.src)
-        if len(dunits) != len(sunits):
+        if not ps.copy_widths_agree(len(dunits), len(sunits)):
             self.error("width", self.block, s.step.post, s.ins, s.dst,
                        f"COPY from {len(sunits) * 16} to {len(dunits) * 16} bits")
             self.clobber(dunits)
