@@ -40,6 +40,8 @@ def test_value_in_a_clobbered_vgpr_across_a_call_is_rejected() -> None:
     verdict, findings = _verify(wrong, CALLS / "call.llvm19.gfx90a.pre.mir")
     assert verdict is Verdict.REJECTED
     assert any(f.startswith("value-flow/wrong-value") and "$vgpr5" in f for f in findings), findings
+    assert any(f.startswith("constraints/interference") and "the call `SI_CALL` clobbers $vgpr5" in f
+               and "csr_amdgpu_gfx90ainsts" in f for f in findings), findings
     assert any(f.startswith("equivalence/") for f in findings), findings
 
 

@@ -384,9 +384,15 @@ class ConstraintChecker:
             read_at = self.next_read(c) if c.live_vreg is not None else None
             lanes = self.lanes_text(c.live_vreg, c.b_mask) if c.live_vreg is not None else ""
             other_where = self.unit_name(self.values[c.b.var], c.b_mask) if c.b.var else other
+            ins = self.pre.block(b).instructions[c.place.index] if c.place.index >= 0 else None
+            mask = next((op.text for op in ins.operands if op.kind == "regmask"), None) if ins is not None else None
+            if c.a.var is None and mask is not None and ins is not None:
+                overwrite = (f"the call `{ins.opcode}` clobbers {where} (its register mask `{mask}` does not "
+                             "preserve it)")
+            else:
+                overwrite = f"{c.def_text} is defined in {where} and overwrites it"
             msg = (f"at bb.{b} line {place.line}, {other}{lanes} (in {other_where}) is still live"
-                   + (f" (read at line {read_at})" if read_at else "")
-                   + f" when {c.def_text} is defined in {where} and overwrites it")
+                   + (f" (read at line {read_at})" if read_at else "") + f" when {overwrite}")
         vregs = tuple(x.label for x in (c.a, c.b) if x.var)
         return Finding(c.kind, LAYER, place, msg, vregs=vregs,
                        physregs=tuple(sorted({self.unit_name(pa, c.a_mask)})))
