@@ -132,6 +132,45 @@ def test_interpreter_moves_values_and_sees_wrong_ones() -> None:
     assert _verdict(post(1), pre) is not Verdict.VERIFIED
 
 
+def test_exact_interpreter_sees_an_ignored_input() -> None:
+    """`V_LSHL_OR_B32 a, b, -1` is -1 whatever a and b are: swapping a and b (a mutant the
+    fuzzer made) is harmless, and the verifier proves it (a liveness-anomaly warning). The
+    hashing interpreter tells the two apart; with the opcodes' real meanings it does not, so
+    the oracle does not call the VERIFIED verdict unsound. With 0 in place of -1 the swap is
+    a real error: the exact interpreter still tells them apart and the verifier rejects it."""
+    store = "GLOBAL_STORE_DWORD {a}, {v}, 0, 0, implicit $exec :: (store (s32), addrspace 1)"
+
+    def pair(mask: int, swap: bool) -> tuple[str, str]:
+        pre = _tiny("gfx90a", [(0, "sgpr_64"), (1, "vgpr_32"), (2, "vreg_64_align2"), (3, "vgpr_32"), (4, "vgpr_32"),
+                               (5, "vgpr_32")], [
+            "%0:sgpr_64 = COPY $sgpr4_sgpr5", "%1:vgpr_32 = COPY $vgpr0", "%2:vreg_64_align2 = COPY %0",
+            "%3:vgpr_32 = V_ADD_U32_e32 %1, %1, implicit $exec",
+            f"%4:vgpr_32 = V_LSHL_OR_B32_e64 %3, %1, {mask}, implicit $exec",
+            "%5:vgpr_32 = V_ADD_U32_e32 %4, %3, implicit $exec",
+            store.format(a="%2", v="%5"), "S_ENDPGM 0"])
+        a, b = ("$vgpr1", "$vgpr0") if not swap else ("$vgpr0", "$vgpr1")
+        post = _tiny("gfx90a", [], [
+            "renamable $vgpr2_vgpr3 = COPY $sgpr4_sgpr5", "renamable $vgpr1 = V_ADD_U32_e32 $vgpr0, $vgpr0, implicit $exec",
+            f"renamable $vgpr4 = V_LSHL_OR_B32_e64 renamable {a}, renamable {b}, {mask}, implicit $exec",
+            "renamable $vgpr4 = V_ADD_U32_e32 renamable $vgpr4, renamable $vgpr1, implicit $exec",
+            store.format(a="renamable $vgpr2_vgpr3", v="renamable $vgpr4"), "S_ENDPGM 0"])
+        return pre, post
+
+    for mask, harmless in ((-1, True), (0, False)):
+        pre, right = pair(mask, swap=False)
+        _, swapped = pair(mask, swap=True)
+        inputs = _inputs(pre, 3)
+        for exact in (False, True):
+            assert all(run(pre, inp, seed=k, exact=exact) == run(right, inp, seed=k, exact=exact)
+                       for k, inp in enumerate(inputs))
+        assert any(run(pre, inp, seed=k) != run(swapped, inp, seed=k) for k, inp in enumerate(inputs))
+        same = all(run(pre, inp, seed=k, exact=True) == run(swapped, inp, seed=k, exact=True)
+                   for k, inp in enumerate(inputs))
+        assert same is harmless
+        assert _verdict(right, pre) is Verdict.VERIFIED
+        assert (_verdict(swapped, pre) is Verdict.VERIFIED) is harmless
+
+
 def test_interpreter_refuses_misaligned_tuples() -> None:
     program = random_program("gfx90a", 1, **oracle.GEN_AVOID)  # type: ignore[arg-type]
     alloc = allocate(program.text, random.Random(1))
@@ -310,8 +349,8 @@ def test_planted_over_strict_alignment_is_caught(monkeypatch: pytest.MonkeyPatch
 
     real = constraints.register_problem
 
-    def strict(reg, cls, target, limits):  # type: ignore[no-untyped-def]
-        problem = real(reg, cls, target, limits)
+    def strict(reg, cls, target, limits, wwm_value=False):  # type: ignore[no-untyped-def]
+        problem = real(reg, cls, target, limits, wwm_value)
         if problem is None and reg.file in (RegFile.VGPR, RegFile.AGPR) and len(reg.units) >= 4 and reg.index % 4:
             return "alignment", f"${reg.name}: planted rule, vector tuples start at a multiple of 4"
         return problem

@@ -140,8 +140,10 @@ _MOVES = frozenset({"COPY", "V_MOV_B32_e32", "V_MOV_B32_e64", "S_MOV_B32", "S_MO
 
 
 class Machine:
-    def __init__(self, fn: Function, inputs: dict[str, int], seed: int, max_steps: int, strict: bool = False) -> None:
+    def __init__(self, fn: Function, inputs: dict[str, int], seed: int, max_steps: int, strict: bool = False,
+                 exact: bool = False) -> None:
         self.fn = fn
+        self.exact = exact  # opcodes with a bit-precise meaning compute their real values
         self.strict = strict  # reading a virtual register lane no def wrote is an error
         self.undefined: set[tuple[object, int]] = set()  # lanes IMPLICIT_DEF wrote
         self.seed = _mix(seed & _M64)
@@ -344,6 +346,8 @@ class Machine:
                 imm = int(others[0].text) & ((1 << (32 * n)) - 1)  # sign-extended to the def's width
                 self.write(d, [(imm >> (32 * k)) & _M32 for k in range(n)])
                 return None
+        if self.exact and self._exact(ins, defs):
+            return None
         # Everything else: a pseudo-random function of everything it reads.
         inputs = []
         for u in uses:
@@ -370,6 +374,41 @@ class Machine:
                 vals.append(x & _M32)
             self.write(d, vals)
         return None
+
+    def _exact(self, ins: Instruction, defs: list[Operand]) -> bool:
+        """Run `ins` by its bit-precise meaning (`semantics.bitvector`) when it has one: the
+        real value, for a lane-wise opcode the value of the modelled lane. False when it has
+        none here (the caller hashes)."""
+        from verilocc.semantics import bitvector
+
+        if bitvector.meaning(ins) is None:
+            return False
+        values = {}
+        for pos, o in enumerate(ins.operands):
+            if o.kind == "reg" and not o.is_def and not o.is_implicit:
+                if o.has("undef"):
+                    return False
+                lanes = self.read(o)
+                values[pos] = sum(v << (32 * k) for k, v in enumerate(lanes))
+        results = bitvector.evaluate(ins, values)
+        if results is None:
+            return False
+        for d in defs:
+            if not d.is_implicit:
+                name = "d0"
+            elif d.phys == "scc":
+                name = "scc"
+            elif d.phys in ("vcc", "vcc_lo"):
+                name = "vcc"
+            else:
+                return False
+            if name not in results:
+                return False
+        for d in defs:
+            name = "d0" if not d.is_implicit else ("scc" if d.phys == "scc" else "vcc")
+            n = len(self._lanes(d))
+            self.write(d, [(results[name] >> (32 * k)) & _M32 for k in range(n)])
+        return True
 
     def _lane_spill(self, op: str, defs: list[Operand], uses: list[Operand], others: list[Operand]) -> None:
         """SGPR spills to a lane of a VGPR (v_writelane / v_readlane). The modelled lane is lane
@@ -464,14 +503,17 @@ def as_module(program: Program) -> Module:
 
 
 def run(program: Program, inputs: dict[str, int], seed: int = 0, max_steps: int = 20000,
-        function: str | None = None, strict: bool = False) -> Trace:
+        function: str | None = None, strict: bool = False, exact: bool = False) -> Trace:
     """Run a function (the first unless named) of `program` on 32-bit register `inputs`.
     `strict`: reading a virtual register lane that holds no defined value is an error (a
-    check that a pre-RA program is well formed on this path)."""
+    check that a pre-RA program is well formed on this path). `exact`: opcodes with a
+    bit-precise meaning in `semantics.bitvector` compute their real values instead of a
+    pseudo-random function (the fuzzer's second opinion on a VERIFIED variant whose trace
+    differs: an input the real instruction ignores cannot make a difference)."""
     module = as_module(program)
     fn = module.functions[0] if function is None else module.function(function)
     try:
-        machine = Machine(fn, inputs, seed, max_steps, strict)
+        machine = Machine(fn, inputs, seed, max_steps, strict, exact)
     except Unsupported as e:
         return Trace((), f"error: unsupported {e}")
     return machine.run()

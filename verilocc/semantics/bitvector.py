@@ -252,6 +252,35 @@ def meaning(ins: Instruction) -> BitMeaning | None:
     return m
 
 
+def evaluate(ins: Instruction, values: dict[int, int]) -> dict[str, int] | None:
+    """The results of `ins` on concrete inputs: `values` maps the operand position of each
+    register input to its value (as wide as the opcode reads it); immediates are read from
+    the instruction. None when the opcode has no bit-precise meaning here. "d0" is the
+    explicit result; "scc"/"vcc" the condition bits it sets."""
+    import z3
+
+    m = meaning(ins)
+    if m is None:
+        return None
+    args: list[Any] = []
+    for pos, width in zip(_explicit_inputs(ins), m.widths):
+        op = ins.operands[pos]
+        if op.kind == "imm":
+            try:
+                v = int(op.text, 0)
+            except ValueError:
+                return None
+        elif pos in values:
+            v = values[pos]
+        else:
+            return None
+        args.append(z3.BitVecVal(v & ((1 << width) - 1), width))
+    out = {}
+    for name, expr in m.fn(z3, args).items():
+        out[name] = z3.simplify(expr).as_long()
+    return out
+
+
 def _results_live(ins: Instruction) -> set[str]:
     """Which results count: explicit defs, and `$scc`/`$vcc` implicit defs not marked dead."""
     out = {"d0"}
