@@ -4,13 +4,15 @@
     python bench/fuzz_campaign.py add LABEL COMMIT CHUNK.json ...
                                                        # record `verilocc fuzz` summaries as parts
 
-A run is made of chunks, `verilocc fuzz --examples N --seed S --jobs 2` with consecutive seeds
-(one seed per four targets), so chunks run in different sessions add up to one run. A part
+A run is made of chunks, `verilocc fuzz --examples N --seed S --jobs 2` (or `--dask --jobs N`,
+`--scheduler tcp://HOST:PORT`: the same examples and summary) with consecutive seeds (one seed
+per four targets), so chunks run in different sessions add up to one run. A part
 counts for the verifier of today only if `verilocc/` at its commit is today's `verilocc/` up to
 whitespace (`git diff -w --ignore-blank-lines`): a change to the verifier or to the fuzzer
 makes earlier parts evidence about older code. The one exception is a link in the campaign's
-`same_examples` list: a change confined to the fuzzer and the command line (`FUZZER`, checked
-here; the campaign reaches the verifier through `verify_modules`, which neither is part of)
+`same_examples` list: a change confined to the fuzzer, its runners (`verilocc/batch/`: worker
+processes, Dask) and the command line (`FUZZER`, checked here; the campaign reaches the
+verifier through `verify_modules`, which none of them is part of)
 after which `verilocc fuzz` generates the same examples for the four targets (the link's
 `evidence`, for example equal hashes of every program, allocation and mutant for a range of
 seeds). The clean run is the trailing stretch of counted parts with no disagreement.
@@ -27,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CAMPAIGN = ROOT / "bench" / "fuzz_campaign.json"
 TARGETS = 4  # gfx908, gfx90a, gfx942, gfx1100: one seed per four examples
-FUZZER = ("verilocc/fuzz/", "verilocc/cli.py")
+FUZZER = ("verilocc/fuzz/", "verilocc/batch/", "verilocc/cli.py")
 
 
 def changed(a: str, b: str | None) -> list[str]:

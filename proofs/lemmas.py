@@ -44,7 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from verilocc.smt.constraints import Limits, _member_smt
+from verilocc.smt.formulas import _member_smt
+from verilocc.target.limits import Limits
 from verilocc.target import (
     RegFile,
     default_budget,
@@ -127,7 +128,7 @@ def overlap_lemma(target_name: str, file: RegFile) -> str:
 # --------------------------------------------------------------------------------------------
 def membership_checks(target_name: str) -> list[str]:
     """One `(push) ... (check-sat) (pop)` group per distinct allocatable class on the target."""
-    from verilocc.smt.constraints import register_problem
+    from verilocc.target.limits import register_problem
 
     target = get_target(target_name)
     budget = default_budget(target)

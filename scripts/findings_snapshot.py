@@ -1,7 +1,7 @@
 """Record the verdict and every finding of every known pair and of seeded mutants of them.
 
-    python scripts/findings_snapshot.py [--corpus DIR] [--mutants N] -o SNAPSHOT.json
-    python scripts/findings_snapshot.py --check SNAPSHOT.json [--corpus DIR]
+    python scripts/findings_snapshot.py [--corpus DIR] [--mutants N] [-j N] -o SNAPSHOT.json
+    python scripts/findings_snapshot.py --check SNAPSHOT.json [--corpus DIR] [-j N]
 
 A refactoring of the verifier must not change what it says: run this before the change
 (`-o`), then after it (`--check`), which prints every pair whose verdict or findings differ
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import random
 import sys
 from pathlib import Path
@@ -50,33 +51,49 @@ def summary(report: Report) -> dict[str, object]:
     }
 
 
-def snapshot(roots: list[Path], mutants: int) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for name, post, pre in pairs(roots):
-        try:
-            post_m, pre_m = read_module(post), read_module(pre)
-        except InputError as e:
-            out[name] = {"error": str(e)}
-            continue
-        out[name] = summary(verify_modules(post_m, pre_m, Options()))
-        if mutants and len(post.read_text().splitlines()) <= MUTANT_MAX_LINES:
-            for op_name in sorted(OPERATORS):
-                for k in range(mutants):
-                    m = OPERATORS[op_name](post_m, random.Random(f"{name}/{op_name}/{k}"))
-                    if m is not None:
-                        out[f"{name}#{op_name}.{k}"] = summary(verify_modules(m.module, pre_m, Options()))
+def entries(name: str, post: Path, pre: Path, mutants: int) -> dict[str, object]:
+    """The pair's summary under `name` and its mutants' under `name#operator.k`."""
+    try:
+        post_m, pre_m = read_module(post), read_module(pre)
+    except InputError as e:
+        return {name: {"error": str(e)}}
+    out: dict[str, object] = {name: summary(verify_modules(post_m, pre_m, Options()))}
+    if mutants and len(post.read_text().splitlines()) <= MUTANT_MAX_LINES:
+        for op_name in sorted(OPERATORS):
+            for k in range(mutants):
+                m = OPERATORS[op_name](post_m, random.Random(f"{name}/{op_name}/{k}"))
+                if m is not None:
+                    out[f"{name}#{op_name}.{k}"] = summary(verify_modules(m.module, pre_m, Options()))
     return out
+
+
+def _entries(job: tuple[str, Path, Path, int]) -> dict[str, object]:
+    return entries(*job)
+
+
+def snapshot(roots: list[Path], mutants: int, jobs: int = 1) -> dict[str, object]:
+    work = [(name, post, pre, mutants) for name, post, pre in pairs(roots)]
+    out: dict[str, object] = {}
+    if jobs > 1:
+        with multiprocessing.Pool(jobs) as pool:
+            for got in pool.imap_unordered(_entries, work):
+                out.update(got)
+    else:
+        for job in work:
+            out.update(_entries(job))
+    return dict(sorted(out.items()))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, action="append", default=[], help="another directory of pairs")
     ap.add_argument("--mutants", type=int, default=1, help="mutants per operator and pair (default 1)")
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
     ap.add_argument("-o", type=Path, help="write the snapshot here")
     ap.add_argument("--check", type=Path, help="compare with this snapshot")
     args = ap.parse_args()
     roots = [ROOT / "tests" / "fixtures"] + [p for p in [ROOT / "examples"] if p.is_dir()] + args.corpus
-    got = snapshot(roots, args.mutants)
+    got = snapshot(roots, args.mutants, args.jobs)
     if args.o:
         args.o.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
         print(f"{len(got)} pairs and mutants written to {args.o}")

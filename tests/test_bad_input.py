@@ -27,6 +27,7 @@ from verilocc import cli
 from verilocc.errors import InputError
 from verilocc.mir import parser as mir_parser
 
+from .conftest import FIXTURES
 from .conftest import KERNELS as CORPUS  # the corpus, or examples/: the same small kernels
 
 VADD_PRE = CORPUS / "gfx90a" / "vadd.pre.mir"
@@ -601,3 +602,30 @@ def test_assignment_without_the_subregister_is_rejected_not_bad_input(tmp_path: 
     assert res.rc == 1 and res.out.startswith("REJECTED"), (res.rc, res.err)
     res = run(capsys, ["materialise", str(VADD_PRE), "--assignment", str(asg)])
     assert res.rc == 1 and "has no sub1" in res.err and res.out == ""
+
+
+def test_missing_optional_dependency_says_what_to_install(tmp_path: Path) -> None:
+    """`verilocc allocate` (the model loop) in an environment without torch: exit 2 with the
+    extra to install, never an internal error. The import of torch is refused by a finder at
+    the front of sys.meta_path, as it would be where torch is not installed."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "class NoTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('torch', 'transformers'):\n"
+        "            raise ModuleNotFoundError(f\"No module named '{name}'\", name=name)\n"
+        "sys.meta_path.insert(0, NoTorch())\n"
+        "from verilocc.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    pre = FIXTURES / "blocks" / "loop_break.gfx90a.pre.mir"
+    out = tmp_path / "alloc.mir"
+    run = subprocess.run([sys.executable, "-c", script, "allocate", str(pre), "-o", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert "pip install 'verilocc[model]'" in run.stderr
+    assert "internal error" not in run.stderr and "Traceback" not in run.stderr
+    assert not out.exists()

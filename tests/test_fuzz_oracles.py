@@ -25,11 +25,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from verilocc.findings import Verdict
-from verilocc.fuzz import generate, interpret, oracle
-from verilocc.fuzz.generate import EXTRA_TARGETS, PROFILES, TARGETS, Program, programs, random_program
+from verilocc.fuzz import interpret, oracle, render
+from verilocc.fuzz.generate import programs, random_program
 from verilocc.fuzz.interpret import function_inputs, run
+from verilocc.fuzz.profiles import EXTRA_TARGETS, PROFILES, TARGETS
+from verilocc.fuzz.program import Program
 from verilocc.fuzz.refalloc import AllocationError, Budget, allocate, permute
 from verilocc.mir.parser import parse_module
+from verilocc.mir.printer import print_module
 from verilocc.verify import Options, verify_modules
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "fuzz"
@@ -93,8 +96,8 @@ def _has_back_edge(text: str) -> bool:
 def _tiny(target: str, registers: list[tuple[int, str]], body: list[str],
           stack: tuple[tuple[int, int, str], ...] = ()) -> str:
     liveins = [("sgpr4_sgpr5", 0 if registers else None), ("vgpr0", 1 if registers else None)]
-    return (generate.ir_module(target) + generate.function_header(target, registers, liveins, stack)
-            + generate.render_body([(0, [], ["$sgpr4_sgpr5", "$vgpr0"], body)]))
+    return (render.ir_module(target) + render.function_header(target, registers, liveins, stack)
+            + render.render_body([(0, [], ["$sgpr4_sgpr5", "$vgpr0"], body)]))
 
 
 def test_interpreter_moves_values_and_sees_wrong_ones() -> None:
@@ -163,6 +166,19 @@ def test_reference_allocator_spills_and_permute_renames() -> None:
         renamed += permute(alloc.text, random.Random(seed), alloc.assignment.values()) != alloc.text
     assert spilled >= 3 and renamed >= 5
 
+
+@pytest.mark.parametrize("target", [*TARGETS, *EXTRA_TARGETS])
+def test_reference_allocations_are_printed_in_the_printers_layout(target: str) -> None:
+    """Read back and printed by verilocc.mir.printer, an allocation (with its spill code) is the
+    same text, but for the IR document's blank lines, which the allocator leaves unindented."""
+    spilled = 0
+    for seed in range(4):
+        alloc = allocate(random_program(target, seed).text, random.Random(seed), Budget(8, 10, 8))
+        spilled += bool(alloc.spilled)
+        ir, sep, functions = alloc.text.partition("\n...\n")
+        printed = print_module(parse_module(alloc.text, "post.mir"))
+        assert printed == ir.replace("\n\n", "\n  \n") + sep + functions
+    assert spilled
 
 def _sgpr_pressure(target: str, pairs: int) -> str:
     """A program of `target` that holds `pairs` 64-bit SGPR values live at once."""

@@ -171,6 +171,19 @@ def test_allocate_writes_a_verified_file(tiny_model: Path, tmp_path: Path) -> No
     assert v.returncode == 0 and v.stdout.startswith("VERIFIED")
 
 
+def test_allocate_a_module_function_by_function(tiny_model: Path, tmp_path: Path) -> None:
+    """llc writes whole modules: each function is allocated (here across calls) and the file is
+    written once every one is VERIFIED, with one assignment section per function."""
+    pre = ROOT / "tests" / "fixtures" / "calls" / "call.llvm19.gfx90a.pre.mir"
+    out, asg = tmp_path / "alloc.mir", tmp_path / "alloc.txt"
+    r = run_cli("allocate", str(pre), "--model", str(tiny_model), "-o", str(out), "--assignment-out", str(asg))
+    assert r.returncode == 0, r.stderr
+    assert "VERIFIED callee_fn" in r.stdout + r.stderr and "VERIFIED kern" in r.stdout + r.stderr
+    assert [ln for ln in asg.read_text().splitlines() if ln.startswith("# ")] == ["# callee_fn", "# kern"]
+    v = run_cli("verify", str(out), "--pre", str(pre))
+    assert v.returncode == 0 and v.stdout.startswith("VERIFIED") and "2 function(s)" in v.stdout
+
+
 @pytest.mark.llc
 @pytest.mark.parametrize("kernel", ["gfx942/vadd", "gfx90a/reduce_sum", "gfx90a/sgemm_64x64_t4x4", "gfx942/hgemm_mfma16_w32x32",
                                     "gfx1100/vadd", "gfx1100/sgemm_naive"])

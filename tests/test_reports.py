@@ -125,10 +125,10 @@ def test_unknown_solver_makes_function_unknown(monkeypatch: pytest.MonkeyPatch) 
     assert any(f.kind == "solver" and f.severity == "unknown" for f in report.findings)
 
 
-def test_call_with_register_mask_is_unknown(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_unknown_register_mask_is_unknown(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """A construct the layers do not model stops the proof: UNKNOWN, naming it."""
-    post = Path(f"{VADD}.post.mir").read_text().replace("S_ENDPGM 0", "SI_RETURN csr_amdgpu\n    S_ENDPGM 0")
-    pre = Path(f"{VADD}.pre.mir").read_text().replace("S_ENDPGM 0", "SI_RETURN csr_amdgpu\n    S_ENDPGM 0")
+    post = Path(f"{VADD}.post.mir").read_text().replace("S_ENDPGM 0", "SI_RETURN csr_unheard_of\n    S_ENDPGM 0")
+    pre = Path(f"{VADD}.pre.mir").read_text().replace("S_ENDPGM 0", "SI_RETURN csr_unheard_of\n    S_ENDPGM 0")
     (tmp_path / "p.mir").write_text(post)
     (tmp_path / "q.mir").write_text(pre)
     code, out, _ = _run(capsys, "verify", str(tmp_path / "p.mir"), "--pre", str(tmp_path / "q.mir"))

@@ -22,6 +22,12 @@ from verilocc.output import write_output
 EXIT_BAD_INPUT = 2
 EXIT_UNKNOWN = 3
 
+# Optional dependencies: the package a command imports -> the extra that installs it.
+OPTIONAL_EXTRAS = {
+    "torch": "model", "transformers": "model", "peft": "model", "safetensors": "model", "matplotlib": "model",
+    "dask": "cluster", "distributed": "cluster", "selenium": "view",
+}
+
 
 def _layers(text: str) -> tuple[str, ...]:
     from verilocc.findings import LAYERS
@@ -34,6 +40,14 @@ def _layers(text: str) -> tuple[str, ...]:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    if args.manifest or (args.alloc is not None and os.path.isdir(args.alloc)):
+        from verilocc.batch.commands import cmd_verify_batch
+
+        return cmd_verify_batch(args)
+    for flag, given in (("--jobs", args.jobs != 1), ("--dask", args.dask), ("--scheduler", args.scheduler),
+                        ("--chunk", args.chunk is not None), ("--format jsonl", args.format == "jsonl")):
+        if given:
+            raise InputError(f"{flag} applies to a batch: give a directory of pairs or --manifest FILE", flag, 0, 0)
     from rich.console import Console
 
     from verilocc.report.render import render_text, to_json, to_sarif
@@ -138,70 +152,54 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fuzz_one(target: str, seed: int, mutants: int) -> object:
-    """One example, without the bulky program and allocation (a worker process returns it)."""
-    import dataclasses
-
-    from verilocc.fuzz.oracle import check_example
-
-    return dataclasses.replace(check_example(target, seed, mutants=mutants), program=None, allocation=None)
-
-
 def cmd_fuzz(args: argparse.Namespace) -> int:
     """Generate programs, allocate, mutate, verify and run them; count disagreements."""
-    import time as _time
-    from concurrent.futures import Future, ProcessPoolExecutor
-
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from verilocc.fuzz.generate import ALL_TARGETS, TARGETS
+    from verilocc.batch.commands import run_chunks
+    from verilocc.fuzz.chunks import examples, fuzz_chunk
+    from verilocc.fuzz.profiles import ALL_TARGETS, TARGETS
     from verilocc.fuzz.oracle import Outcome, save_outcome, summarise
 
     targets = [t.strip() for t in (args.mcpu or ",".join(TARGETS)).split(",") if t.strip()]
     for t in targets:
         if t not in ALL_TARGETS:
             raise InputError(f"the fuzzer generates programs for {', '.join(ALL_TARGETS)}, not '{t}'", "--mcpu", 0, 0)
-    if args.jobs < 1:
-        raise InputError("--jobs must be at least 1", "--jobs", 0, 0)
     console = Console(stderr=True, highlight=False)
-    deadline = _time.monotonic() + args.minutes * 60 if args.minutes else None
+    deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
     outcomes: list[Outcome] = []
     saved: list[str] = []
-    work = ((targets[k % len(targets)], args.seed + k // len(targets)) for k in range(args.examples))
-    pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None
     with Progress(TextColumn("fuzz"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[status]}"), console=console, disable=not console.is_terminal) as bar:
         task = bar.add_task("fuzz", total=args.examples, status="")
-        running: list[Future[object]] = []
-        while True:
-            while len(running) < (2 * args.jobs if pool else 1) and (deadline is None or _time.monotonic() < deadline):
-                item = next(work, None)
-                if item is None:
-                    break
-                if pool is not None:
-                    running.append(pool.submit(_fuzz_one, *item, args.mutants))
-                else:
-                    done: Future[object] = Future()
-                    done.set_result(_fuzz_one(*item, args.mutants))
-                    running.append(done)
-            if not running:
-                break
-            outcome = running.pop(0).result()
-            assert isinstance(outcome, Outcome)
+        work = examples(targets, args.seed, args.examples)
+        for outcome in run_chunks(fuzz_chunk, work, (args.mutants,), args, largest=50,
+                                  more=lambda: deadline is None or time.monotonic() < deadline):
             outcomes.append(outcome)
             if outcome.disagreements and args.save:
                 saved.extend(str(p) for p in save_outcome(outcome, args.save, shrunk=args.shrink))
             bad = sum(len(o.disagreements) for o in outcomes)
             bar.update(task, advance=1, status=f"{bad} disagreement(s)")
-    if pool is not None:
-        pool.shutdown()
     summary = summarise(outcomes)
     summary["targets"] = targets
     summary["seed"] = args.seed
     summary["saved"] = saved
     sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     return 1 if summary["disagreements"] else 0
+
+
+def add_runner_options(p: argparse.ArgumentParser, jobs_help: str) -> None:
+    """--jobs, --dask, --scheduler and --chunk: where the work of a batch or a fuzz run goes."""
+    p.add_argument("--jobs", type=int, default=1, metavar="J", help=jobs_help)
+    p.add_argument("--dask", action="store_true",
+                   help="run on a Dask LocalCluster of J worker processes (loopback only; needs the `cluster` extra: "
+                   "pip install 'verilocc[cluster]')")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run on the Dask cluster whose scheduler listens there (`dask scheduler`, `dask worker`)")
+    p.add_argument("--chunk", type=int, default=None, metavar="N",
+                   help="items per unit of work (default: 1 in local processes; on Dask enough for about four units "
+                   "per worker)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -218,23 +216,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="verify an allocated MIR file (against its pre-RA version)",
         description="Verify a register allocation. With --pre, all layers run (constraints in SMT, value flow, "
         "equivalence); without it, only the checks that need no reference. Exit codes: 0 VERIFIED, 1 REJECTED, "
-        "2 bad input, 3 UNKNOWN.",
+        "2 bad input, 3 UNKNOWN. A batch (a directory: every X.post.mir beside its X.pre.mir, recursively; or "
+        "--manifest FILE: one `POST PRE` pair per line, paths relative to the manifest, `#` comments) verifies "
+        "every pair, prints one result per pair sorted by name (text or --format jsonl) and a summary table on "
+        "stderr, and exits with the worst pair's code: 1 if any pair is REJECTED, else 2 if any is bad input, "
+        "else 3 if any is UNKNOWN, else 0.",
     )
-    v.add_argument("alloc", metavar="ALLOC.mir", nargs="?", help="the allocated program (post-RA MIR)")
+    v.add_argument("alloc", metavar="ALLOC.mir|DIR", nargs="?",
+                   help="the allocated program (post-RA MIR), or a directory of pairs to verify as a batch")
+    v.add_argument("--manifest", metavar="FILE", help="verify the pairs this file lists (`POST PRE` per line) as a batch")
     v.add_argument("--pre", metavar="PRE.mir", help="the virtual-register program it was allocated from")
     v.add_argument("--assignment", metavar="FILE", help="verify an assignment (`%%N -> $reg` lines) applied to --pre")
     v.add_argument("--mcpu", metavar="GFX", help="target processor (default: the file's target-cpu)")
-    v.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format (default text)")
-    v.add_argument("-o", "--output", metavar="FILE", help="write JSON/SARIF here instead of stdout")
+    v.add_argument("--format", choices=("text", "json", "sarif", "jsonl"), default="text",
+                   help="output format (default text); a batch writes text or jsonl (one JSON object per pair)")
+    v.add_argument("-o", "--output", metavar="FILE", help="write JSON/SARIF (a batch: its results) here instead of stdout")
     v.add_argument("--layers", type=_layers, default=None, metavar="L1,L2",
                    help="run only these layers: constraints, value-flow, equivalence (a subset never VERIFIES)")
     v.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query (default 60)")
     v.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
-    v.add_argument("--timings", action="store_true", help="add seconds per layer to the JSON stats")
+    v.add_argument("--timings", action="store_true",
+                   help="add seconds per layer to the JSON stats (a batch: seconds per pair to each JSON line)")
     v.add_argument("--certificate", metavar="DIR",
                    help="if VERIFIED, write the proof obligations (SMT-LIB) and a manifest with input hashes to DIR "
                    "(new, empty, or a previous certificate; otherwise exit 2); other verdicts write nothing; exit 3 "
                    "if a VERIFIED proof cannot be written; check it with `verilocc recheck DIR`")
+    add_runner_options(v, "a batch: worker processes (default 1)")
     v.set_defaults(func=cmd_verify)
 
     r = sub.add_parser(
@@ -273,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "tests/test_fuzz_regressions.py runs (default tests/fixtures/fuzz/found)")
     f.add_argument("--no-shrink", dest="shrink", action="store_false",
                    help="save disagreeing pairs as found, without deleting instructions first")
-    f.add_argument("--jobs", type=int, default=1, metavar="J", help="worker processes (default 1)")
+    add_runner_options(f, "worker processes (default 1)")
     f.set_defaults(func=cmd_fuzz)
 
     a = sub.add_parser(
@@ -331,6 +338,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("<input>:0:0: error: input nests too deeply", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as e:  # noqa: BLE001 - never a traceback, never a verdict
+        missing = (e.name or "").split(".")[0] if isinstance(e, ModuleNotFoundError) else ""
+        if missing in OPTIONAL_EXTRAS:
+            print(f"verilocc {args.command}: needs the optional package '{missing}': "
+                  f"pip install 'verilocc[{OPTIONAL_EXTRAS[missing]}]'", file=sys.stderr)
+            return EXIT_BAD_INPUT
         if os.environ.get("VERILOCC_DEBUG"):
             raise
         print(f"verilocc: internal error: {type(e).__name__}: {e} (set VERILOCC_DEBUG=1 for a traceback)",

@@ -13,18 +13,21 @@ from dataclasses import dataclass
 
 from verilocc import __version__
 from verilocc.pairing.alignment import FunctionAlignment, align_functions
+from verilocc.pairing.blocks import pair_blocks, renumbered, renumbering_note
 from verilocc.rewrite.assignment import materialise, read_assignment
+from verilocc.analysis.calls import call_mask, expand_calls, sgpr_striped
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.liveness import compute_liveness
-from verilocc.analysis.operands import check_header_registers, vreg_classes
+from verilocc.analysis.operands import VReg, check_header_registers, resolve_operand, slot_mask, vreg_classes
 from verilocc.analysis.undefined import undefined_reads
 from verilocc.errors import InputError, TargetError
 from verilocc.findings import LAYERS, Finding, FunctionResult, Place, Report, Verdict
 from verilocc.mir.model import Function, Module
 from verilocc.mir.parser import read_module
-from verilocc.semantics.valueflow import ValueFlowChecker
-from verilocc.smt.constraints import ConstraintChecker, post_only_checks
-from verilocc.target import Target, get_target
+from verilocc.semantics.valueflow import Anomaly, ValueFlowChecker
+from verilocc.smt.constraints import ConstraintChecker
+from verilocc.smt.physical import post_only_checks
+from verilocc.target import RegisterClass, Target, slots_to_mask, target_for_function
 
 
 @dataclass(frozen=True)
@@ -37,23 +40,19 @@ class Options:
 
 
 def function_target(fn: Function, mcpu: str | None, where: str) -> Target:
+    """The target of `fn` (`--mcpu` or its target-cpu, `target_for_function`), or an
+    InputError at the function (at `--mcpu` when that names no target)."""
     name = mcpu or fn.target_cpu
     if not name:
         raise InputError(
             f"function '{fn.name}' names no target-cpu; pass --mcpu", where, fn.line + 1, 1
         )
     try:
-        target = get_target(name)
+        return target_for_function(name, fn.target_features or "")
     except TargetError as e:
         if mcpu is not None:
             raise InputError(str(e), "--mcpu", 0, 0) from None
         raise InputError(str(e), where, fn.line + 1, 1) from None
-    feats = fn.target_features or ""
-    if "+wavefrontsize64" in feats:
-        target = target.with_wavefront(64)
-    elif "+wavefrontsize32" in feats:
-        target = target.with_wavefront(32)
-    return target
 
 
 def load_inputs(
@@ -120,25 +119,42 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         fr.stats["seconds"] = round(time.perf_counter() - t0, 3)
         return fr
     fr.findings.extend(unsupported_constructs(post))
+    pairing = pair_blocks(pre, post)
+    striped = sgpr_striped(post) or sgpr_striped(pre)  # one rule for both programs
+    post = expand_calls(renumbered(post, pairing), target, striped)
+    pre = expand_calls(pre, target, striped)
+    note = renumbering_note(pairing)
+    if note is not None:
+        fr.notes.append(note)
     pre_classes = vreg_classes(pre)
     pre_cfg = build_cfg(pre)
     alignment = align_functions(pre, post)
     fr.findings.extend(cfg_findings(pre, post, alignment))
     t1 = time.perf_counter()
+    checker: ConstraintChecker | None = None
     if "constraints" in opts.layers:
         liveness = compute_liveness(pre, pre_cfg, pre_classes)
         checker = ConstraintChecker(pre, post, target, pre_classes, alignment, liveness, timeout_s=opts.timeout_s, seed=opts.seed)
-        fr.findings.extend(checker.run())
+        constraint_findings = checker.run()
+        fr.findings.extend(constraint_findings)
         fr.layers.append("constraints")
         fr.notes.extend(checker.notes)
         fr.stats.update(checker.stats)
-    else:
-        checker = None
     t2 = time.perf_counter()
     vf = ValueFlowChecker(pre, post, pre_classes, alignment, pre_cfg)
     if "value-flow" in opts.layers:
         fr.findings.extend(vf.run())
         fr.layers.append("value-flow")
+        if vf.anomalies and checker is not None:
+            # Reads proved not to matter are not reads: layer 1 again on that liveness.
+            liveness = compute_liveness(pre, pre_cfg, pre_classes, unread_lanes(vf.anomalies, pre, pre_classes))
+            old_notes = checker.notes
+            checker = ConstraintChecker(pre, post, target, pre_classes, alignment, liveness,
+                                        timeout_s=opts.timeout_s, seed=opts.seed)
+            fr.findings = [f for f in fr.findings if f not in constraint_findings] + checker.run()
+            fr.notes = [n for n in fr.notes if n not in old_notes] + checker.notes
+            fr.stats.update(checker.stats)
+        fr.findings.extend(anomaly_findings(vf.anomalies, post))
     t3 = time.perf_counter()
     if "equivalence" in opts.layers:
         from verilocc.semantics.equivalence import EquivalenceChecker
@@ -152,7 +168,10 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         eq = None
     t4 = time.perf_counter()
     fr.findings = dedupe(fr.findings)
-    if opts.certify and fr.verdict is Verdict.VERIFIED and checker is not None and eq is not None:
+    if opts.certify and fr.verdict is Verdict.VERIFIED and vf.anomalies:
+        fr.notes.append("no certificate: the proof rests on bit-precise semantics of an instruction whose "
+                        "read LLVM's liveness left out (an LLVM liveness anomaly), which certificates do not encode")
+    elif opts.certify and fr.verdict is Verdict.VERIFIED and checker is not None and eq is not None:
         from verilocc.certificate.collect import collect_obligations
         from verilocc.certificate.obligation import CertificateError
 
@@ -174,12 +193,41 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
     return fr
 
 
+def unread_lanes(anomalies: list[Anomaly], pre: Function,
+                 classes: dict[VReg, RegisterClass]) -> dict[tuple[int, int], dict[int, int]]:
+    """(block, pre instruction) -> operand position -> lane mask of the slots an anomaly
+    showed the instruction does not depend on (`compute_liveness`'s `unread`)."""
+    out: dict[tuple[int, int], dict[int, int]] = {}
+    for a in anomalies:
+        op = pre.block(a.block).instructions[a.pre_index].operands[a.position]
+        ref = resolve_operand(pre, op, classes)
+        if ref is None or ref.vreg is None:
+            continue
+        operand_slots = [s for s in range(classes[ref.vreg].width_units) if slot_mask(ref.mask) >> s & 1]
+        lanes = slots_to_mask(operand_slots[k] for k in a.slots if k < len(operand_slots))
+        row = out.setdefault((a.block, a.pre_index), {})
+        row[a.position] = row.get(a.position, 0) | lanes
+    return out
+
+
+def anomaly_findings(anomalies: list[Anomaly], post: Function) -> list[Finding]:
+    """Each LLVM liveness anomaly as a warning: the lane, and what the proof rests on."""
+    return [
+        Finding("liveness-anomaly", "value-flow", Place(post.file, post.name, a.block, a.post_index, a.line, a.column),
+                f"bb.{a.block} line {a.line}: LLVM liveness anomaly: `{a.opcode}` {a.what}; its results do not depend "
+                f"on those lanes (bit-precise semantics of {a.opcode}, verilocc.semantics.bitvector), so the "
+                "allocation computes the same values although the virtual program reads them",
+                severity="warning")
+        for a in anomalies
+    ]
+
+
 def unsupported_constructs(fn: Function) -> list[Finding]:
     """Constructs whose meaning the layers do not model: an explicit UNKNOWN, never a pass.
 
-    A register mask (calls) clobbers every register it does not preserve, and a bundle reads
-    all its inputs before any of its defs; the value-flow and equivalence layers model
-    neither, so a proof through them would not be a proof.
+    A bundle reads all its inputs before any of its defs, which the layers do not model; a call
+    whose register mask is not known here (`analysis.calls` models the `csr_amdgpu*` ones)
+    clobbers registers the layers cannot name. A proof through either would not be a proof.
     """
     out: list[Finding] = []
     for b in fn.blocks:
@@ -187,8 +235,9 @@ def unsupported_constructs(fn: Function) -> list[Finding]:
             what = None
             if ins.opens_bundle:
                 what = "an instruction bundle"
-            elif any(op.kind == "regmask" for op in ins.operands):
-                what = f"the register mask of `{ins.opcode}` (a call clobbering registers)"
+            elif any(op.kind == "regmask" for op in ins.operands) and call_mask(ins, sgpr_striped(fn)) is None:
+                mask = next(op.text for op in ins.operands if op.kind == "regmask")
+                what = f"the register mask `{mask}` of `{ins.opcode}` (registers a call clobbers)"
             if what is not None:
                 out.append(Finding("unsupported", "value-flow", Place(fn.file, fn.name, b.number, idx, ins.line, ins.column),
                                    f"bb.{b.number} line {ins.line}: {what} is not modelled; the proof stops here",

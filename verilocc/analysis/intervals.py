@@ -1,21 +1,17 @@
-"""Live intervals over instruction slots, and the interference graph of virtual registers.
+"""Live intervals over instruction slots.
 
 Slots number the instructions of a function in layout order, two per instruction as in
 LLVM's SlotIndexes: slot 2i is where instruction i reads its uses, slot 2i+1 where it writes
 its defs. A `LiveInterval` is, per virtual register, the sorted segments [start, end) of slots
-where some of its lanes are live, with the lane mask live in each segment. Two virtual
-registers *interfere* when one is live, with overlapping lanes in the same register file
-sense, at a slot where the other is defined (LLVM's definition, at lane granularity); the
-graph (networkx) has an edge per interfering pair, labelled with the lanes involved.
-Allocators (an SMT allocator, constrained decoding) read these; the verifier's layer 1 encodes
-the same relation as constraints.
+where some of its lanes are live, with the lane mask live in each segment. The language
+model's problem (`verilocc.llm.problem`) orders and describes registers by them. Which values
+may not share registers is not read off intervals: that is the interference relation
+(`verilocc.analysis.interference`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import networkx as nx
 
 from verilocc.analysis.liveness import Liveness
 from verilocc.analysis.operands import VReg
@@ -92,24 +88,3 @@ def live_intervals(liveness: Liveness) -> dict[VReg, LiveInterval]:
                 iv.segments.append(Segment(slot, slot + 1, m))
         out[v] = iv
     return out
-
-
-def interference_graph(liveness: Liveness) -> nx.Graph:
-    """Virtual registers as nodes (with their class); an edge when one is defined where the
-    other is live with lanes (edge attributes `lanes`: {vreg: lane mask live at the meeting})."""
-    g: nx.Graph = nx.Graph()
-    for v, cls in liveness.classes.items():
-        g.add_node(v, reg_class=cls.name)
-    for b in liveness.cfg.order:
-        effects = liveness.effects[b]
-        for idx, after in liveness.walk_backward(b):
-            defs = [d for d in effects[idx].defs if d.vreg is not None]
-            for d in defs:
-                for w, m in after.vregs.items():
-                    if w == d.vreg:
-                        continue
-                    lanes = g.edges[d.vreg, w]["lanes"] if g.has_edge(d.vreg, w) else {}
-                    lanes[d.vreg] = lanes.get(d.vreg, 0) | d.mask
-                    lanes[w] = lanes.get(w, 0) | m
-                    g.add_edge(d.vreg, w, lanes=lanes)
-    return g

@@ -21,8 +21,9 @@ yields live lanes intersected with the lanes that may be defined after each inst
 from __future__ import annotations
 
 import bisect
+import dataclasses
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from verilocc.analysis.cfg import CFG
@@ -76,13 +77,16 @@ class Effect:
                 live.units.update(u.units)
 
 
-def instruction_effect(fn: Function, ins: Instruction, classes: dict[VReg, RegisterClass]) -> Effect:
+def instruction_effect(fn: Function, ins: Instruction, classes: dict[VReg, RegisterClass],
+                       unread: Mapping[int, int] | None = None) -> Effect:
+    """What `ins` reads and writes. `unread`: operand position -> lanes (a lane mask) of that
+    use the instruction's results are known not to depend on; they are not read."""
     uses: list[RegRef] = []
     defs: list[RegRef] = []
     if ins.opcode == "BUNDLE":
         # The header only summarises the bundled instructions, which are analysed themselves.
         return Effect((), ())
-    for op in ins.operands:
+    for position, op in enumerate(ins.operands):
         if op.kind != "reg":
             continue
         ref = resolve_operand(fn, op, classes)
@@ -91,6 +95,10 @@ def instruction_effect(fn: Function, ins: Instruction, classes: dict[VReg, Regis
         if op.is_def:
             defs.append(ref)
         elif not (op.has("undef") or op.has("debug-use") or op.has("internal")):
+            if unread and position in unread and ref.vreg is not None:
+                ref = dataclasses.replace(ref, mask=ref.mask & ~unread[position])
+                if not ref.mask:
+                    continue
             uses.append(ref)
     if ins.opcode.startswith("DBG_"):
         return Effect((), ())
@@ -139,9 +147,14 @@ class Liveness:
             live = LiveSet(dict(live.vregs), set(live.units))
 
 
-def compute_liveness(fn: Function, cfg: CFG, classes: dict[VReg, RegisterClass] | None = None) -> Liveness:
+def compute_liveness(fn: Function, cfg: CFG, classes: dict[VReg, RegisterClass] | None = None,
+                     unread: Mapping[tuple[int, int], Mapping[int, int]] | None = None) -> Liveness:
+    """Lane liveness of `fn`. `unread`: (block, instruction index) -> `instruction_effect`'s
+    lanes not read (reads proved not to matter, `verilocc.semantics.valueflow.Anomaly`)."""
     classes = classes if classes is not None else vreg_classes(fn)
-    effects = {b.number: [instruction_effect(fn, ins, classes) for ins in b.instructions] for b in fn.blocks}
+    unread = unread or {}
+    effects = {b.number: [instruction_effect(fn, ins, classes, unread.get((b.number, i)))
+                          for i, ins in enumerate(b.instructions)] for b in fn.blocks}
     live_in = {b: LiveSet() for b in cfg.order}
     live_out = {b: LiveSet() for b in cfg.order}
     order = cfg.reverse_postorder()[::-1]

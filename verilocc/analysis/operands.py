@@ -23,6 +23,7 @@ from verilocc.target import (
     slots_to_mask,
     subreg_mask,
 )
+from verilocc.target.limits import Limits, attribute_limits
 
 VReg = int | str
 
@@ -105,6 +106,11 @@ def check_header_registers(fn: Function, target: Target) -> None:
                 line, col = fn.line + 1 + k, bad.start() + 1
                 break
         raise InputError(str(e), fn.file, line, col) from None
+
+
+def function_limits(fn: Function, target: Target) -> Limits:
+    """The register limits of `fn` on `target`, from its attributes (`attribute_limits`)."""
+    return attribute_limits(target, fn.ir_attributes, fn.machine_function_info, fn.calling_convention)
 
 
 def _is_physreg(name: str) -> bool:

@@ -32,18 +32,12 @@ from __future__ import annotations
 
 import hashlib
 
-from verilocc.pairing.alignment import (
-    FunctionAlignment,
-    Role,
-    Step,
-    instruction_key,
-    is_pure,
-    value_inputs,
-)
+from verilocc.pairing.alignment import FunctionAlignment, instruction_key, is_pure, value_inputs
+from verilocc.pairing import steps as ps
 from verilocc.certificate.obligation import ProofObligation, Uncovered
 from verilocc.certificate.smt2 import symbol
-from verilocc.mir.model import Block, Function, Instruction, Operand
-from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker, slot_number
+from verilocc.mir.model import Function, Instruction, Operand
+from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
 
 LAYER = "value-flow"
 ORIGIN = "encoding of value flow's block claim (layer 2 asks no solver)"
@@ -102,7 +96,7 @@ class _BlockEncoder:
     def defined(self, t: Tag) -> str:
         got = self.dfn.get(t)
         if got is None:
-            if t[0] == "$":
+            if t[0] == "$" and self.entry.is_defined(t):
                 got = "true"
             else:
                 got = self.declare(f"d.{self.tag_sym(t)}", "Bool")
@@ -165,8 +159,7 @@ class _BlockEncoder:
 
     def undefine(self, t: Tag) -> None:
         self.val[t] = self.fresh("undef")
-        if t[0] != "$":
-            self.dfn[t] = "false"
+        self.dfn[t] = "false"
 
     def units_of(self, op: Operand) -> tuple[int, ...]:
         return self.vf.units_of(op)
@@ -174,8 +167,7 @@ class _BlockEncoder:
     def define(self, tags: list[Tag], units: tuple[int, ...], values: list[str]) -> None:
         for t, x in zip(tags, values):
             self.val[t] = x
-            if t[0] != "$":
-                self.dfn[t] = "true"
+            self.dfn[t] = "true"
         self.clobber(units)
         for u, x in zip(units, values):
             self.put(u, x)
@@ -187,38 +179,31 @@ class _BlockEncoder:
             return [self.apply(key, p, inputs) if t not in in_tags else self.fresh("def") for p, t in enumerate(tags)]
         return [self.fresh("def") for _ in tags]
 
-    # --- steps ---------------------------------------------------------------------------
-    def step(self, st: Step, pre: Block, post: Block) -> None:
-        role = st.role
-        if role is Role.MATCHED:
-            assert st.pre is not None and st.post is not None
-            self.matched(pre.instructions[st.pre], post.instructions[st.post])
-        elif role is Role.MOVE and st.pre is not None:
-            self.pre_move(pre.instructions[st.pre])
-        elif role is Role.MOVE and st.post is not None:
-            self.post_move(post.instructions[st.post])
-        elif role is Role.SPILL:
-            assert st.post is not None
-            self.spill(post.instructions[st.post])
-        elif role is Role.REMAT:
-            assert st.post is not None
-            self.remat(post.instructions[st.post])
-        elif role is Role.REMAT_ORIGIN:
-            assert st.pre is not None
-            ins = pre.instructions[st.pre]
-            inputs = [self.value(t) for t in self.vf.recipe(ins)[1]]
-            for d in ins.defs:
-                self.undefine_rest(d)
-                tags = self.vf.tags_of(d)
-                self.define(tags, (), self.new_values(ins, tags, True, inputs))
-        else:
-            raise _Unsupported(f"{role.name.lower()} step")
+    # --- steps (one method per kind, called by `walk_block`) -----------------------------
+    def remat_origin(self, s: ps.RematOrigin) -> None:
+        ins = s.ins
+        inputs = [self.value(t) for t in self.vf.recipe(ins)[1]]
+        for d in ins.defs:
+            self.undefine_rest(d)
+            tags = self.vf.tags_of(d)
+            self.define(tags, (), self.new_values(ins, tags, True, inputs))
+
+    def added(self, s: ps.Added) -> None:
+        raise _Unsupported("added step")
+
+    def dropped(self, s: ps.Dropped) -> None:
+        raise _Unsupported("dropped step")
+
+    def unsupported(self, s: ps.Unsupported) -> None:
+        what = f"{s.reason} `{s.ins.opcode}`" if s.reason == ps.SPILL_CODE else f"step `{s.ins.opcode}`, {s.reason}"
+        raise _Unsupported(what)
 
     def undefine_rest(self, op: Operand) -> None:
         for t in self.vf.other_tags(op):
             self.undefine(t)
 
-    def matched(self, pi: Instruction, qi: Instruction) -> None:
+    def matched(self, s: ps.Matched) -> None:
+        pi, qi = s.pre, s.post
         defs: list[tuple[Operand, Operand]] = []
         for po, qo in zip(pi.operands, qi.operands):
             if po.kind != "reg" or qo.kind != "reg":
@@ -240,90 +225,87 @@ class _BlockEncoder:
             self.undefine_rest(po)
             self.define(tags, units, self.new_values(pi, tags, pure, inputs))
 
-    @staticmethod
-    def _copy_operands(ins: Instruction) -> tuple[Operand | None, Operand | None]:
-        regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
-        if len(regs) < 2 or regs[1].has("undef"):
-            return (regs[0] if regs else None), None
-        return regs[0], regs[1]
+    def pre_copy(self, s: ps.PreCopy) -> None:
+        self.undefine_rest(s.dst)
+        if s.src is None:
+            return  # the virtual program's `COPY undef`: no lane changes value here
+        dtags, stags = self.vf.tags_of(s.dst), self.vf.tags_of(s.src)
+        for dt, st in zip(dtags, stags):
+            if dt == st:
+                continue
+            d_src = self.defined(st)
+            self.val[dt] = self.value(st) if d_src == "true" else \
+                self.name(f"(ite {d_src} {self.value(st)} {self.fresh('undef')})", "copy")
+            self.dfn[dt] = d_src
+        for dt in dtags[len(stags):]:  # a 16-bit source widened: the high half is undefined
+            self.undefine(dt)
 
-    def pre_move(self, ins: Instruction) -> None:
-        if ins.opcode == "COPY":
-            dst, src = self._copy_operands(ins)
-            if dst is None or src is None:
-                return  # the virtual program's `COPY undef`: no lane changes value here
-            for dt, st in zip(self.vf.tags_of(dst), self.vf.tags_of(src)):
-                if dt == st:
-                    continue
-                d_src = self.defined(st)
-                self.val[dt] = self.value(st) if d_src == "true" else \
-                    self.name(f"(ite {d_src} {self.value(st)} {self.fresh('undef')})", "copy")
-                if dt[0] != "$":
-                    self.dfn[dt] = d_src
-        elif ins.opcode == "IMPLICIT_DEF":
-            for d in ins.defs:
-                for t in self.vf.tags_of(d):
-                    self.undefine(t)
-        elif ins.opcode != "KILL":
-            raise _Unsupported(f"virtual-program move `{ins.opcode}`")
+    def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
+        for d in s.ins.defs:
+            self.undefine_rest(d)
+            for t in self.vf.tags_of(d):
+                self.undefine(t)
 
-    def post_move(self, ins: Instruction) -> None:
-        if ins.opcode == "COPY":
-            dst, src = self._copy_operands(ins)
-            if dst is None:
-                return
-            dunits = self.units_of(dst)
-            if src is None:
-                self.clobber(dunits)
-                return
-            sunits = self.units_of(src)
-            if len(dunits) != len(sunits):
-                raise _Unsupported(f"COPY of different widths at line {ins.line}")
-            moved = [(self.at(u), dict(self.lane_store(u))) for u in sunits]
-            for d, (term, store) in zip(dunits, moved):
-                self.put(d, term)
-                self.lanes[d] = store
-        elif ins.opcode == "IMPLICIT_DEF":
-            for d in ins.defs:
-                self.clobber(self.units_of(d))
-        elif ins.opcode != "KILL":
-            raise _Unsupported(f"allocated-program move `{ins.opcode}`")
+    def pre_kill(self, s: ps.PreKill) -> None:
+        pass
 
-    def spill(self, ins: Instruction) -> None:
-        op = ins.opcode
-        slot = next((o for o in ins.operands if o.kind == "stack"), None)
-        regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
-        imm = next((o for o in ins.operands if o.kind == "imm"), None)
-        if op == "SI_SPILL_S32_TO_VGPR" and len(regs) > 1 and imm is not None:
-            vunits = self.units_of(regs[0])
-            store = dict(self.lane_store(vunits[0]))
-            for h, u in enumerate(self.units_of(regs[1])):
-                store[(int(imm.text), h)] = self.at(u)
-            for u in vunits:
-                self.put(u, self.fresh("junk"))
-            self.lanes[vunits[0]] = store
-        elif op == "SI_RESTORE_S32_FROM_VGPR" and len(regs) > 1 and imm is not None:
-            store = self.lane_store(self.units_of(regs[1])[0])
-            dunits = self.units_of(regs[0])
-            got = [store.get((int(imm.text), h)) for h in range(len(dunits))]
+    def post_copy(self, s: ps.PostCopy) -> None:
+        dunits = self.units_of(s.dst)
+        if s.src is None:
             self.clobber(dunits)
-            for u, term in zip(dunits, got):
-                self.put(u, term if term is not None else self.fresh("junk"))
-        elif slot is not None and op.endswith("_SAVE") and regs:
-            n = slot_number(slot)
-            for k, u in enumerate(self.units_of(regs[0])):
-                self.put(("slot", n, k), self.at(u))
-        elif slot is not None and op.endswith("_RESTORE") and regs and regs[0].is_def:
-            n = slot_number(slot)
-            dunits = self.units_of(regs[0])
-            got2 = [self.at(("slot", n, k)) for k in range(len(dunits))]
-            self.clobber(dunits)
-            for u, term in zip(dunits, got2):
-                self.put(u, term)
-        else:
-            raise _Unsupported(f"spill code `{op}`")
+            return
+        sunits = self.units_of(s.src)
+        if not ps.copy_widths_agree(len(dunits), len(sunits)):
+            raise _Unsupported(f"COPY of different widths at line {s.ins.line}")
+        moved = [(self.at(u), dict(self.lane_store(u))) for u in sunits]
+        for d, (term, store) in zip(dunits, moved):
+            self.put(d, term)
+            self.lanes[d] = store
 
-    def remat(self, ins: Instruction) -> None:
+    def exec_save(self, s: ps.ExecSave) -> None:
+        self.post_copy(s)
+        for op in s.clobbers:
+            self.clobber(self.units_of(op))
+
+    def post_implicit_def(self, s: ps.PostImplicitDef) -> None:
+        for d in s.ins.defs:
+            self.clobber(self.units_of(d))
+
+    def post_kill(self, s: ps.PostKill) -> None:
+        pass
+
+    def spill_to_lane(self, s: ps.SpillToLane) -> None:
+        vunits = self.units_of(s.vgpr)
+        store = dict(self.lane_store(vunits[0]))
+        for h, u in enumerate(self.units_of(s.src)):
+            store[(s.lane, h)] = self.at(u)
+        for u in vunits:
+            self.put(u, self.fresh("junk"))
+        self.lanes[vunits[0]] = store
+
+    def restore_from_lane(self, s: ps.RestoreFromLane) -> None:
+        store = self.lane_store(self.units_of(s.vgpr)[0])
+        dunits = self.units_of(s.dst)
+        got = [store.get((s.lane, h)) for h in range(len(dunits))]
+        self.clobber(dunits)
+        for u, term in zip(dunits, got):
+            self.put(u, term if term is not None else self.fresh("junk"))
+
+    def spill_to_slot(self, s: ps.SpillToSlot) -> None:
+        for k, u in enumerate(self.units_of(s.src)):
+            self.put(("slot", s.slot, k), self.at(u))
+            self.lanes[("slot", s.slot, k)] = dict(self.lane_store(u))
+
+    def reload_from_slot(self, s: ps.ReloadFromSlot) -> None:
+        dunits = self.units_of(s.dst)
+        got = [(self.at(("slot", s.slot, k)), dict(self.lane_store(("slot", s.slot, k)))) for k in range(len(dunits))]
+        self.clobber(dunits)
+        for u, (term, store) in zip(dunits, got):
+            self.put(u, term)
+            self.lanes[u] = store
+
+    def remat(self, s: ps.RematCopy) -> None:
+        ins = s.ins
         key = instruction_key(ins)
         units = self.units_of(ins.defs[0])
         inputs = [self.at(u) for op in value_inputs(ins) for u in self.units_of(op)]
@@ -394,8 +376,7 @@ def valueflow_obligations(vf: ValueFlowChecker, pre: Function, post: Function,
         claim = f"bb.{b}: from its entry invariant every use reads its value and every successor's invariant holds"
         enc = _BlockEncoder(vf, b, vf.entry_states[b])
         try:
-            for st in alignment.steps[b]:
-                enc.step(st, pre_blocks[b], post_blocks[b])
+            ps.walk_block(alignment.steps[b], pre_blocks[b], post_blocks[b], enc)
             enc.close(vf.cfg.successors(b), vf.entry_states)
         except _Unsupported as e:
             uncovered.append(Uncovered(LAYER, post.name, claim, f"the certificate cannot state a {e}", b))

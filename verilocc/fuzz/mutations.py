@@ -115,19 +115,29 @@ def _mutant(m: Module, fn: Function, block: int, idx: int, ins: Instruction, kin
     return Mutant(m, kind, fn.name, block, idx, ins.line, what)
 
 
-def wrong_use(module: Module, rng: random.Random) -> Mutant | None:
-    """A use reads another register than the one holding its value."""
-    got = _pick(module, rng, lambda i: _is_real(i) and any(_same_file_register_ok(o) for o in _renamable_uses(i)))
+def _wrong_register(module: Module, rng: random.Random, kind: str, verb: str, where: Callable[[Instruction], bool],
+                    operands: Callable[[Instruction], list[Operand]], first: bool = False,
+                    avoid_own_only: bool = False) -> Mutant | None:
+    """A register operand renamed to another register of its file and width: at an instruction
+    `where` accepts, the first of `operands(ins)` or (unless `first`) one at random; the new
+    register is none the instruction names (with `avoid_own_only`: not the operand's own)."""
+    got = _pick(module, rng, lambda i: where(i) and any(_same_file_register_ok(o) for o in operands(i)))
     if got is None:
         return None
     m, fn, b, ins, idx = got
-    op = rng.choice([o for o in _renamable_uses(ins) if _same_file_register_ok(o)])
+    ops = [o for o in operands(ins) if _same_file_register_ok(o)]
+    op = ops[0] if first else rng.choice(ops)
     old = op.phys
-    new = _same_file_register(op, rng, {o.phys for o in ins.operands if o.phys})
+    new = _same_file_register(op, rng, {old or ""} if avoid_own_only else {o.phys for o in ins.operands if o.phys})
     if new is None:
         return None
     _retarget(op, new)
-    return _mutant(m, fn, b, idx, ins, "wrong-use", f"{ins.opcode} at line {ins.line} reads ${new} instead of ${old}")
+    return _mutant(m, fn, b, idx, ins, kind, f"{ins.opcode} at line {ins.line} {verb} ${new} instead of ${old}")
+
+
+def wrong_use(module: Module, rng: random.Random) -> Mutant | None:
+    """A use reads another register than the one holding its value."""
+    return _wrong_register(module, rng, "wrong-use", "reads", _is_real, _renamable_uses)
 
 
 def _same_file_register_ok(op: Operand) -> bool:
@@ -136,19 +146,8 @@ def _same_file_register_ok(op: Operand) -> bool:
 
 def clobber_def(module: Module, rng: random.Random) -> Mutant | None:
     """A def writes another register (possibly one that holds a live value)."""
-    got = _pick(module, rng, lambda i: _is_real(i) and any(
-        o.is_def and not o.is_implicit and o.has("renamable") and _same_file_register_ok(o) for o in i.operands))
-    if got is None:
-        return None
-    m, fn, b, ins, idx = got
-    op = rng.choice([o for o in ins.operands if o.is_def and not o.is_implicit and o.has("renamable")
-                     and _same_file_register_ok(o)])
-    old = op.phys
-    new = _same_file_register(op, rng, {o.phys for o in ins.operands if o.phys})
-    if new is None:
-        return None
-    _retarget(op, new)
-    return _mutant(m, fn, b, idx, ins, "clobber-def", f"{ins.opcode} at line {ins.line} writes ${new} instead of ${old}")
+    return _wrong_register(module, rng, "clobber-def", "writes", _is_real, lambda i: [
+        o for o in i.operands if o.is_def and not o.is_implicit and o.has("renamable")])
 
 
 def wrong_reload_slot(module: Module, rng: random.Random) -> Mutant | None:
@@ -171,17 +170,8 @@ def wrong_reload_slot(module: Module, rng: random.Random) -> Mutant | None:
 
 def spill_wrong_register(module: Module, rng: random.Random) -> Mutant | None:
     """A spill stores another register than the value to spill."""
-    got = _pick(module, rng, lambda i: i.opcode.endswith("_SAVE") and any(_same_file_register_ok(o) for o in _renamable_uses(i)))
-    if got is None:
-        return None
-    m, fn, b, ins, idx = got
-    op = next(o for o in _renamable_uses(ins) if _same_file_register_ok(o))
-    old = op.phys
-    new = _same_file_register(op, rng, {old or ""})
-    if new is None:
-        return None
-    _retarget(op, new)
-    return _mutant(m, fn, b, idx, ins, "spill-wrong-register", f"{ins.opcode} at line {ins.line} spills ${new} instead of ${old}")
+    return _wrong_register(module, rng, "spill-wrong-register", "spills", lambda i: i.opcode.endswith("_SAVE"),
+                           _renamable_uses, first=True, avoid_own_only=True)
 
 
 def drop_instruction(module: Module, rng: random.Random) -> Mutant | None:
@@ -239,17 +229,8 @@ def swap_operands(module: Module, rng: random.Random) -> Mutant | None:
 
 def copy_wrong_source(module: Module, rng: random.Random) -> Mutant | None:
     """A copy inserted by the allocator reads the wrong source."""
-    got = _pick(module, rng, lambda i: i.opcode == "COPY" and any(_same_file_register_ok(o) for o in _renamable_uses(i)))
-    if got is None:
-        return None
-    m, fn, b, ins, idx = got
-    op = next(o for o in _renamable_uses(ins) if _same_file_register_ok(o))
-    old = op.phys
-    new = _same_file_register(op, rng, {o.phys for o in ins.operands if o.phys})
-    if new is None:
-        return None
-    _retarget(op, new)
-    return _mutant(m, fn, b, idx, ins, "copy-wrong-source", f"COPY at line {ins.line} reads ${new} instead of ${old}")
+    return _wrong_register(module, rng, "copy-wrong-source", "reads", lambda i: i.opcode == "COPY",
+                           _renamable_uses, first=True)
 
 
 OPERATORS: dict[str, Operator] = {

@@ -37,8 +37,10 @@ from pathlib import Path
 
 from verilocc.errors import InputError
 from verilocc.findings import Verdict
-from verilocc.fuzz.generate import PROFILES, TARGETS, Program, random_program
+from verilocc.fuzz.generate import random_program
 from verilocc.fuzz.interpret import Trace, function_inputs, run
+from verilocc.fuzz.profiles import PROFILES, TARGETS
+from verilocc.fuzz.program import Program
 from verilocc.fuzz.refalloc import Allocation, AllocationError, Budget, allocate, permute
 from verilocc.mir.model import Module
 from verilocc.mir.parser import parse_module

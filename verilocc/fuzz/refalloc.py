@@ -33,13 +33,15 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from verilocc.fuzz.generate import PROFILES, Profile, render_body
 from verilocc.fuzz.interpret import Unsupported, class_dwords, physical_units, subreg_lanes
+from verilocc.fuzz.profiles import PROFILES, Profile
+from verilocc.fuzz.render import SpillSlot, ir_document, post_ra_header, render_body
 from verilocc.mir.model import Function, Instruction, Module, Operand
 from verilocc.mir.parser import parse_module
+from verilocc.mir.printer import print_instruction
 
 Item = object  # a virtual register id (int/str) or a physical 32-bit register name ("sgpr6")
 Unit = tuple[str, int]  # ("v", 4) is $vgpr4
@@ -348,28 +350,28 @@ class _Allocator:
         def_taken: set[Unit] = set()
         spilled_uses = sorted((v for v in row.uses if v in self.spilled), key=str)
         spilled_defs = sorted((v for v in row.defs if v in self.spilled and v not in row.uses), key=str)
-        for v in spilled_uses:
+
+        def take(v: object, taken: set[Unit]) -> list[Unit]:
             f, n = self.a.file[v], self.a.width[v]
+            k = self.pick(f, n, taken)
+            if k is None:
+                raise _NeedMore(f, f"no temporary for %{v}")
+            out[v] = (f, k)
+            return [(f, k + j) for j in range(n)]
+
+        for v in spilled_uses:
             taken = before | reload_taken | early_regs
             if v in row.defs:  # read and written: one temporary, which must also survive the def
                 taken |= after | def_taken
-            k = self.pick(f, n, taken)
-            if k is None:
-                raise _NeedMore(f, f"no temporary for %{v}")
-            out[v] = (f, k)
-            reload_taken.update((f, k + j) for j in range(n))
+            regs = take(v, taken)
+            reload_taken.update(regs)
             if v in row.defs:
-                def_taken.update((f, k + j) for j in range(n))
+                def_taken.update(regs)
         for v in spilled_defs:
-            f, n = self.a.file[v], self.a.width[v]
             taken = after | def_taken
             if v in row.early:
                 taken |= use_regs | reload_taken
-            k = self.pick(f, n, taken)
-            if k is None:
-                raise _NeedMore(f, f"no temporary for %{v}")
-            out[v] = (f, k)
-            def_taken.update((f, k + j) for j in range(n))
+            def_taken.update(take(v, taken))
         return out
 
     def phys_of(self, op: Operand, temps: dict[object, Unit]) -> str:
@@ -408,14 +410,10 @@ class _Allocator:
         out = []
         for v in sorted((v for v in row.uses if v in self.spilled), key=str):
             out.append(self.spill_code(v, temps[v], save=False))
-        line = _print(ins, lambda op: self.phys_of(op, temps))
+        post = _physical(ins, lambda op: self.phys_of(op, temps))
         copy = ins.opcode == "COPY" and len(ins.operands) == 2 and all(o.kind == "reg" for o in ins.operands)
-        if copy:
-            d, s = ins.operands
-            if _phys_text(d, lambda op: self.phys_of(op, temps)) == _phys_text(s, lambda op: self.phys_of(op, temps)):
-                line = None  # an identity copy: the allocator deletes it
-        if line is not None:
-            out.append(line)
+        if not (copy and post.operands[0].register_text == post.operands[1].register_text):
+            out.append(print_instruction(post))  # not an identity copy, which the allocator deletes
         dead = {op.vreg for op in ins.operands if op.kind == "reg" and op.is_def and op.has("dead")}
         for v in sorted((v for v in row.defs if v in self.spilled and v not in dead), key=str):
             out.append(self.spill_code(v, temps[v], save=True))
@@ -432,104 +430,28 @@ class _Allocator:
         return [f"${reg_name(f, k, n)}" for f, k, n in sorted(names)]
 
 
-def _phys_text(op: Operand, phys_of: object) -> str:
-    if op.vreg is not None:
-        return phys_of(op)  # type: ignore[operator]
-    return op.register_text.lstrip("$")
+# Flags an allocated operand keeps; `internal` and `debug-use` are not written post-RA here.
+_POST_RA_FLAGS = frozenset({"implicit", "implicit-def", "def", "dead", "killed", "undef", "early-clobber", "renamable"})
 
 
-def _print(ins: Instruction, phys_of: object) -> str:
-    """One post-RA instruction line: virtual operands become `renamable` physical ones."""
-    defs: list[str] = []
-    rest: list[str] = []
-    leading = True
+def _physical(ins: Instruction, phys_of: Callable[[Operand], str]) -> Instruction:
+    """The instruction with its virtual operands replaced by `renamable` physical ones (without
+    class, type or tie, and without the `killed` or def `undef` flags of the virtual register)."""
+    operands: list[Operand] = []
     for op in ins.operands:
-        if op.kind != "reg":
-            leading = False
-            rest.append(op.text)
-            continue
-        flags = []
-        if op.has("implicit"):
-            flags.append("implicit")
-        if op.has("implicit-def"):
-            flags.append("implicit-def")
-        if op.has("dead"):
-            flags.append("dead")
-        if op.has("killed") and op.vreg is None:
-            flags.append("killed")
-        if op.has("undef") and (not op.is_def or op.vreg is None):
-            flags.append("undef")
-        if op.has("early-clobber"):
-            flags.append("early-clobber")
-        if op.vreg is not None:
-            flags.append("renamable")
-            text = "$" + phys_of(op)  # type: ignore[operator]
-        else:
-            text = op.register_text
-            if op.has("renamable"):
-                flags.append("renamable")
-        piece = " ".join([*flags, text])
-        if leading and op.is_def and not op.is_implicit:
-            defs.append(piece)
-        else:
-            leading = False
-            rest.append(piece)
-    head = ", ".join(defs) + " = " if defs else ""
-    line = head + " ".join([*ins.instr_flags, ins.opcode])
-    if rest:
-        line += " " + ", ".join(rest)
-    if ins.mem:
-        line += " :: " + ins.mem
-    return line
+        if op.kind == "reg":
+            flags = op.flags & _POST_RA_FLAGS
+            if op.vreg is not None:
+                flags = (flags - {"killed", "undef"} if op.is_def else flags - {"killed"}) | {"renamable"}
+                op = replace(op, vreg=None, phys=phys_of(op), subreg=None)
+            op = replace(op, flags=flags, reg_class=None, llt=None, tied_def=None)
+        operands.append(op)
+    return replace(ins, operands=operands)
 
 
 # --------------------------------------------------------------------------------------------
 # Whole function
 # --------------------------------------------------------------------------------------------
-def _post_header(fn: Function, slots: list[tuple[int, int, str]]) -> str:
-    out: list[str] = []
-    lines = fn.header_text.split("\n")
-    i = 0
-    while i < len(lines):
-        ln = lines[i]
-        if ln.startswith("registers:"):
-            out.append("registers:       []")
-            i += 1
-            while i < len(lines) and lines[i].startswith((" ", "-")):
-                i += 1
-            continue
-        if ln.startswith("stack:"):
-            i += 1
-            while i < len(lines) and lines[i].startswith((" ", "-")):
-                i += 1
-            if slots:
-                out.append("stack:")
-                for sid, size, stack_id in slots:
-                    out.append(f"  - {{ id: {sid}, name: '', type: spill-slot, offset: 0, size: {size}, alignment: 4, ")
-                    out.append(f"      stack-id: {stack_id}, callee-saved-register: '', callee-saved-restored: true, ")
-                    out.append("      debug-info-variable: '', debug-info-expression: '', debug-info-location: '' }")
-            else:
-                out.append("stack:           []")
-            continue
-        ln = re.sub(r"virtual-reg: '%[^']*'", "virtual-reg: ''", ln)
-        if ln.strip().startswith("hasSpilledVGPRs:"):
-            ln = "  hasSpilledVGPRs: " + ("true" if any(s != "sgpr-spill" for _, _, s in slots) else "false")
-        if ln.strip().startswith("hasSpilledSGPRs:"):
-            ln = "  hasSpilledSGPRs: " + ("true" if any(s == "sgpr-spill" for _, _, s in slots) else "false")
-        out.append(ln)
-        i += 1
-    return "---\n" + "\n".join(out)
-
-
-def _module_text(module: Module, fn_text: str) -> str:
-    parts = []
-    if module.ir_text is not None:
-        ir = "\n".join(("  " + ln) if ln else "" for ln in module.ir_text.rstrip("\n").split("\n"))
-        parts.append("--- |\n" + ir + "\n\n...\n")
-    parts.append(fn_text)
-    return "".join(parts)
-
-
 def profile_of(fn: Function, target: str | None = None) -> Profile:
     name = target or fn.target_cpu
     if name not in PROFILES:
@@ -565,11 +487,12 @@ def allocate(pre: str | Module, rng: random.Random | None = None, budget: Budget
                 raise AllocationError(f"{e}: more than the {limit} {_PREFIX[e.file].upper()}s of {prof.name}") from None
             budget = budget.grow(e.file, limit)
             continue
-        slots = []
+        slots: list[SpillSlot] = []
         for v, sid in sorted(al.spilled.items(), key=lambda x: x[1]):
             slots.append((sid, 4 * al.a.width[v], "sgpr-spill" if al.a.file[v] == "s" else "default"))
 
-        text = _module_text(module, _post_header(fn, slots) + "\n" + render_body(body))
+        ir = ir_document(module.ir_text) if module.ir_text is not None else ""
+        text = ir + "---\n" + post_ra_header(fn.header_text, slots) + "\n" + render_body(body)
         assignment = {v: reg_name(f, k, al.a.width[v]) for v, (f, k) in al.color.items() if not isinstance(v, str)}
         return Allocation(text, assignment, dict(al.spilled), budget, attempt)
     raise AllocationError(f"no allocation within {max_attempts} budget increases")

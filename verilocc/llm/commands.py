@@ -7,6 +7,7 @@ inside the commands that need them, so `verilocc verify` never loads them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -124,27 +125,49 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     console = _console()
     pre = read_module(args.pre)
+    if not pre.functions:
+        raise InputError("no machine function in the file", args.pre, 1, 1)
     lm = _load(args.model)
-    res = run_loop(pre, lm, samples=args.samples, rounds=args.rounds, constrained=args.constrained,
-                   repair=args.repair, seed=args.seed, timeout=args.timeout, over_budget=args.over_budget,
-                   log=console.print)
+    # A module is allocated function by function (llc writes whole modules); the file is
+    # written only when every function is VERIFIED.
+    results = []
+    for fn in pre.functions:
+        if len(pre.functions) > 1:
+            console.print(f"function {fn.name}:")
+        single = dataclasses.replace(pre, functions=[fn])
+        results.append(run_loop(single, lm, samples=args.samples, rounds=args.rounds, constrained=args.constrained,
+                                repair=args.repair, seed=args.seed, timeout=args.timeout,
+                                over_budget=args.over_budget, log=console.print))
+    names = [fn.name for fn in pre.functions]
     if args.transcript:
-        doc = {"pre": args.pre, "model": lm.path, "verified": res.verified, "reason": res.reason, "usage": res.usage,
-               "attempts": [{"round": a.round + 1, "sample": a.sample + 1, "verdict": a.verdict, "errors": a.errors,
-                             "seconds": round(a.seconds, 2), "prompt": a.prompt,
-                              "feedback_read_as_text": a.feedback_read, "output": a.output} for a in res.attempts]}
+        docs = [{"function": name, "verified": res.verified, "reason": res.reason, "usage": res.usage,
+                 "attempts": [{"round": a.round + 1, "sample": a.sample + 1, "verdict": a.verdict, "errors": a.errors,
+                               "seconds": round(a.seconds, 2), "prompt": a.prompt,
+                               "feedback_read_as_text": a.feedback_read, "output": a.output} for a in res.attempts]}
+                for name, res in zip(names, results)]
+        doc = {"pre": args.pre, "model": lm.path, "verified": all(r.verified for r in results),
+               **(docs[0] if len(docs) == 1 else {"functions": docs})}
         write_output(args.transcript, json.dumps(doc, indent=2) + "\n", [args.pre])
-    if not res.verified or res.post is None:
-        console.print(f"[red]FAILED[/] {args.pre}: {res.reason}; nothing written")
+    for name, res in zip(names, results):
+        u = res.usage
+        if res.verified and res.post is not None:
+            console.print(f"[green]VERIFIED[/] {name}: {res.reason}; {u['vgpr']} VGPR, {u['agpr']} AGPR, "
+                          f"{u['sgpr']} SGPR, {u['waves']} waves/SIMD; {res.seconds:.1f}s")
+        else:
+            console.print(f"[red]FAILED[/] {name}: {res.reason}")
+    if not all(r.verified and r.post is not None for r in results):
+        console.print(f"[red]FAILED[/] {args.pre}: not every function VERIFIED; nothing written")
         return 1
-    write_output(args.output, print_module(res.post), [args.pre])
+    post = dataclasses.replace(pre, functions=[r.post.functions[0] for r in results if r.post is not None])
+    write_output(args.output, print_module(post), [args.pre])
     if args.assignment_out:
         from verilocc.rewrite.assignment import format_assignment
 
-        write_output(args.assignment_out, format_assignment(res.regs), [args.pre, args.output])
-    u = res.usage
-    console.print(f"[green]VERIFIED[/] {args.pre} -> {args.output or 'stdout'}: {res.reason}; "
-                  f"{u['vgpr']} VGPR, {u['agpr']} AGPR, {u['sgpr']} SGPR, {u['waves']} waves/SIMD; {res.seconds:.1f}s")
+        text = "".join((f"# {name}\n" if len(results) > 1 else "") + format_assignment(res.regs)
+                       for name, res in zip(names, results))
+        write_output(args.assignment_out, text, [args.pre, args.output])
+    console.print(f"[green]VERIFIED[/] {args.pre} -> {args.output or 'stdout'}: {len(results)} function(s); "
+                  f"{sum(r.seconds for r in results):.1f}s")
     return 0
 
 

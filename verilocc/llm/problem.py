@@ -2,15 +2,15 @@
 
 For every virtual register: its class, the registers it may take (class membership, tuple
 alignment, the function's budget, reservations: the verifier's `register_problem`), its live
-interval, the registers it is copied from/to, and its conflicts, the relation layer 1 of the
-verifier encodes (DESIGN.md section 2): a def conflicts with everything live after it (lane
-granular), with the other defs of its instruction, and an early-clobber def with the
-instruction's uses; a COPY's def does not conflict with its source, IMPLICIT_DEF and KILL
-conflict with nothing. A decoder that picks, for each register in turn, a candidate that no
-conflict rules out against the choices already made produces an assignment that satisfies
-every constraint of layer 1; value flow and equivalence follow because the program is only
-renamed (identity copies aside). Spilling cannot be expressed by an assignment: a function
-whose registers cannot all be placed reports `Infeasible` rather than guessing.
+interval, the registers it is copied from/to, and its conflicts: the interference relation
+layer 1 of the verifier checks (`verilocc.analysis.interference`), lane by lane, against other
+virtual registers and fixed physical units; a COPY's copied lanes conflict with its destination
+everywhere except at the identity position (`copy_conflicts`). A decoder that picks, for each
+register in turn, a candidate that no conflict rules out against the choices already made
+produces an assignment that satisfies every interference constraint of layer 1; value flow
+and equivalence follow because the program is only renamed (identity copies aside). Spilling
+cannot be expressed by an assignment: a function whose registers cannot all be placed
+reports `Infeasible` rather than guessing.
 """
 
 from __future__ import annotations
@@ -18,15 +18,42 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from verilocc.analysis.calls import expand_calls, sgpr_striped
 from verilocc.analysis.cfg import build_cfg
+from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.intervals import live_intervals, slot_numbers
 from verilocc.analysis.liveness import compute_liveness
-from verilocc.analysis.operands import VReg, slot_mask, vreg_classes
+from verilocc.analysis.operands import VReg, function_limits, vreg_classes
 from verilocc.errors import InputError
 from verilocc.mir.model import Function, Module
-from verilocc.smt.constraints import Limits, function_limits, register_problem
 from verilocc.target import PhysReg, RegisterClass, Target, parse_physreg
+from verilocc.target.limits import Limits, register_problem
 from verilocc.target.registers import RegFile
+
+
+@dataclass(frozen=True)
+class CopyConflict:
+    """Lanes of mine and of a COPY partner that may share units only as an identity copy."""
+
+    other: VReg | None  # the partner, or None for fixed physical units
+    mine: int  # my 16-bit slot mask
+    theirs: int  # the partner's slot mask (unused for fixed units)
+    identity: tuple[int, int]  # (my slot, its slot) that may lie on one unit
+    units: frozenset[int] = frozenset()  # the fixed units (position: the lowest)
+
+    def rules_out(self, reg: PhysReg, chosen: Mapping[VReg, PhysReg]) -> bool:
+        """Whether `reg` for me clashes with the partner (its choice so far, or the units)."""
+        if self.other is None:
+            base, taken = min(self.units), self.units
+        else:
+            their = chosen.get(self.other)
+            if their is None:
+                return False
+            base = their.units[0]
+            taken = frozenset(their.units[s] for s in _bits(self.theirs) if s < len(their.units))
+        if reg.units[0] + self.identity[0] == base + self.identity[1]:
+            return False
+        return any(reg.units[s] in taken for s in _bits(self.mine) if s < len(reg.units))
 
 
 @dataclass
@@ -41,6 +68,8 @@ class VRegInfo:
     # (other vreg, my 16-bit slot mask, its slot mask): lanes that must not share a unit
     conflicts: list[tuple[VReg, int, int]] = field(default_factory=list)
     fixed: list[tuple[int, frozenset[int]]] = field(default_factory=list)  # (my slot mask, physical units)
+    # The copied lanes of COPYs: no shared unit except at the identity position.
+    copy_conflicts: list[CopyConflict] = field(default_factory=list)
 
 
 @dataclass
@@ -94,7 +123,8 @@ class AllocationProblem:
                     pools.insert(0, tuple(r for r in iv.preferred if _within(r, caps)))
         for pool in pools:
             out = [reg for reg in pool if reg not in skip and all(
-                reg.units[s] not in units for mask, units in banned.items() for s in _bits(mask) if s < len(reg.units))]
+                reg.units[s] not in units for mask, units in banned.items() for s in _bits(mask) if s < len(reg.units))
+                and not any(c.rules_out(reg, chosen) for c in iv.copy_conflicts)]
             if out:
                 return out
         return []
@@ -164,6 +194,10 @@ def single_function(module: Module) -> Function:
 
 
 def build_problem(fn: Function, target: Target) -> AllocationProblem:
+    # Calls clobber what their register masks do not preserve, as the verifier reads them; the
+    # problem keeps the function as written (what a callee clobbers is not this function's usage).
+    original = fn
+    fn = expand_calls(fn, target, sgpr_striped(fn))
     classes = vreg_classes(fn)
     cfg = build_cfg(fn)
     liveness = compute_liveness(fn, cfg, classes)
@@ -222,47 +256,26 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
         info[a].conflicts.append((c, am, cm))
         info[c].conflicts.append((a, cm, am))
 
-    for b in cfg.order:
-        block = blocks[b]
-        effects = liveness.effects[b]
-        for idx, live in liveness.walk_backward(b):
-            ins = block.instructions[idx]
-            eff = effects[idx]
-            if not eff.defs or ins.opcode in ("IMPLICIT_DEF", "KILL"):
-                continue
-            copy_src = None
-            if ins.opcode == "COPY":
-                regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
-                # Only a whole-register copy lets its def share the source's register: a
-                # subregister copy leaves the source's other lanes live beside it.
-                if len(regs) == 2 and not regs[0].subreg and not regs[1].subreg:
-                    copy_src = regs[1].vreg
-            live_units = frozenset(live.units)
-            vdefs = [d for d in eff.defs if d.vreg is not None]
-            pdefs = frozenset(u for d in eff.defs if d.vreg is None for u in d.units)
-            for d in vdefs:
-                assert d.vreg is not None
-                dm = slot_mask(d.mask)
-                for w, mw in live.vregs.items():
-                    if w != d.vreg and w != copy_src:
-                        pair(d.vreg, dm, w, slot_mask(mw))
-                if live_units or pdefs:
-                    info[d.vreg].fixed.append((dm, live_units | pdefs))
-                if d.op.has("early-clobber"):
-                    for u in eff.uses:
-                        if u.vreg is not None and u.op.tied_def is None and u.vreg != d.vreg:
-                            pair(d.vreg, dm, u.vreg, slot_mask(u.mask))
-                for d2 in vdefs:
-                    if d2.vreg is not None and d2.vreg != d.vreg:
-                        pair(d.vreg, dm, d2.vreg, slot_mask(d2.mask))
-            if pdefs:
-                for w, mw in live.vregs.items():
-                    info[w].fixed.append((slot_mask(mw), pdefs))
+    for fact in interferences(fn, liveness):
+        d, o, ident = fact.defined, fact.other, fact.identity
+        if isinstance(d, VirtualLanes) and isinstance(o, VirtualLanes):
+            if ident is None:
+                pair(d.vreg, d.slots, o.vreg, o.slots)
+            else:
+                info[d.vreg].copy_conflicts.append(CopyConflict(o.vreg, d.slots, o.slots, ident))
+                info[o.vreg].copy_conflicts.append(CopyConflict(d.vreg, o.slots, d.slots, (ident[1], ident[0])))
+        elif isinstance(d, VirtualLanes) and isinstance(o, FixedUnits):
+            info[d.vreg].fixed.append((d.slots, o.units))
+        elif isinstance(d, FixedUnits) and isinstance(o, VirtualLanes):
+            if ident is None:
+                info[o.vreg].fixed.append((o.slots, d.units))
+            else:
+                info[o.vreg].copy_conflicts.append(CopyConflict(None, o.slots, 0, (ident[1], ident[0]), d.units))
     for iv2 in info.values():  # merge fixed units per mask: fewer entries to test
         merged: dict[int, set[int]] = {}
         for m, units in iv2.fixed:
             merged.setdefault(m, set()).update(units)
         iv2.fixed = [(m, frozenset(u)) for m, u in sorted(merged.items())]
-    problem = AllocationProblem(fn, target, limits, order, info)
+    problem = AllocationProblem(original, target, limits, order, info)
     problem.tight, problem.caps = occupancy_caps(problem)
     return problem

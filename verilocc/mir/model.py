@@ -173,6 +173,7 @@ class Function:
     liveins: list[tuple[str, str | None]]  # ($physreg, %vreg or None)
     blocks: list[Block]
     ir_attributes: dict[str, str] = field(default_factory=dict)  # "target-cpu" -> "gfx90a", ...
+    calling_convention: str = ""  # of the IR function: "amdgpu_kernel", "amdgpu_ps", ... ("" default)
     body_line: int = 0  # line of `body:`
     trailer_text: str = ""  # YAML keys after `body:` (rare), printed back unchanged
     body_blank_lines: int = 1  # blank lines closing the body (LLVM 19 writes one, LLVM 22 none)

@@ -178,12 +178,17 @@ _IR_FUNC_ATTR = re.compile(r"^\s*define\b.*@\"?([^\s\"(]+)\"?\(.*\)\s*(.*)\{\s*$
 _IR_ATTR_GROUP = re.compile(r"^\s*attributes #(\d+) = \{(.*)\}\s*$")
 
 
-def _ir_function_attributes(ir_text: str | None, func_name: str) -> dict[str, str]:
-    """The string attributes (`"target-cpu"="gfx90a"`, ...) of a function in the IR module."""
+_IR_CALLING_CONVENTION = re.compile(r"^\s*define\b[^@]*?\b(amdgpu_\w+|spir_kernel|spir_func|fastcc|coldcc|ccc)\b")
+
+
+def _ir_function_attributes(ir_text: str | None, func_name: str) -> tuple[dict[str, str], str]:
+    """The string attributes (`"target-cpu"="gfx90a"`, ...) of a function in the IR module,
+    and its calling convention (`amdgpu_kernel`, `amdgpu_ps`...; "" for the default one)."""
     if not ir_text:
-        return {}
+        return {}, ""
     groups: dict[str, str] = {}
     group_of_func: str | None = None
+    convention = ""
     for ln in ir_text.split("\n"):
         m = _IR_ATTR_GROUP.match(ln)
         if m:
@@ -193,11 +198,13 @@ def _ir_function_attributes(ir_text: str | None, func_name: str) -> dict[str, st
         if m and m.group(1) == func_name:
             g = re.search(r"#(\d+)", m.group(2))
             group_of_func = g.group(1) if g else None
+            cc = _IR_CALLING_CONVENTION.match(ln)
+            convention = cc.group(1) if cc else ""
     attrs = groups.get(group_of_func or "", "")
     if not attrs:
         # No attribute group on the function: fall back to the first group that names a cpu.
         attrs = next((a for a in groups.values() if '"target-cpu"' in a), "")
-    return dict(re.findall(r'"([^"]+)"="([^"]*)"', attrs))
+    return dict(re.findall(r'"([^"]+)"="([^"]*)"', attrs)), convention
 
 
 def _parse_function(
@@ -252,7 +259,7 @@ def _parse_function(
     if not blocks:
         at = body_at + 1 if body_at is not None else start + 1
         raise InputError(f"function '{name}' has no basic blocks (empty or truncated `body:`)", file, at, 1)
-    attrs = _ir_function_attributes(ir_text, name)
+    attrs, convention = _ir_function_attributes(ir_text, name)
     return Function(
         name=name,
         file=file,
@@ -263,6 +270,7 @@ def _parse_function(
         liveins=liveins,
         blocks=blocks,
         ir_attributes=attrs,
+        calling_convention=convention,
         body_line=(body_at + 1) if body_at is not None else 0,
         body_blank_lines=_trailing_blank_lines(lines[body_at + 1:body_lines_end]) if body_at is not None else 0,
         trailer_text=trailer_text,

@@ -70,11 +70,13 @@ SIDE_EFFECT_PREFIXES = (
 _NOT_PURE_PREFIXES = SIDE_EFFECT_PREFIXES + ("DBG_",)
 
 
-def is_pure(ins: Instruction, allocated: bool) -> bool:
+def is_pure(ins: Instruction, allocated: bool, fixed: bool = False) -> bool:
     """A definition LLVM may rematerialise: its value depends only on its operands.
 
     One explicit def, of a virtual register (or, in an allocated program, a `renamable`
-    one); no implicit defs, no side effects; memory is read only if it is invariant. Mirrors SIInstrInfo::isReallyTriviallyReMaterializable.
+    one, or any register with `fixed`: the whole-wave values LLVM assigns before allocation
+    are not renamable); no implicit defs, no side effects; memory is read only if it is
+    invariant. Mirrors SIInstrInfo::isReallyTriviallyReMaterializable.
     """
     if ins.opcode in MOVE_OPCODES or is_spill_code(ins) or ins.opcode.startswith(_NOT_PURE_PREFIXES):
         return False
@@ -84,7 +86,7 @@ def is_pure(ins: Instruction, allocated: bool) -> bool:
     if len(defs) != 1 or defs[0].is_implicit:
         return False
     d = defs[0]
-    if allocated and not d.has("renamable"):
+    if allocated and not (d.has("renamable") or fixed):
         return False
     if not allocated and d.vreg is None:
         return False
@@ -163,15 +165,37 @@ def align_block(pre: list[Instruction], post: list[Instruction],
     return steps
 
 
+EXEC_REGISTERS = frozenset({"exec", "exec_lo"})
+
+
+def is_register_move(ins: Instruction) -> bool:
+    """`$d = S_MOV_B32/B64 $s`: a scalar move of a register, which LLVM's allocator and the
+    whole-wave bracket write as copies."""
+    if ins.opcode not in ("S_MOV_B32", "S_MOV_B64") or any(op.kind != "reg" for op in ins.operands):
+        return False
+    return sum(1 for op in ins.operands if not op.is_implicit) == 2
+
+
+def is_exec_save(ins: Instruction) -> bool:
+    """`$s = S_OR_SAVEEXEC_B64 -1, implicit-def $exec, ...`: $exec saved in $s, all lanes on."""
+    if ins.opcode not in ("S_OR_SAVEEXEC_B32", "S_OR_SAVEEXEC_B64"):
+        return False
+    explicit = [op for op in ins.operands if not (op.kind == "reg" and op.is_implicit)]
+    return (len(explicit) == 2 and explicit[0].kind == "reg" and explicit[0].is_def and explicit[0].phys is not None
+            and explicit[1].kind == "imm" and explicit[1].text == "-1"
+            and any(op.kind == "reg" and not op.is_def and op.phys in EXEC_REGISTERS for op in ins.operands))
+
+
 def _post_only(post: list[Instruction], j: int, known_keys: set[tuple[object, ...]] | None) -> Step:
     """Classify an unpaired instruction of the allocated program. A pure one rematerialises a
-    definition only if the virtual program has an instruction with its key somewhere."""
+    definition only if the virtual program has an instruction with its key somewhere; a
+    register move and a save of $exec are moves (`verilocc.pairing.steps`)."""
     ins = post[j]
-    if ins.opcode in MOVE_OPCODES:
+    if ins.opcode in MOVE_OPCODES or is_register_move(ins) or is_exec_save(ins):
         return Step(Role.MOVE, None, j)
     if is_spill_code(ins):
         return Step(Role.SPILL, None, j)
-    if is_pure(ins, allocated=True) and (known_keys is None or instruction_key(ins) in known_keys):
+    if is_pure(ins, allocated=True, fixed=True) and (known_keys is None or instruction_key(ins) in known_keys):
         return Step(Role.REMAT, None, j)
     return Step(Role.ADDED, None, j)
 

@@ -22,19 +22,20 @@ timeout is UNKNOWN.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from verilocc.pairing.alignment import FunctionAlignment, Role, Step, is_pure, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, is_pure, value_inputs
+from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg
 from verilocc.findings import Finding, Place
-from verilocc.mir.model import Block, Function, Instruction, Operand
+from verilocc.mir.model import Function, Instruction, Operand
+from verilocc.semantics.interpretation import RandomInterpretation
 from verilocc.semantics.ops import Semantics, has_side_effects, reads_memory
-from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker, slot_number
-from verilocc.smt.solver import DEFAULT_RLIMIT
+from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
+from verilocc.smt.solver import Answer, check_z3_terms
 from verilocc.target import RegisterClass, Target
 
 LAYER = "equivalence"
@@ -209,12 +210,17 @@ class _BlockRun:
 
     # --- execution -----------------------------------------------------------------------
     def execute(self, ins: Instruction, reads: list[tuple[Operand, list[Any]]], defs: list[Operand],
-                widths: list[int], token: Any) -> tuple[list[list[Any]], Any]:
+                widths: list[int], token: Any, pure: bool | None = None) -> tuple[list[list[Any]], Any]:
+        """Results of `ins` from the lanes it reads. `pure`: whether its value ignores $exec and
+        $mode; decided from the instruction when None. A matched pair passes the virtual
+        instruction's answer for both sides: one instruction has one meaning, whatever flags
+        (`renamable`) the allocator left on the other side's operands."""
         explicit = [lanes for op, lanes in reads if not op.is_implicit]
         res = self.eq.sem.interpret(ins, explicit, widths)
         if res is not None:
             return res, token
-        pure = is_pure(ins, allocated=defs[0].vreg is None) if len(defs) == 1 else False
+        if pure is None:
+            pure = is_pure(ins, allocated=defs[0].vreg is None) if len(defs) == 1 else False
         if pure:
             # A pure value ignores $exec/$mode, as LLVM's rematerialisation does, and invariant
             # memory needs no token: the same inputs give the same value anywhere.
@@ -225,31 +231,27 @@ class _BlockRun:
         outs, new_tok = self.eq.sem.uninterpreted(ins, inputs, widths, token if use_token else None)
         return outs, (new_tok if new_tok is not None else token)
 
-    def step(self, st: Step, pre: Block, post: Block) -> None:
-        role = st.role
-        if role is Role.MATCHED:
-            assert st.pre is not None and st.post is not None
-            self.matched(pre.instructions[st.pre], post.instructions[st.post], st.post)
-        elif role is Role.MOVE and st.pre is not None:
-            self.pre_move(pre.instructions[st.pre])
-        elif role is Role.MOVE and st.post is not None:
-            self.post_move(post.instructions[st.post])
-        elif role is Role.SPILL:
-            assert st.post is not None
-            self.spill(post.instructions[st.post])
-        elif role in (Role.REMAT, Role.ADDED):
-            assert st.post is not None
-            self.post_only(post.instructions[st.post], st.post)
-        elif role in (Role.REMAT_ORIGIN, Role.DROPPED):
-            assert st.pre is not None
-            self.pre_only(pre.instructions[st.pre])
+    # --- steps (one method per kind, called by `walk_block`) ------------------------------
+    def remat(self, s: ps.RematCopy) -> None:
+        self.post_only(s.ins, pure=True)
 
-    def matched(self, pi: Instruction, qi: Instruction, qidx: int) -> None:
+    def added(self, s: ps.Added) -> None:
+        self.post_only(s.ins)
+
+    def remat_origin(self, s: ps.RematOrigin) -> None:
+        self.pre_only(s.ins)
+
+    def dropped(self, s: ps.Dropped) -> None:
+        self.pre_only(s.ins)
+
+    def matched(self, s: ps.Matched) -> None:
+        pi, qi, qidx = s.pre, s.post, s.step.post
         preads: list[tuple[Operand, list[Any]]] = []
         qreads: list[tuple[Operand, list[Any]]] = []
         pdefs: list[Operand] = []
         qdefs: list[Operand] = []
-        for po, qo in zip(pi.operands, qi.operands):
+        discharged = self.eq.vf.discharged
+        for position, (po, qo) in enumerate(zip(pi.operands, qi.operands)):
             if po.kind != "reg" or qo.kind != "reg" or po.is_noreg:
                 continue
             if po.is_def:
@@ -257,11 +259,18 @@ class _BlockRun:
                 qdefs.append(qo)
             elif not (po.has("debug-use") or po.has("internal")):
                 ql = self.post_read(qo)
-                preads.append((po, self.pre_read(po, ql)))
+                pl = self.pre_read(po, ql)
+                ignored = discharged.get((self.b, qidx, position)) if discharged else None
+                if ignored:
+                    # Value flow proved the results do not depend on these slots
+                    # (`ValueFlowChecker.discharge`): read them as the virtual program does.
+                    ql = [p if k in ignored and p is not None else q for k, (p, q) in enumerate(zip(pl, ql))]
+                preads.append((po, pl))
                 qreads.append((qo, ql))
         widths = [len(self.eq.vf.tags_of(d)) for d in pdefs]
-        pres, self.ptoken = self.execute(pi, preads, pdefs, widths, self.ptoken)
-        qres, self.qtoken = self.execute(qi, qreads, qdefs, widths, self.qtoken)
+        pure = is_pure(pi, allocated=False) if len(pdefs) == 1 else False
+        pres, self.ptoken = self.execute(pi, preads, pdefs, widths, self.ptoken, pure)
+        qres, self.qtoken = self.execute(qi, qreads, qdefs, widths, self.qtoken, pure)
         if has_side_effects(pi):
             lhs = [v for _, lanes in preads for v in lanes]
             rhs = [v for _, lanes in qreads for v in lanes]
@@ -281,68 +290,91 @@ class _BlockRun:
         for d, lanes in zip(defs, res):
             self.pre_write(d, lanes)
 
-    def post_only(self, ins: Instruction, qidx: int) -> None:
-        del qidx
+    def post_only(self, ins: Instruction, pure: bool | None = None) -> None:
         reads = [(op, self.post_read(op)) for op in ins.operands
                  if op.kind == "reg" and not op.is_def and not op.is_noreg and not op.has("debug-use")]
         defs = [op for op in ins.defs if not op.is_noreg]
         widths = [len(self.eq.vf.units_of(d)) for d in defs]
-        res, self.qtoken = self.execute(ins, reads, defs, widths, self.qtoken)
+        res, self.qtoken = self.execute(ins, reads, defs, widths, self.qtoken, pure)
         for d, lanes in zip(defs, res):
             self.post_write(d, lanes)
 
-    def pre_move(self, ins: Instruction) -> None:
-        regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
-        if ins.opcode == "COPY" and len(regs) == 2:
-            dst, src = regs
-            lanes = [None if src.has("undef") else self.pget(t) for t in self.eq.vf.tags_of(src)]
-            self.pre_write(dst, lanes)
-        elif ins.opcode == "IMPLICIT_DEF":
-            for d in ins.defs:
-                self.pre_write(d, [None] * len(self.eq.vf.tags_of(d)))
+    def pre_copy(self, s: ps.PreCopy) -> None:
+        src = s.src
+        lanes = [self.pget(t) for t in self.eq.vf.tags_of(src)] if src is not None else \
+            [None] * len(self.eq.vf.tags_of(s.source))
+        width = len(self.eq.vf.tags_of(s.dst))
+        self.pre_write(s.dst, (lanes + [None] * width)[:width])  # a widened 16-bit source: high half undefined
 
-    def post_move(self, ins: Instruction) -> None:
-        regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
-        if ins.opcode == "COPY" and len(regs) == 2:
-            dst, src = regs
-            sunits = self.eq.vf.units_of(src)
-            lanes = [self.qget(u) for u in sunits]
-            stores = [self.lanes_store(u) if (u in self.qlanes or u in self.entry.lanes) else None for u in sunits]
-            self.post_write(dst, lanes)
-            for d, store in zip(self.eq.vf.units_of(dst), stores):
-                if store:
-                    self.qlanes[d] = dict(store)
-        elif ins.opcode == "IMPLICIT_DEF":
-            for d in ins.defs:
-                self.post_write(d, [])
+    def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
+        for d in s.ins.defs:
+            self.pre_write(d, [None] * len(self.eq.vf.tags_of(d)))
 
-    def spill(self, ins: Instruction) -> None:
-        regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
-        slot = next((o for o in ins.operands if o.kind == "stack"), None)
-        imm = next((o for o in ins.operands if o.kind == "imm"), None)
-        if ins.opcode == "SI_SPILL_S32_TO_VGPR" and len(regs) >= 2 and imm is not None:
-            vunits = self.eq.vf.units_of(regs[0])
-            store = dict(self.lanes_store(vunits[0]))
-            for h, v in enumerate(self.post_read(regs[1])):
-                store[(int(imm.text), h)] = v
-            for u in vunits:
-                self.qset(u, self.new_junk())
-            self.qlanes[vunits[0]] = store
-        elif ins.opcode == "SI_RESTORE_S32_FROM_VGPR" and len(regs) >= 2 and imm is not None:
-            store = self.lanes_store(self.eq.vf.units_of(regs[1])[0])
-            dunits = self.eq.vf.units_of(regs[0])
-            lanes = [store.get((int(imm.text), h)) for h in range(len(dunits))]
-            self.post_write(regs[0], [x if x is not None else self.new_junk() for x in lanes])
-        elif slot is not None and ins.opcode.endswith("_SAVE") and regs:
-            n = slot_number(slot)
-            for k, v in enumerate(self.post_read(regs[0])):
-                self.qset(("slot", n, k), v)
-        elif slot is not None and ins.opcode.endswith("_RESTORE") and regs:
-            n = slot_number(slot)
-            units = self.eq.vf.units_of(regs[0])
-            self.post_write(regs[0], [self.qget(("slot", n, k)) for k in range(len(units))])
-        else:
-            self.eq.unknown(ins, self.b, f"`{ins.opcode}` is spill code the executor does not model")
+    def pre_kill(self, s: ps.PreKill) -> None:
+        pass
+
+    def post_copy(self, s: ps.PostCopy) -> None:
+        sunits = self.eq.vf.units_of(s.source)
+        lanes = [self.qget(u) for u in sunits]
+        dunits = self.eq.vf.units_of(s.dst)
+        lanes += [self.qget(u) for u in dunits[len(lanes):]]  # a widened 16-bit source: the high half stays
+        stores = [self.lanes_store(u) if (u in self.qlanes or u in self.entry.lanes) else None for u in sunits]
+        self.post_write(s.dst, lanes)
+        for d, store in zip(self.eq.vf.units_of(s.dst), stores):
+            if store:
+                self.qlanes[d] = dict(store)
+
+    def exec_save(self, s: ps.ExecSave) -> None:
+        self.post_copy(s)
+        for op in s.clobbers:
+            self.post_write(op, [])
+
+    def post_implicit_def(self, s: ps.PostImplicitDef) -> None:
+        for d in s.ins.defs:
+            self.post_write(d, [])
+
+    def post_kill(self, s: ps.PostKill) -> None:
+        pass
+
+    def spill_to_lane(self, s: ps.SpillToLane) -> None:
+        vunits = self.eq.vf.units_of(s.vgpr)
+        store = dict(self.lanes_store(vunits[0]))
+        for h, v in enumerate(self.post_read(s.src)):
+            store[(s.lane, h)] = v
+        for u in vunits:
+            self.qset(u, self.new_junk())
+        self.qlanes[vunits[0]] = store
+
+    def restore_from_lane(self, s: ps.RestoreFromLane) -> None:
+        store = self.lanes_store(self.eq.vf.units_of(s.vgpr)[0])
+        dunits = self.eq.vf.units_of(s.dst)
+        lanes = [store.get((s.lane, h)) for h in range(len(dunits))]
+        self.post_write(s.dst, [x if x is not None else self.new_junk() for x in lanes])
+
+    def spill_to_slot(self, s: ps.SpillToSlot) -> None:
+        sunits = self.eq.vf.units_of(s.src)
+        stores = [self._store_of(u) for u in sunits]
+        for k, v in enumerate(self.post_read(s.src)):
+            self.qset(("slot", s.slot, k), v)
+        for k, store in enumerate(stores):
+            self._put_store(("slot", s.slot, k), store)
+
+    def reload_from_slot(self, s: ps.ReloadFromSlot) -> None:
+        units = self.eq.vf.units_of(s.dst)
+        stores = [self._store_of(("slot", s.slot, k)) for k in range(len(units))]
+        self.post_write(s.dst, [self.qget(("slot", s.slot, k)) for k in range(len(units))])
+        for u, store in zip(units, stores):
+            self._put_store(u, store)
+
+    def _store_of(self, loc: object) -> dict[tuple[int, int], Any] | None:
+        """The lane store of a location (a VGPR holding spilled SGPRs), None when it has none."""
+        return dict(self.lanes_store(loc)) if (loc in self.qlanes or loc in self.entry.lanes) else None
+
+    def _put_store(self, loc: object, store: dict[tuple[int, int], Any] | None) -> None:
+        self.qlanes[loc] = store or {}
+
+    def unsupported(self, s: ps.Unsupported) -> None:
+        self.eq.unknown(s.ins, self.b, f"`{s.ins.opcode}` is {s.reason} the executor does not model")
 
     def edge_text(self, s: int, loc: object, t: Tag) -> str:
         return f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.loc_name(loc)} holds {self.eq.vf.tag_name(t)}"
@@ -461,8 +493,7 @@ class EquivalenceChecker:
             if b not in self.alignment.steps or b not in self.vf.entry_states:
                 continue
             run = _BlockRun(self, b, self.vf.entry_states[b])
-            for st in self.alignment.steps[b]:
-                run.step(st, pre_blocks[b], post_blocks[b])
+            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], run)
             qb = post_blocks[b]
             last = qb.instructions[-1] if qb.instructions else None
             run.close(self.vf.entry_states, self.cfg.successors(b), last, len(qb.instructions) - 1)
@@ -496,25 +527,14 @@ class EquivalenceChecker:
             if interp.holds(self.assumptions) and self.report_failures(pending, interp.value):
                 self.stats["refuted_by"] = "random interpretation"
                 return
-        s = z3.Solver(ctx=self.ctx)
-        s.set("random_seed", self.seed)
-        s.set("timeout", max(1, int(self.timeout_s * 1000)))
-        s.set("rlimit", DEFAULT_RLIMIT)
         self.query = [*self.assumptions, z3.Not(z3.And([f for _, f in pending]))]
-        s.add(self.query)
-        r = s.check()
-        if r == z3.unsat:
+        outcome, value = check_z3_terms(z3, self.ctx, self.query, timeout_s=self.timeout_s, seed=self.seed)
+        if outcome.answer is Answer.UNSAT:
             return
-        if r != z3.sat:
+        if value is None:
             self.findings.append(Finding("solver", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
-                                         f"z3 could not decide equivalence: {s.reason_unknown()}", severity="unknown"))
+                                         f"z3 could not decide equivalence: {outcome.reason}", severity="unknown"))
             return
-        model = s.model()
-
-        def value(t: Any) -> int | bool | None:
-            v = model.eval(t, model_completion=True)
-            return v.as_long() if z3.is_bv_value(v) else z3.is_true(v) if z3.is_bool(v) else None
-
         self.report_failures(pending, value)
 
     def report_failures(self, pending: list[tuple[Obligation, Any]],
@@ -563,76 +583,6 @@ class EquivalenceChecker:
         shared = sorted(set(left) & set(right))
         both = {**left, **right}
         return [(self.vf.pretty_symbol(n), _hex(value(both[n]))) for n in differing + shared][:12]
-
-
-class RandomInterpretation:
-    """A concrete valuation of the executor's terms: every 16-bit symbol and every
-    uninterpreted function (an opcode's lane, a memory effect) is a fixed pseudo-random
-    function of its name and arguments, derived from `salt`. Interpreted operations (bit-vector
-    constants, extraction, equality, conjunction, negation) keep their meaning, so a term's
-    value here is its value in one model of the theory: if the assumptions hold and an
-    obligation is false, the obligation is refuted. Terms with other operations have no value
-    (None), and then the solver decides."""
-
-    def __init__(self, z3: Any, salt: str) -> None:
-        self.z3 = z3
-        self.salt = salt
-        self.memo: dict[int, int | bool | None] = {}
-
-    def _random(self, name: str, args: tuple[object, ...], bits: int) -> int:
-        digest = hashlib.blake2b(f"{self.salt}|{name}|{args}".encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "little") & ((1 << bits) - 1)
-
-    def holds(self, terms: list[Any]) -> bool:
-        return all(self.value(t) is True for t in terms)
-
-    def value(self, term: Any) -> int | bool | None:
-        z3 = self.z3
-        stack = [term]
-        while stack:
-            t = stack[-1]
-            tid = t.get_id()
-            if tid in self.memo:
-                stack.pop()
-                continue
-            kids = t.children()
-            missing = [c for c in kids if c.get_id() not in self.memo]
-            if missing:
-                stack.extend(missing)
-                continue
-            stack.pop()
-            args = [self.memo[c.get_id()] for c in kids]
-            self.memo[tid] = None if any(a is None for a in args) else self._apply(t, args)
-        return self.memo[term.get_id()]
-
-    def _apply(self, t: Any, args: list[Any]) -> int | bool | None:
-        z3 = self.z3
-        if z3.is_bv_value(t):
-            return t.as_long()
-        if z3.is_true(t):
-            return True
-        if z3.is_false(t):
-            return False
-        kind = t.decl().kind()
-        if kind == z3.Z3_OP_UNINTERPRETED and z3.is_bv(t):
-            return self._random(t.decl().name(), tuple(args), t.size())
-        if kind == z3.Z3_OP_EXTRACT:
-            hi, lo = t.params()
-            return (args[0] >> lo) & ((1 << (hi - lo + 1)) - 1)
-        if kind == z3.Z3_OP_CONCAT:
-            out = 0
-            for a, c in zip(args, t.children()):
-                out = (out << c.size()) | a
-            return out
-        if kind == z3.Z3_OP_EQ:
-            return args[0] == args[1]
-        if kind == z3.Z3_OP_AND:
-            return all(args)
-        if kind == z3.Z3_OP_OR:
-            return any(args)
-        if kind == z3.Z3_OP_NOT:
-            return not args[0]
-        return None
 
 
 def _hex(v: int | bool | None) -> str:

@@ -18,7 +18,8 @@ The abstract domain, in the manner of regalloc2's checker:
   it holds the tag or the tag is undefined there. Defined = union; remat = agreeing entries.
   It is an intersection, so the forward fixed point exists and is reached.
 
-Transfer, one rule per kind of aligned step (`verilocc.pairing.alignment`):
+Transfer, one rule per kind of decoded step (`verilocc.pairing.steps`, which this module's
+`_Walker` visits):
 - matched instruction: every pre use must read, in the post operand at the same position,
   units that hold the tags the pre program reads; then each def clears its tags everywhere,
   clears the post units it writes, and puts its tags there.
@@ -35,7 +36,12 @@ Transfer, one rule per kind of aligned step (`verilocc.pairing.alignment`):
 - added / dropped instruction: a finding; its effect is approximated so that one error does
   not cascade.
 Phase 1 computes block-entry states to a fixed point without reporting; phase 2 replays every
-block once and collects every error with its place, not just the first.
+block once and collects every error with its place, not just the first. A wrong read whose
+lanes the instruction provably ignores is recorded as an `Anomaly` instead of an error
+(`ValueFlowChecker.discharge`).
+
+The module is longer than most because the domain, its meet and one transfer rule per step
+kind belong together: reading one rule means reading the domain it updates.
 """
 
 from __future__ import annotations
@@ -45,7 +51,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from verilocc.pairing.alignment import FunctionAlignment, Role, Step, instruction_key, is_pure, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, instruction_key, is_pure, value_inputs
+from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg, physreg_at, resolve_operand
 from verilocc.findings import Finding, Place
@@ -66,9 +73,13 @@ class State:
     lanes: dict[Loc, dict[tuple[int, int], frozenset[Tag]]] = field(default_factory=dict)
     defined: set[Tag] = field(default_factory=set)
     remat: dict[Tag, Remat] = field(default_factory=dict)
+    # Physical registers whose virtual-program value is undefined here (the high half after a
+    # 16-bit COPY widened into them, an IMPLICIT_DEF, a copy of an undefined lane).
+    undef_fixed: set[Tag] = field(default_factory=set)
 
     def copy(self) -> State:
-        return State(dict(self.locs), {k: dict(v) for k, v in self.lanes.items()}, set(self.defined), dict(self.remat))
+        return State(dict(self.locs), {k: dict(v) for k, v in self.lanes.items()}, set(self.defined), dict(self.remat),
+                     set(self.undef_fixed))
 
     def holds(self, loc: Loc) -> frozenset[Tag]:
         got = self.locs.get(loc)
@@ -77,7 +88,7 @@ class State:
         return frozenset({("$", loc)}) if isinstance(loc, int) else frozenset()
 
     def is_defined(self, tag: Tag) -> bool:
-        return tag[0] == "$" or tag in self.defined
+        return (tag[0] == "$" and tag not in self.undef_fixed) or tag in self.defined
 
     def same_as(self, other: State) -> bool:
         return (
@@ -85,6 +96,7 @@ class State:
             and self.lanes == other.lanes
             and self.defined == other.defined
             and self.remat == other.remat
+            and self.undef_fixed == other.undef_fixed
         )
 
 
@@ -96,6 +108,7 @@ def meet(states: list[State]) -> State:
     for s in states:
         defined |= s.defined
     out.defined = defined
+    out.undef_fixed = set.intersection(*(s.undef_fixed for s in states))
     all_locs: set[Loc] = set()
     for s in states:
         all_locs.update(s.locs)
@@ -131,8 +144,9 @@ def meet(states: list[State]) -> State:
 class _Walker:
     """Applies the transfer rules to a state; records findings when `report` is set."""
 
-    def __init__(self, checker: ValueFlowChecker, state: State, report: bool) -> None:
+    def __init__(self, checker: ValueFlowChecker, block: int, state: State, report: bool) -> None:
         self.c = checker
+        self.block = block
         self.s = state
         self.report = report
         self.index: dict[Tag, set[Loc]] = defaultdict(set)
@@ -200,73 +214,69 @@ class _Walker:
         for t, u in zip(tags, units):
             self.set_loc(u, frozenset({t}))
         for p, t in enumerate(tags):
+            self.s.undef_fixed.discard(t)
             if t[0] != "$":
                 self.s.defined.add(t)
                 if recipe is not None and t not in recipe[1]:
                     self.set_remat(t, (recipe[0], recipe[1], p))
 
-    # --- steps -------------------------------------------------------------------------
-    def step(self, block: int, step: Step, pre: Block, post: Block) -> None:
-        role = step.role
-        if role is Role.MATCHED:
-            assert step.pre is not None and step.post is not None
-            self.matched(block, step, pre.instructions[step.pre], post.instructions[step.post])
-        elif role is Role.MOVE and step.pre is not None:
-            self.pre_move(pre.instructions[step.pre])
-        elif role is Role.MOVE and step.post is not None:
-            self.post_move(block, step.post, post.instructions[step.post])
-        elif role is Role.SPILL:
-            assert step.post is not None
-            self.spill(block, step.post, post.instructions[step.post])
-        elif role is Role.REMAT:
-            assert step.post is not None
-            self.remat(post.instructions[step.post])
-        elif role is Role.REMAT_ORIGIN:
-            assert step.pre is not None
-            ins = pre.instructions[step.pre]
-            recipe = self.c.recipe(ins)
-            for d in ins.defs:
-                self.undefine_rest(d)
-                self.define(self.c.tags_of(d), (), recipe)
-        elif role is Role.ADDED:
-            assert step.post is not None
-            ins = post.instructions[step.post]
-            self.error(
-                "added-instruction", block, step.post, ins, None,
-                f"`{ins.opcode}` at line {ins.line} has no counterpart in the virtual program",
-            )
-            for d in ins.defs:
-                self.clobber(self.c.units_of(d))
-        elif role is Role.DROPPED:
-            assert step.pre is not None
-            ins = pre.instructions[step.pre]
-            self.error(
-                "dropped-instruction", block, None, ins, None,
-                f"`{ins.opcode}` (virtual program line {ins.line}) is missing from the allocated program",
-                pre_line=True,
-            )
-            for d in ins.defs:
-                for t in self.c.tags_of(d):
-                    self.forget_tag(t)
-                    self.s.defined.discard(t)
+    # --- steps (one method per kind, called by `walk_block`) ----------------------------
+    def remat_origin(self, s: ps.RematOrigin) -> None:
+        recipe = self.c.recipe(s.ins)
+        for d in s.ins.defs:
+            self.undefine_rest(d)
+            self.define(self.c.tags_of(d), (), recipe)
 
-    def matched(self, block: int, step: Step, pi: Instruction, qi: Instruction) -> None:
-        assert step.post is not None
+    def added(self, s: ps.Added) -> None:
+        ins = s.ins
+        self.error(
+            "added-instruction", self.block, s.step.post, ins, None,
+            f"`{ins.opcode}` at line {ins.line} has no counterpart in the virtual program",
+        )
+        for d in ins.defs:
+            self.clobber(self.c.units_of(d))
+
+    def dropped(self, s: ps.Dropped) -> None:
+        ins = s.ins
+        self.error(
+            "dropped-instruction", self.block, None, ins, None,
+            f"`{ins.opcode}` (virtual program line {ins.line}) is missing from the allocated program",
+            pre_line=True,
+        )
+        self.undefine_defs(ins)
+
+    def undefine_defs(self, ins: Instruction) -> None:
+        for d in ins.defs:
+            for t in self.c.tags_of(d):
+                self.undefine(t)
+
+    def undefine(self, t: Tag) -> None:
+        """The virtual program's `t` becomes undefined: any value refines it."""
+        self.forget_tag(t)
+        if t[0] == "$":
+            self.s.undef_fixed.add(t)
+        else:
+            self.s.defined.discard(t)
+
+    def matched(self, s: ps.Matched) -> None:
+        block, pi, qi = self.block, s.pre, s.post
+        post_index = s.step.post
+        assert post_index is not None
         pops, qops = pi.operands, qi.operands
         if len(qops) < len(pops):
-            self.error("operands", block, step.post, qi, None, f"`{qi.opcode}` has fewer operands than in the virtual program")
+            self.error("operands", block, post_index, qi, None, f"`{qi.opcode}` has fewer operands than in the virtual program")
             return
         defs: list[tuple[Operand, Operand]] = []
-        for po, qo in zip(pops, qops):
+        for position, (po, qo) in enumerate(zip(pops, qops)):
             if po.kind != "reg":
                 continue
             if qo.kind != "reg" or qo.is_def != po.is_def:
-                self.error("operands", block, step.post, qi, qo, f"operand `{qo.text}` does not match `{po.text}` of the virtual program")
+                self.error("operands", block, post_index, qi, qo, f"operand `{qo.text}` does not match `{po.text}` of the virtual program")
                 continue
             if po.is_def:
                 defs.append((po, qo))
             elif not (po.has("undef") or po.has("debug-use") or po.has("internal")) and not po.is_noreg:
-                self.check_use(block, step.post, qi, po, qo)
+                self.check_use(block, post_index, qi, po, qo, pi, position)
         for po, qo in defs:
             if po.is_noreg:
                 continue
@@ -274,7 +284,7 @@ class _Walker:
             units = self.c.units_of(qo)
             if len(units) != len(tags):
                 self.error(
-                    "width", block, step.post, qi, qo,
+                    "width", block, post_index, qi, qo,
                     f"`{qo.register_text}` has {len(units) * 16} bits but {po.register_text} has {len(tags) * 16}",
                     vregs=(po,),
                 )
@@ -282,7 +292,9 @@ class _Walker:
             self.undefine_rest(po)
             self.define(tags, units, self.c.recipe(pi) if is_pure(pi, allocated=False) else None)
 
-    def check_use(self, block: int, post_index: int, qi: Instruction, po: Operand, qo: Operand) -> None:
+
+    def check_use(self, block: int, post_index: int, qi: Instruction, po: Operand, qo: Operand,
+                  pi: Instruction | None = None, position: int = -1) -> None:
         tags = self.c.tags_of(po)
         units = self.c.units_of(qo)
         if po.vreg is None and po.phys is not None:
@@ -300,122 +312,127 @@ class _Walker:
             if self.s.is_defined(t) and t not in self.s.holds(u):
                 bad.append((t, u))
         if bad and self.report:
-            held = sorted({self.c.tag_name(x) for _, u in bad for x in self.s.holds(u)})
+            held = self.c.held_names({x for _, u in bad for x in self.s.holds(u)})
             lanes = self.c.lane_name(po, [t for t, _ in bad])
             what = ", ".join(held) if held else "no value of the virtual program"
+            slots = [k for k, (t, u) in enumerate(zip(tags, units)) if (t, u) in bad]
+            if pi is not None and self.c.discharge(block, post_index, pi, qi, position, slots,
+                                                   f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, "
+                                                   f"but it holds {what}"):
+                return
             self.error(
                 "wrong-value", block, post_index, qi, qo,
                 f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, but it holds {what}",
                 vregs=(po,),
             )
 
-    def pre_move(self, ins: Instruction) -> None:
-        if ins.opcode == "COPY":
-            dst, src = self._copy_operands(ins)
-            if dst is None or src is None:
-                return
-            dtags, stags = self.c.tags_of(dst), self.c.tags_of(src)
-            for dt, st in zip(dtags, stags):
-                if dt == st:
-                    continue  # `%1 = COPY %1` changes nothing
-                self.forget_tag(dt)
-                if self.s.is_defined(st) or st[0] == "$":
-                    if dt[0] != "$":
-                        self.s.defined.add(dt)
-                    for loc in list(self.index.get(st, ())) + ([st[1]] if st[0] == "$" and st in self.s.holds(st[1]) else []):
-                        self.set_loc(loc, self.s.holds(loc) | {dt})
-                    for store in self.s.lanes.values():
-                        for k, v in list(store.items()):
-                            if st in v:
-                                store[k] = v | {dt}
-                    if st in self.s.remat and dt not in self.s.remat[st][1]:
-                        self.set_remat(dt, self.s.remat[st])
-                elif dt[0] != "$":
-                    self.s.defined.discard(dt)
-        elif ins.opcode == "IMPLICIT_DEF":
-            for d in ins.defs:
-                for t in self.c.tags_of(d):
-                    self.forget_tag(t)
-                    self.s.defined.discard(t)
+    def pre_copy(self, s: ps.PreCopy) -> None:
+        self.undefine_rest(s.dst)
+        if s.src is None:
+            return  # `COPY undef`: no lane changes value here
+        dtags, stags = self.c.tags_of(s.dst), self.c.tags_of(s.src)
+        for dt, st in zip(dtags, stags):
+            if dt == st:
+                continue  # `%1 = COPY %1` changes nothing
+            self.forget_tag(dt)
+            if self.s.is_defined(st):
+                if dt[0] != "$":
+                    self.s.defined.add(dt)
+                self.s.undef_fixed.discard(dt)
+                for loc in list(self.index.get(st, ())) + ([st[1]] if st[0] == "$" and st in self.s.holds(st[1]) else []):
+                    self.set_loc(loc, self.s.holds(loc) | {dt})
+                for store in self.s.lanes.values():
+                    for k, v in list(store.items()):
+                        if st in v:
+                            store[k] = v | {dt}
+                if st in self.s.remat and dt not in self.s.remat[st][1]:
+                    self.set_remat(dt, self.s.remat[st])
+            else:
+                self.undefine(dt)
+        for dt in dtags[len(stags):]:  # a 16-bit source widened: the high half is undefined
+            self.undefine(dt)
 
-    @staticmethod
-    def _copy_operands(ins: Instruction) -> tuple[Operand | None, Operand | None]:
-        regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
-        if len(regs) < 2 or regs[1].has("undef"):
-            return (regs[0] if regs else None), None
-        return regs[0], regs[1]
+    def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
+        for d in s.ins.defs:
+            self.undefine_rest(d)
+        self.undefine_defs(s.ins)
 
-    def post_move(self, block: int, index: int, ins: Instruction) -> None:
-        if ins.opcode == "COPY":
-            dst, src = self._copy_operands(ins)
-            if dst is None:
-                return
-            dunits = self.c.units_of(dst)
-            if src is None:
-                self.clobber(dunits)
-                return
-            sunits = self.c.units_of(src)
-            if len(dunits) != len(sunits):
-                self.error("width", block, index, ins, dst, f"COPY from {len(sunits) * 16} to {len(dunits) * 16} bits")
-                self.clobber(dunits)
-                return
-            moved = [(self.s.holds(u), self.s.lanes.get(u)) for u in sunits]
-            for d, (tags, store) in zip(dunits, moved):
-                self.set_loc(d, tags)
-                if store:
-                    self.s.lanes[d] = dict(store)
-                else:
-                    self.s.lanes.pop(d, None)
-        elif ins.opcode == "IMPLICIT_DEF":
-            for d in ins.defs:
-                self.clobber(self.c.units_of(d))
+    def pre_kill(self, s: ps.PreKill) -> None:
+        pass
 
-    def spill(self, block: int, index: int, ins: Instruction) -> None:
-        op = ins.opcode
-        slot = next((o for o in ins.operands if o.kind == "stack"), None)
-        regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
-        if op == "SI_SPILL_S32_TO_VGPR":
-            imm = next((o for o in ins.operands if o.kind == "imm"), None)
-            src, vdst = (regs[1] if len(regs) > 1 else None), (regs[0] if regs else None)
-            if src is None or vdst is None or imm is None:
-                self.unsupported(block, index, ins)
-                return
-            sunits = self.c.units_of(src)
-            vunits = self.c.units_of(vdst)
-            store = dict(self.s.lanes.get(vunits[0], {}))
-            for h, u in enumerate(sunits):
-                store[(int(imm.text), h)] = self.s.holds(u)
-            for u in vunits:
-                self.set_loc(u, frozenset())
-            self.s.lanes[vunits[0]] = store
-        elif op == "SI_RESTORE_S32_FROM_VGPR":
-            imm = next((o for o in ins.operands if o.kind == "imm"), None)
-            dst, vsrc = (regs[0] if regs else None), (regs[1] if len(regs) > 1 else None)
-            if dst is None or vsrc is None or imm is None:
-                self.unsupported(block, index, ins)
-                return
-            store = self.s.lanes.get(self.c.units_of(vsrc)[0], {})
-            dunits = self.c.units_of(dst)
+    def post_copy(self, s: ps.PostCopy) -> None:
+        dunits = self.c.units_of(s.dst)
+        if s.src is None:
             self.clobber(dunits)
-            for h, u in enumerate(dunits):
-                self.set_loc(u, store.get((int(imm.text), h), frozenset()))
-        elif slot is not None and op.endswith("_SAVE") and regs:
-            n = slot_number(slot)
-            src = regs[0]
-            for k, u in enumerate(self.c.units_of(src)):
-                self.set_loc(("slot", n, k), self.s.holds(u))
-        elif slot is not None and op.endswith("_RESTORE") and regs and regs[0].is_def:
-            n = slot_number(slot)
-            dst = regs[0]
-            dunits = self.c.units_of(dst)
+            return
+        sunits = self.c.units_of(s.src)
+        if not ps.copy_widths_agree(len(dunits), len(sunits)):
+            self.error("width", self.block, s.step.post, s.ins, s.dst,
+                       f"COPY from {len(sunits) * 16} to {len(dunits) * 16} bits")
             self.clobber(dunits)
-            for k, u in enumerate(dunits):
-                self.set_loc(u, self.s.holds(("slot", n, k)))
+            return
+        moved = [(self.s.holds(u), self.s.lanes.get(u)) for u in sunits]
+        for d, (tags, store) in zip(dunits, moved):
+            self.set_loc(d, tags)
+            if store:
+                self.s.lanes[d] = dict(store)
+            else:
+                self.s.lanes.pop(d, None)
+
+    def exec_save(self, s: ps.ExecSave) -> None:
+        self.post_copy(s)
+        for op in s.clobbers:
+            self.clobber(self.c.units_of(op))
+
+    def post_implicit_def(self, s: ps.PostImplicitDef) -> None:
+        for d in s.ins.defs:
+            self.clobber(self.c.units_of(d))
+
+    def post_kill(self, s: ps.PostKill) -> None:
+        pass
+
+    def spill_to_lane(self, s: ps.SpillToLane) -> None:
+        vunits = self.c.units_of(s.vgpr)
+        store = dict(self.s.lanes.get(vunits[0], {}))
+        for h, u in enumerate(self.c.units_of(s.src)):
+            store[(s.lane, h)] = self.s.holds(u)
+        for u in vunits:
+            self.set_loc(u, frozenset())
+        self.s.lanes[vunits[0]] = store
+
+    def restore_from_lane(self, s: ps.RestoreFromLane) -> None:
+        store = self.s.lanes.get(self.c.units_of(s.vgpr)[0], {})
+        dunits = self.c.units_of(s.dst)
+        self.clobber(dunits)
+        for h, u in enumerate(dunits):
+            self.set_loc(u, store.get((s.lane, h), frozenset()))
+
+    def spill_to_slot(self, s: ps.SpillToSlot) -> None:
+        """The slot takes the source's tags and its lane store (a VGPR holding spilled SGPRs,
+        saved to the stack as a whole-wave spill)."""
+        for k, u in enumerate(self.c.units_of(s.src)):
+            loc = ("slot", s.slot, k)
+            self.set_loc(loc, self.s.holds(u))
+            self._move_lanes(u, loc)
+
+    def reload_from_slot(self, s: ps.ReloadFromSlot) -> None:
+        dunits = self.c.units_of(s.dst)
+        self.clobber(dunits)
+        for k, u in enumerate(dunits):
+            loc = ("slot", s.slot, k)
+            self.set_loc(u, self.s.holds(loc))
+            self._move_lanes(loc, u)
+
+    def _move_lanes(self, src: Loc, dst: Loc) -> None:
+        store = self.s.lanes.get(src)
+        if store:
+            self.s.lanes[dst] = dict(store)
         else:
-            self.unsupported(block, index, ins)
+            self.s.lanes.pop(dst, None)
 
-    def remat(self, ins: Instruction) -> None:
+    def remat(self, s: ps.RematCopy) -> None:
         """A rematerialised copy: its lanes are those computed the same way from the same inputs."""
+        ins = s.ins
         key = instruction_key(ins)
         d = ins.defs[0]
         units = self.c.units_of(d)
@@ -430,15 +447,20 @@ class _Walker:
         for p, u in enumerate(units):
             self.set_loc(u, frozenset(by_pos.get(p, ())))
 
-    # --- reporting ---------------------------------------------------------------------
-    def unsupported(self, block: int, index: int, ins: Instruction) -> None:
+    def unsupported(self, s: ps.Unsupported) -> None:
+        ins = s.ins
         if self.report:
+            index = s.step.post if s.step.post is not None else -1
             self.c.findings.append(self.c.finding(
-                "unsupported", block, index, ins, None,
-                f"`{ins.opcode}` is spill code this checker does not model", severity="unknown"))
-        for d in ins.defs:
-            self.clobber(self.c.units_of(d))
+                "unsupported", self.block, index, ins, None,
+                f"`{ins.opcode}` is {s.reason} this checker does not model", severity="unknown", pre_line=s.in_pre))
+        if s.in_pre:
+            self.undefine_defs(ins)
+        else:
+            for d in ins.defs:
+                self.clobber(self.c.units_of(d))
 
+    # --- reporting ---------------------------------------------------------------------
     def error(self, kind: str, block: int, index: int | None, ins: Instruction, op: Operand | None,
               msg: str, vregs: tuple[Operand, ...] = (), pre_line: bool = False) -> None:
         if self.report:
@@ -446,10 +468,22 @@ class _Walker:
                                                   vregs=vregs, pre_line=pre_line))
 
 
-def slot_number(op: Operand) -> int | str:
-    body = op.text[len("%stack."):].split("+")[0].strip()
-    head = body.split(".", 1)[0]
-    return int(head) if head.isdigit() else head
+@dataclass(frozen=True)
+class Anomaly:
+    """A read of the virtual program that the allocated one does not honour, shown harmless:
+    the instruction's results do not depend on the lanes it reads wrong
+    (`verilocc.semantics.bitvector.ignores_slots`). LLVM's liveness knew the lanes were
+    unused; its MIR says they are read (an *LLVM liveness anomaly*)."""
+
+    block: int
+    post_index: int
+    pre_index: int
+    position: int  # operand position in the instruction
+    slots: tuple[int, ...]  # 16-bit slots of the operand that hold the wrong value
+    opcode: str
+    line: int
+    column: int
+    what: str  # "reads `$sgpr2_sgpr3` where %14.sub2_sub3 (lanes 0x30) holds %45[slot 0] ..."
 
 
 class ValueFlowChecker:
@@ -461,6 +495,7 @@ class ValueFlowChecker:
         self.alignment = alignment
         self.cfg = cfg
         self.findings: list[Finding] = []
+        self.anomalies: list[Anomaly] = []
         self._units: dict[int, tuple[int, ...]] = {}
         self.remat_instructions: dict[tuple[object, ...], Instruction] = {}
         self.entry_states: dict[int, State] = {}
@@ -528,6 +563,24 @@ class ValueFlowChecker:
             return f"{self.unit_label(int(m.group(2)))} at bb.{m.group(1)} entry"
         return name
 
+    def held_names(self, tags: set[Tag]) -> list[str]:
+        """Names of the values `tags` stand for; the virtual program's values of physical
+        units that make up one register are named by that register (`$exec_lo`)."""
+        units = sorted(int(t[1]) for t in tags if t[0] == "$")  # type: ignore[call-overload]
+        names = {self.tag_name(t) for t in tags if t[0] != "$"}
+        k = 0
+        while k < len(units):
+            run = [units[k]]
+            while k + len(run) < len(units) and units[k + len(run)] == run[-1] + 1:
+                run.append(units[k + len(run)])
+            while len(run) > 1 and register_for_units(tuple(run)) is None:
+                run.pop()
+            reg = register_for_units(tuple(run))
+            label = f"${reg.name}" if reg is not None else f"unit {run[0]}"
+            names.add(f"the virtual program's {label}")
+            k += len(run)
+        return sorted(names)
+
     def unit_label(self, unit: int) -> str:
         reg = register_for_units((unit,))
         return f"${reg.name}" if reg is not None else f"unit {unit}"
@@ -575,9 +628,8 @@ class ValueFlowChecker:
             preds = [out_state[p] for p in self.cfg.predecessors(b) if p in out_state]
             state = State() if b == self.cfg.entry or not preds else meet(preds)
             entry_state[b] = state
-            walker = _Walker(self, state.copy(), report=False)
-            for st in self.alignment.steps[b]:
-                walker.step(b, st, pre_blocks[b], post_blocks[b])
+            walker = _Walker(self, b, state.copy(), report=False)
+            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
             new = walker.s
             old = out_state.get(b)
             rounds += 1
@@ -593,6 +645,30 @@ class ValueFlowChecker:
         self.out_states = out_state
         return True
 
+    def discharge(self, block: int, post_index: int, pi: Instruction, qi: Instruction, position: int,
+                  slots: list[int], what: str) -> bool:
+        """Whether a wrong read of `slots` of operand `position` is harmless: the results of the
+        instruction are the same whatever those slots hold (proved with its bit-precise
+        semantics). Recorded as an `Anomaly`; the equivalence layer then reads those slots as
+        the virtual program does, and layer 1 takes them as not read."""
+        from verilocc.semantics.bitvector import ignores_slots
+
+        widths = {k: 16 * len(self.tags_of(op)) for k, op in enumerate(pi.operands)
+                  if op.kind == "reg" and not op.is_def and not op.is_noreg}
+        if ignores_slots(pi, position, slots, widths) is not True:
+            return False
+        pre_index = next((st.pre for st in self.alignment.steps.get(block, ())
+                          if st.post == post_index and st.pre is not None), -1)
+        op = qi.operands[position]
+        self.anomalies.append(Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode,
+                                      op.line, op.column, what))
+        return True
+
+    @property
+    def discharged(self) -> dict[tuple[int, int, int], frozenset[int]]:
+        """(block, post instruction, operand position) -> slots read as the virtual program's."""
+        return {(a.block, a.post_index, a.position): frozenset(a.slots) for a in self.anomalies}
+
     def run(self) -> list[Finding]:
         if not self.fixed_point():
             self.findings.append(Finding("no-fixed-point", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
@@ -601,7 +677,6 @@ class ValueFlowChecker:
         # Phase 2: replay once, collecting every error.
         pre_blocks, post_blocks, order = self._blocks()
         for b in order:
-            walker = _Walker(self, self.entry_states[b].copy(), report=True)
-            for st in self.alignment.steps[b]:
-                walker.step(b, st, pre_blocks[b], post_blocks[b])
+            walker = _Walker(self, b, self.entry_states[b].copy(), report=True)
+            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
         return self.findings

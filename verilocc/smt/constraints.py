@@ -6,18 +6,18 @@ several places (LLVM split or spilled them) get no variable; their homes are sti
 class membership, and their interference is left to value flow (layer 2), which the verdict
 says. Fixed physical registers of the virtual program are constants.
 
-Constraints (DESIGN.md section 2, layer 1), one object each, so that the same set is both
-evaluated on the allocation (for findings with places) and printed as SMT-LIB (the proof):
+Constraints (DESIGN.md section 2, layer 1), one object each (`verilocc.smt.formulas`), so
+that the same set is both evaluated on the allocation (for findings with places) and printed as
+SMT-LIB (the proof):
 - `Member`: the home is a register of the virtual register's class on this target, inside the
-  register file and the function's budget, and not reserved (class membership, tuple width and
-  alignment, bounds, reserved registers);
-- `Disjoint`: two values live at the same time do not share a lane. One constraint per pair
-  that meets at a definition (the def against everything live after it, including the other
-  defs of the instruction; an early-clobber def also against the instruction's uses), so the
-  count follows the program's interference, not all pairs. The source of a COPY may share the
-  destination's register at the copy itself, as LLVM's coalescer allows.
+  register file and the function's limits, and not reserved (class membership, tuple width and
+  alignment, bounds, reserved registers: `verilocc.target.limits.register_problem`);
+- `Disjoint`: one per fact of the interference relation (`verilocc.analysis.interference`, the
+  relation every allocator uses too) between sides that have a home variable or are fixed:
+  values that meet at a definition share no lane, except the copied lanes of a COPY at the
+  identity position. The count follows the program's interference, not all pairs.
 Tied operands and early-clobber defs of the allocated program itself, and registers that do
-not exist, are checked on the physical program (`post_only_checks`).
+not exist, are checked on the physical program (`verilocc.smt.physical`).
 
 The obligation is `assignment /\\ not (C1 /\\ ... /\\ Cn)`: unsat proves every constraint holds.
 Findings come from evaluating each constraint on the assignment; the solver's answer must
@@ -27,247 +27,32 @@ agree with that evaluation, and any disagreement or timeout is an "unknown" find
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
-from verilocc.pairing.alignment import (
-    MOVE_OPCODES,
-    FunctionAlignment,
-    Role,
-    instruction_key,
-    is_constant_def,
-    is_pure,
-)
-from verilocc.pairing.homes import NUMBERED_FILES, HomeUse, collect_homes, make_register
+from verilocc.analysis.interference import FixedUnits, Interference, VirtualLanes, interferences
 from verilocc.analysis.liveness import Liveness
-from verilocc.analysis.operands import VReg, physreg_at, resolve_operand, slot_mask
+from verilocc.analysis.operands import VReg, function_limits, physreg_at, resolve_operand, slot_mask
+from verilocc.analysis.wholewave import wwm_vregs
 from verilocc.errors import TargetError
 from verilocc.findings import Finding, Place
-from verilocc.mir.model import Function, Instruction, Operand
+from verilocc.mir.model import Function, Instruction
+from verilocc.pairing.alignment import FunctionAlignment, Role, instruction_key, is_constant_def, is_pure
+from verilocc.pairing.homes import HomeUse, collect_homes, make_register
+from verilocc.smt.formulas import Disjoint, Member, Side
 from verilocc.smt.solver import Answer, check_z3
-from verilocc.target import (
-    PhysReg,
-    RegFile,
-    RegisterClass,
-    Target,
-    default_budget,
-    function_budget,
-    function_reserved_registers,
-    is_defined,
-    reservations,
-    slots_to_mask,
-)
+from verilocc.target import PhysReg, RegFile, RegisterClass, Target, register_for_units, slots_to_mask
+from verilocc.target.registers import is_defined
+from verilocc.target.limits import NUMBERED_FILES, Limits, budget_warning, register_problem
 
 LAYER = "constraints"
-_NUMBERED = NUMBERED_FILES
 _PREFIX = {RegFile.SGPR: "sgpr", RegFile.VGPR: "vgpr", RegFile.AGPR: "agpr"}
 
 
-def lane_runs(mask: int) -> list[tuple[int, int]]:
-    """Maximal runs of set bits: [(first, length)]."""
-    runs: list[tuple[int, int]] = []
-    i = 0
-    while mask:
-        if mask & 1:
-            start = i
-            while mask & 1:
-                mask >>= 1
-                i += 1
-            runs.append((start, i - start))
-        else:
-            mask >>= 1
-            i += 1
-    return runs
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How many registers of each file one function may use, and which are reserved.
-
-    Computed with `verilocc.target.function_budget` (GCNSubtarget / SIRegisterInfo rules).
-    The *hard* limits follow from the target and the work-group size: a kernel beyond them
-    cannot be launched as compiled, so exceeding them rejects the allocation. The *hint*
-    limits also apply `amdgpu-waves-per-eu`, `amdgpu-num-vgpr` and `amdgpu-num-sgpr`, which
-    LLVM versions honour differently (LLVM 22 drops requests it cannot meet); exceeding them
-    only lowers occupancy, so it is a warning. Where facts a MIR file does not record would
-    change a limit (whether AGPRs are used), the larger choice is taken.
-    """
-
-    sgprs: int
-    vgprs: int
-    agprs: int
-    total_vector: int  # VGPRs (rounded up to 4 when AGPRs are used) + AGPRs, unified files
-    reserved: frozenset[int]
-    hint: Limits | None = None
-
-    def limit(self, file: RegFile) -> int | None:
-        return {RegFile.SGPR: self.sgprs, RegFile.VGPR: self.vgprs, RegFile.AGPR: self.agprs}.get(file)
-
-
-UNLIMITED = Limits(10**6, 10**6, 10**6, 10**6, frozenset())
-
-
-def _int_attr(attrs: dict[str, str], key: str) -> int | None:
-    v = attrs.get(key, "").strip()
-    return int(v) if v.isdigit() else None
-
-
-def _limits(target: Target, reserved: frozenset[int], **kw: object) -> Limits:
-    without = function_budget(target, uses_agprs=False, **kw)  # type: ignore[arg-type]
-    with_agprs = function_budget(target, uses_agprs=True, **kw)  # type: ignore[arg-type]
-    vgprs = max(without.vgprs, with_agprs.vgprs)
-    agprs = max(without.agprs, with_agprs.agprs)
-    total = without.vgprs + without.agprs if target.unified_vgpr_file else vgprs + agprs
-    return Limits(max(without.sgprs, with_agprs.sgprs), vgprs, agprs, total, reserved)
-
-
-def function_limits(fn: Function, target: Target) -> Limits:
-    attrs = fn.ir_attributes
-    extra = function_reserved_registers(fn.machine_function_info, target)
-    reserved = frozenset(reservations(target, default_budget(target), extra).reserved_units)
-    flat = attrs.get("amdgpu-flat-work-group-size", "").split(",")
-    common: dict[str, object] = {}
-    if flat[-1].strip().isdigit():
-        common["flat_workgroup_size"] = int(flat[-1])
-    hard = _limits(target, reserved, **common)
-    waves = [w.strip() for w in attrs.get("amdgpu-waves-per-eu", "").split(",")]
-    if waves[0].isdigit():
-        common["waves_per_eu"] = (int(waves[0]), int(waves[1]) if len(waves) > 1 and waves[1].isdigit() else None)
-    common["num_sgpr"] = _int_attr(attrs, "amdgpu-num-sgpr")
-    common["num_vgpr"] = _int_attr(attrs, "amdgpu-num-vgpr")
-    hint = _limits(target, reserved, **common)
-    return Limits(hard.sgprs, hard.vgprs, hard.agprs, hard.total_vector, reserved, hint=hint)
-
-
-def budget_warning(reg: PhysReg, limits: Limits) -> str | None:
-    """A sentence when `reg` lies beyond the function's requested (hint) budget."""
-    hint = limits.hint
-    if hint is None or reg.file not in _NUMBERED:
-        return None
-    limit = hint.limit(reg.file)
-    if limit is not None and reg.index + max(1, len(reg.units) // 2) > limit:
-        return (f"${reg.name} is beyond the {limit} {reg.file.value.upper()}s this function's attributes "
-                "(amdgpu-waves-per-eu / amdgpu-num-*) ask for; occupancy will be lower than requested")
-    return None
-
-
-def file_size(target: Target, file: RegFile) -> int:
-    if file is RegFile.SGPR:
-        return target.total_sgprs
-    if file is RegFile.VGPR:
-        return target.addressable_vgprs
-    if file is RegFile.AGPR:
-        return target.addressable_vgprs if target.has_agprs else 0
-    return 0
-
-
-def register_problem(reg: PhysReg, cls: RegisterClass | None, target: Target, limits: Limits) -> tuple[str, str] | None:
-    """Why `reg` cannot hold a value of `cls` (kind, sentence), or None when it can."""
-    name = f"${reg.name}"
-    if cls is not None and reg.file not in cls.files:
-        want = "/".join(sorted(f.value.upper() for f in cls.files))
-        return "class", f"{name} is {'an' if reg.file.value[0] in 'as' else 'a'} {reg.file.value.upper()} register, but class {cls.name} needs {want}"
-    if not is_defined(reg):
-        return "alignment", f"{name} is not a register: SGPR tuples must start at an even SGPR (4-aligned when wider than 64 bits)"
-    if reg.file in _NUMBERED:
-        width32 = max(1, len(reg.units) // 2)
-        size = file_size(target, reg.file)
-        if reg.index + width32 > size:
-            return "bounds", f"{name} is outside the {target.name} {reg.file.value.upper()} file ({size} registers)"
-        limit = limits.limit(reg.file)
-        if limit is not None and reg.index + width32 > limit:
-            return "bounds", f"{name} is beyond this function's budget of {limit} {reg.file.value.upper()}s"
-        if target.aligned_vgpr_tuples and reg.file in (RegFile.VGPR, RegFile.AGPR) and width32 >= 2 and reg.index % 2:
-            return "alignment", f"{name} starts at an odd register; {target.name} needs even-aligned {reg.file.value.upper()} tuples"
-    if cls is not None and not cls.contains(reg, target):
-        return "class", f"{name} is not in class {cls.name} on {target.name}"
-    if limits.reserved.intersection(reg.units):
-        return "reserved", f"{name} is reserved on {target.name} and may not be allocated"
-    return None
-
-
 @functools.lru_cache(maxsize=4096)
-def allowed_first_units(cls: RegisterClass, target: Target, limits: Limits) -> tuple[int, ...]:
-    """First register units of the registers that can hold a value of the class."""
-    return tuple(sorted({m.units[0] for m in cls.members(target) if register_problem(m, cls, target, limits) is None}))
-
-
-@dataclass(frozen=True)
-class Side:
-    """A value's place in a constraint: a home variable or fixed physical units."""
-
-    label: str  # "%12" or "$vcc"
-    var: str | None = None  # "h_12"
-    const: int | None = None  # first unit of a fixed register
-
-
-@dataclass(frozen=True)
-class Member:
-    var: str
-    vreg: VReg
-    cls: str
-    allowed: tuple[int, ...]  # allowed first units, ascending
-
-    def smt(self) -> str:
-        return _member_smt(self.var, self.allowed)
-
-
-@dataclass(frozen=True)
-class Disjoint:
-    a: Side
-    a_mask: int
-    b: Side
-    b_mask: int
-    place: Place
-    kind: str  # "interference" or "early-clobber"
-    def_text: str  # the defining operand as written
-    live_vreg: VReg | None  # the value that is live (b)
-
-    def holds(self, values: dict[str, int]) -> bool:
-        pa = values[self.a.var] if self.a.var else self.a.const
-        pb = values[self.b.var] if self.b.var else self.b.const
-        assert pa is not None and pb is not None
-        if pa <= pb:
-            return not (self.a_mask & (self.b_mask << (pb - pa)))
-        return not (self.b_mask & (self.a_mask << (pa - pb)))
-
-    def smt(self) -> str:
-        ta = self.a.var if self.a.var else str(self.a.const)
-        tb = self.b.var if self.b.var else str(self.b.const)
-        parts = []
-        for s1, l1 in lane_runs(self.a_mask):
-            for s2, l2 in lane_runs(self.b_mask):
-                # [ta+s1, ta+s1+l1) and [tb+s2, tb+s2+l2) do not meet
-                parts.append(f"(or (<= (+ {ta} {s1 + l1}) (+ {tb} {s2})) (<= (+ {tb} {s2 + l2}) (+ {ta} {s1})))")
-        return parts[0] if len(parts) == 1 else "(and " + " ".join(parts) + ")"
-
-
-def _member_smt(var: str, allowed: tuple[int, ...]) -> str:
-    if not allowed:
-        return "false"
-    # Compress the allowed set into arithmetic progressions.
-    progs: list[tuple[int, int, int]] = []
-    i = 0
-    n = len(allowed)
-    while i < n:
-        if i + 1 < n:
-            step = allowed[i + 1] - allowed[i]
-            j = i + 1
-            while j + 1 < n and allowed[j + 1] - allowed[j] == step:
-                j += 1
-            progs.append((allowed[i], allowed[j], step))
-            i = j + 1
-        else:
-            progs.append((allowed[i], allowed[i], 1))
-            i += 1
-    terms = []
-    for lo, hi, step in progs:
-        if lo == hi:
-            terms.append(f"(= {var} {lo})")
-        elif step == 1:
-            terms.append(f"(and (<= {lo} {var}) (<= {var} {hi}))")
-        else:
-            terms.append(f"(and (<= {lo} {var}) (<= {var} {hi}) (= (mod (- {var} {lo}) {step}) 0))")
-    return terms[0] if len(terms) == 1 else "(or " + " ".join(terms) + ")"
+def allowed_first_units(cls: RegisterClass, target: Target, limits: Limits, wwm_value: bool = False) -> tuple[int, ...]:
+    """First register units of the registers that can hold a value of the class (a
+    whole-wave value when `wwm_value`)."""
+    return tuple(sorted({m.units[0] for m in cls.members(target)
+                         if register_problem(m, cls, target, limits, wwm_value) is None}))
 
 
 # Since gfx90a, memory instructions take AGPRs as data operands and MFMAs take either file for
@@ -288,6 +73,26 @@ def av_interchangeable(cls: RegisterClass, reg: PhysReg, opcode: str, target: Ta
     )
 
 
+def units_name(units: tuple[int, ...]) -> str:
+    """The registers covering `units` as LLVM names them (`$vcc`, `$sgpr4_sgpr5`, or a list of
+    registers and 16-bit halves when no one register covers them)."""
+    whole = register_for_units(units)
+    if whole is not None and is_defined(whole):
+        return f"${whole.name}"
+    names: list[str] = []
+    k = 0
+    while k < len(units):
+        pair = register_for_units(units[k:k + 2]) if k + 1 < len(units) and units[k] % 2 == 0 else None
+        if pair is not None and is_defined(pair):
+            names.append(f"${pair.name}")
+            k += 2
+            continue
+        half = register_for_units(units[k:k + 1])
+        names.append(f"${half.name}" if half is not None else f"unit {units[k]}")
+        k += 1
+    return ", ".join(names)
+
+
 class ConstraintChecker:
     def __init__(self, pre: Function, post: Function, target: Target, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, liveness: Liveness, timeout_s: float = 60.0, seed: int = 0) -> None:
@@ -300,6 +105,7 @@ class ConstraintChecker:
         self.timeout_s = timeout_s
         self.seed = seed
         self.limits = function_limits(post, target)
+        self.wwm = wwm_vregs(pre)
         self.findings: list[Finding] = []
         self.notes: list[str] = []
         self.stats: dict[str, object] = {}
@@ -445,15 +251,15 @@ class ConstraintChecker:
                 vregs=(f"%{v}",), physregs=(f"${phys.name}",)))
 
     # --- constraints ---------------------------------------------------------------------
-    def allowed(self, cls: RegisterClass) -> tuple[int, ...]:
-        return allowed_first_units(cls, self.target, self.limits)
+    def allowed(self, cls: RegisterClass, wwm_value: bool = False) -> tuple[int, ...]:
+        return allowed_first_units(cls, self.target, self.limits, wwm_value)
 
-    def allowed_av(self, cls: RegisterClass) -> tuple[int, ...]:
+    def allowed_av(self, cls: RegisterClass, wwm_value: bool = False) -> tuple[int, ...]:
         """Allowed first units of `cls` widened to both vector files (see av_interchangeable)."""
-        key = "av:" + cls.name
+        key = f"av:{cls.name}:{wwm_value}"
         got = self._allowed_cache.get(key)
         if got is None:
-            firsts = set(self.allowed(cls))
+            firsts = set(self.allowed(cls, wwm_value))
             for m in cls.members(self.target):
                 if m.file not in (RegFile.VGPR, RegFile.AGPR):
                     continue
@@ -462,7 +268,7 @@ class ConstraintChecker:
                     twin = make_register(other, m.index, len(m.units) // 2)
                 except TargetError:
                     continue
-                if register_problem(twin, None, self.target, self.limits) is None:
+                if register_problem(twin, None, self.target, self.limits, wwm_value) is None:
                     firsts.add(twin.units[0])
             got = tuple(sorted(firsts))
             self._allowed_cache[key] = got
@@ -471,12 +277,13 @@ class ConstraintChecker:
     def check_members(self) -> None:
         for v in sorted(self.homes, key=_vkey):
             cls = self.classes[v]
+            wwm = v in self.wwm
             widened = False
             for name in sorted(self.homes[v]):
                 use = self.homes[v][name]
-                problem = register_problem(use.reg, cls, self.target, self.limits)
+                problem = register_problem(use.reg, cls, self.target, self.limits, wwm)
                 if problem is not None and problem[0] == "class" and av_interchangeable(cls, use.reg, use.opcode, self.target):
-                    problem = register_problem(use.reg, None, self.target, self.limits)
+                    problem = register_problem(use.reg, None, self.target, self.limits, wwm)
                     widened = True
                 if problem is not None:
                     kind, why = problem
@@ -492,90 +299,56 @@ class ConstraintChecker:
                 (use,) = self.homes[v].values()
                 var = f"h_{v}"
                 self.values[var] = use.reg.units[0]
-                allowed = self.allowed_av(cls) if widened else self.allowed(cls)
+                allowed = self.allowed_av(cls, wwm) if widened else self.allowed(cls, wwm)
                 self.members.append(Member(var, v, cls.name + (" (AV operand)" if widened else ""), allowed))
 
-    def side_of_vreg(self, v: VReg) -> Side | None:
-        var = f"h_{v}"
-        return Side(f"%{v}", var=var) if var in self.values else None
-
     def build_disjointness(self) -> None:
+        """One `Disjoint` per interference fact between sides that have a variable or are
+        fixed; a fact repeated (same sides and lanes) keeps its first place."""
         seen: set[tuple[object, ...]] = set()
         pre_blocks = {b.number: b for b in self.pre.blocks}
         unit_runs: dict[frozenset[int], list[tuple[int, int]]] = {}
 
-        def phys_sides(units: frozenset[int]) -> list[tuple[Side, int]]:
-            runs = unit_runs.get(units)
+        def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
+            if isinstance(side, VirtualLanes):
+                var = f"h_{side.vreg}"
+                return [(Side(f"%{side.vreg}", var=var), side.slots)] if var in self.values else []
+            runs = unit_runs.get(side.units)
             if runs is None:
                 runs = []
-                for u in sorted(units):
+                for u in sorted(side.units):
                     if runs and runs[-1][0] + runs[-1][1] == u:
                         runs[-1] = (runs[-1][0], runs[-1][1] + 1)
                     else:
                         runs.append((u, 1))
-                unit_runs[units] = runs
-            return [(Side(f"unit {s}", const=s), (1 << n) - 1) for s, n in runs]
+                unit_runs[side.units] = runs
+            label = f"${side.reg.name}" if side.reg is not None else None
+            return [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1) for s, n in runs]
 
-        for b in self.liveness.cfg.order:
-            block = pre_blocks[b]
-            effects = self.liveness.effects[b]
-            for idx, live in self.liveness.walk_backward(b):
-                ins = block.instructions[idx]
-                eff = effects[idx]
-                if not eff.defs or ins.opcode in ("IMPLICIT_DEF", "KILL"):
-                    continue
-                copy_src = _copy_source(ins)
-                place = Place(self.pre.file, self.pre.name, b, idx, ins.line, ins.column)
-                def_sides: list[tuple[Side, int, Operand]] = []
-                for d in eff.defs:
-                    if d.vreg is not None:
-                        side = self.side_of_vreg(d.vreg)
-                        if side is not None:
-                            def_sides.append((side, slot_mask(d.mask), d.op))
-                    elif d.units:
-                        for s, m in phys_sides(frozenset(d.units)):
-                            def_sides.append((Side(f"${d.phys.name}" if d.phys else s.label, const=s.const), m, d.op))
-                if not def_sides:
-                    continue
-                live_sides: list[tuple[Side, int, VReg | None]] = []
-                for w, mw in live.vregs.items():
-                    side = self.side_of_vreg(w)
-                    if side is not None:
-                        live_sides.append((side, slot_mask(mw), w))
-                if live.units:
-                    for s, m in phys_sides(frozenset(live.units)):
-                        live_sides.append((s, m, None))
-                for ds, dm, dop in def_sides:
-                    for ls, lm, w in live_sides:
-                        if ls == ds or (ds.var is None and ls.var is None):
-                            continue
-                        if copy_src is not None and w == copy_src:
-                            continue
-                        self._add(seen, ds, dm, ls, lm, place, "interference", dop, w)
-                    if dop.has("early-clobber"):
-                        for u in eff.uses:
-                            if u.op.tied_def is not None or u.vreg is None:
-                                continue
-                            us = self.side_of_vreg(u.vreg)
-                            # Only lanes that may hold a value before the instruction conflict.
-                            um = u.mask & (self.liveness.defined_after(b, idx - 1, u.vreg) if idx else
-                                           self.liveness.defined_in[b].get(u.vreg, 0))
-                            if us is not None and us != ds and um:
-                                self._add(seen, ds, dm, us, slot_mask(um), place, "early-clobber", dop, u.vreg)
-                # Defs of one instruction never share lanes with each other.
-                for i in range(len(def_sides)):
-                    for j in range(i + 1, len(def_sides)):
-                        a, b2 = def_sides[i], def_sides[j]
-                        if a[0] != b2[0] and not (a[0].var is None and b2[0].var is None):
-                            self._add(seen, a[0], a[1], b2[0], b2[1], place, "interference", a[2], None)
+        for fact in interferences(self.pre, self.liveness):
+            a_sides = sides(fact.defined)
+            if not a_sides:
+                continue
+            b_sides = sides(fact.other)
+            if not b_sides:
+                continue
+            ins = pre_blocks[fact.block].instructions[fact.index]
+            place = Place(self.pre.file, self.pre.name, fact.block, fact.index, ins.line, ins.column)
+            # The identity position names units relative to a fixed side's lowest unit, which
+            # is its only run when the relation gives one (a physical def).
+            identity = fact.identity if len(a_sides) == 1 and len(b_sides) == 1 else None
+            for sa, ma in a_sides:
+                for sb, mb in b_sides:
+                    self._add(seen, fact, sa, ma, sb, mb, place, identity)
 
-    def _add(self, seen: set[tuple[object, ...]], a: Side, am: int, b: Side, bm: int, place: Place, kind: str,
-             dop: Operand, w: VReg | None) -> None:
-        key = (a.var, a.const, am, b.var, b.const, bm)
+    def _add(self, seen: set[tuple[object, ...]], fact: Interference, a: Side, am: int, b: Side, bm: int,
+             place: Place, identity: tuple[int, int] | None) -> None:
+        key = (a.var, a.const, am, b.var, b.const, bm, identity)
         if key in seen:
             return
         seen.add(key)
-        self.disjoint.append(Disjoint(a, am, b, bm, place, kind, dop.register_text, w))
+        self.disjoint.append(Disjoint(a, am, b, bm, place, fact.kind, fact.def_op.register_text, fact.live_vreg,
+                                      identity))
 
     # --- evaluation and proof ------------------------------------------------------------
     def evaluate(self) -> int:
@@ -611,9 +384,15 @@ class ConstraintChecker:
             read_at = self.next_read(c) if c.live_vreg is not None else None
             lanes = self.lanes_text(c.live_vreg, c.b_mask) if c.live_vreg is not None else ""
             other_where = self.unit_name(self.values[c.b.var], c.b_mask) if c.b.var else other
+            ins = self.pre.block(b).instructions[c.place.index] if c.place.index >= 0 else None
+            mask = next((op.text for op in ins.operands if op.kind == "regmask"), None) if ins is not None else None
+            if c.a.var is None and mask is not None and ins is not None:
+                overwrite = (f"the call `{ins.opcode}` clobbers {where} (its register mask `{mask}` does not "
+                             "preserve it)")
+            else:
+                overwrite = f"{c.def_text} is defined in {where} and overwrites it"
             msg = (f"at bb.{b} line {place.line}, {other}{lanes} (in {other_where}) is still live"
-                   + (f" (read at line {read_at})" if read_at else "")
-                   + f" when {c.def_text} is defined in {where} and overwrites it")
+                   + (f" (read at line {read_at})" if read_at else "") + f" when {overwrite}")
         vregs = tuple(x.label for x in (c.a, c.b) if x.var)
         return Finding(c.kind, LAYER, place, msg, vregs=vregs,
                        physregs=tuple(sorted({self.unit_name(pa, c.a_mask)})))
@@ -633,14 +412,14 @@ class ConstraintChecker:
                     units = tuple(first_unit + i for i in range(mask.bit_length()) if mask >> i & 1)
                     if all(u in use.reg.units for u in units):
                         return f"${self._name_units(use.reg, base, mask)}"
-        return f"units {first_unit}+0x{mask:X}"
+        return units_name(tuple(first_unit + i for i in range(mask.bit_length()) if mask >> i & 1))
 
     @staticmethod
     def _name_units(reg: PhysReg, base: int, mask: int) -> str:
         if base == 0 and mask == (1 << len(reg.units)) - 1:
             return reg.name
         lanes = [base + i for i in range(mask.bit_length()) if mask >> i & 1]
-        if reg.file in _NUMBERED and lanes[0] % 2 == 0 and len(lanes) % 2 == 0:
+        if reg.file in NUMBERED_FILES and lanes[0] % 2 == 0 and len(lanes) % 2 == 0:
             first = reg.index + lanes[0] // 2
             return "_".join(f"{_PREFIX[reg.file]}{i}" for i in range(first, first + len(lanes) // 2))
         return f"{reg.name}[lanes 0x{mask << base:X}]"
@@ -719,13 +498,6 @@ class ConstraintChecker:
         return self.findings
 
 
-def _copy_source(ins: Instruction) -> VReg | None:
-    if ins.opcode != "COPY":
-        return None
-    regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
-    return regs[1].vreg if len(regs) == 2 else None
-
-
 def _vkey(v: VReg) -> tuple[int, int, str]:
     return (0, v, "") if isinstance(v, int) else (1, 0, str(v))
 
@@ -733,124 +505,3 @@ def _vkey(v: VReg) -> tuple[int, int, str]:
 def _var_key(var: str) -> tuple[int, int, str]:
     tail = var[2:]
     return (0, int(tail), "") if tail.isdigit() else (1, 0, tail)
-
-
-def post_only_checks(fn: Function, target: Target, classes: dict[VReg, RegisterClass]) -> list[Finding]:
-    """Checks that need no virtual program: every operand of the allocated program.
-
-    Virtual registers left behind; registers that do not exist, lie outside the file or the
-    budget, or are misaligned; allocated (renamable) operands in reserved registers; tied
-    operands in different registers; early-clobber defs that overlap a use.
-    """
-    del classes
-    limits = function_limits(fn, target)
-    findings: list[Finding] = []
-    budget_warned: dict[RegFile, Finding] = {}
-    seen_v: set[VReg] = set()
-    for b in fn.blocks:
-        for idx, ins in enumerate(b.instructions):
-            regs: list[tuple[Operand, PhysReg | None]] = []
-            for op in ins.operands:
-                if op.kind != "reg":
-                    continue
-                place = Place(fn.file, fn.name, b.number, idx, op.line, op.column)
-                if op.vreg is not None:
-                    if op.vreg not in seen_v:
-                        seen_v.add(op.vreg)
-                        findings.append(Finding("unallocated", LAYER, place,
-                                                f"bb.{b.number} line {op.line}: virtual register %{op.vreg} was not allocated",
-                                                vregs=(f"%{op.vreg}",)))
-                    regs.append((op, None))
-                    continue
-                if op.phys is None:
-                    regs.append((op, None))
-                    continue
-                reg = physreg_at(fn, op, op.phys)
-                regs.append((op, reg))
-                if reg.file not in _NUMBERED:
-                    continue
-                # Fixed registers of the ABI (not renamable) are only checked against the file.
-                problem = register_problem(reg, None, target, limits if op.has("renamable") else UNLIMITED)
-                if (problem is not None and problem[0] == "alignment" and reg.file is not RegFile.SGPR
-                        and ins.opcode in MOVE_OPCODES):
-                    # Generic opcodes (COPY expands register by register in copyPhysReg) have
-                    # no alignment constraint, and LLVM makes odd ones. Spill pseudos do: the
-                    # machine verifier says "Subtarget requires even aligned vector registers".
-                    problem = None
-                if problem is not None:
-                    kind, why = problem
-                    findings.append(Finding(kind, LAYER, place, f"bb.{b.number} line {op.line}: {why}",
-                                            physregs=(f"${reg.name}",)))
-                elif op.has("renamable") and reg.file not in budget_warned:
-                    warn = budget_warning(reg, limits)
-                    if warn is not None:
-                        # One warning per register file says enough.
-                        budget_warned[reg.file] = Finding(
-                            "budget", LAYER, place, f"bb.{b.number} line {op.line}: {warn}",
-                            physregs=(f"${reg.name}",), severity="warning")
-            findings.extend(_tied_and_early_clobber(fn, b.number, idx, ins, regs))
-    findings.extend(_vector_budget(fn, target, limits))
-    findings.extend(budget_warned[f] for f in sorted(budget_warned, key=lambda x: x.value))
-    return findings
-
-
-def _tied_and_early_clobber(fn: Function, block: int, idx: int, ins: Instruction,
-                            regs: list[tuple[Operand, PhysReg | None]]) -> list[Finding]:
-    out: list[Finding] = []
-    by_op = {id(op): reg for op, reg in regs}
-    for op, reg in regs:
-        if op.tied_def is None or reg is None:
-            continue
-        d = ins.operands[op.tied_def]
-        dreg = by_op.get(id(d))
-        if dreg is not None and dreg.units != reg.units:
-            out.append(Finding("tied", LAYER, Place(fn.file, fn.name, block, idx, op.line, op.column),
-                               f"bb.{block} line {op.line}: `{ins.opcode}` ties its def ${dreg.name} to this use, "
-                               f"but the use is in ${reg.name}", physregs=(f"${dreg.name}", f"${reg.name}")))
-    for d, dreg in regs:
-        if dreg is None or not d.is_def or not d.has("early-clobber"):
-            continue
-        for u, ureg in regs:
-            if ureg is None or u.is_def or u.tied_def is not None or u.has("undef") or u.is_implicit:
-                continue
-            # Without the virtual program the live lanes of a tuple use are unknown (LLVM may
-            # reuse its dead lanes), and a two-address form reads its own def: the layer with
-            # the virtual program checks those.
-            if len(ureg.units) > 2 or ureg.units == dreg.units:
-                continue
-            if set(dreg.units) & set(ureg.units):
-                out.append(Finding("early-clobber", LAYER, Place(fn.file, fn.name, block, idx, d.line, d.column),
-                                   f"bb.{block} line {d.line}: early-clobber def ${dreg.name} overlaps the use "
-                                   f"${ureg.name} of the same `{ins.opcode}`",
-                                   physregs=(f"${dreg.name}", f"${ureg.name}")))
-    return out
-
-
-def _vector_budget(fn: Function, target: Target, budget: Limits) -> list[Finding]:
-    """On unified register files VGPRs (rounded up to 4) and AGPRs share one budget."""
-    if not target.unified_vgpr_file:
-        return []
-    top = {RegFile.VGPR: 0, RegFile.AGPR: 0}
-    where: dict[RegFile, Place] = {}
-    for b in fn.blocks:
-        for idx, ins in enumerate(b.instructions):
-            for op in ins.operands:
-                if op.kind == "reg" and op.phys is not None and op.has("renamable"):
-                    reg = physreg_at(fn, op, op.phys)
-                    if reg.file in top:
-                        end = reg.index + max(1, len(reg.units) // 2)
-                        if end > top[reg.file]:
-                            top[reg.file] = end
-                            where[reg.file] = Place(fn.file, fn.name, b.number, idx, op.line, op.column)
-    used = ((top[RegFile.VGPR] + 3) // 4 * 4 if top[RegFile.AGPR] else top[RegFile.VGPR]) + top[RegFile.AGPR]
-    place = where.get(RegFile.AGPR) or where.get(RegFile.VGPR)
-    if place is None:
-        return []
-    what = (f"the function uses {top[RegFile.VGPR]} VGPRs and {top[RegFile.AGPR]} AGPRs ({used} registers of the "
-            f"unified file)")
-    if used > budget.total_vector:
-        return [Finding("bounds", LAYER, place, f"{what}, beyond the {budget.total_vector} {target.name} allows it")]
-    if budget.hint is not None and used > budget.hint.total_vector:
-        return [Finding("budget", LAYER, place, f"{what}, beyond the {budget.hint.total_vector} its attributes ask for",
-                        severity="warning")]
-    return []

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_TIMEOUT_S = 60.0
 # z3's resource counter is deterministic across machines and always honoured, unlike its
@@ -80,3 +82,36 @@ def check_z3(
     if r == z3.unsat:
         return Outcome(Answer.UNSAT, "z3", elapsed)
     return Outcome(Answer.UNKNOWN, "z3", elapsed, s.reason_unknown())
+
+
+def check_z3_terms(
+    z3: Any,
+    ctx: Any,
+    assertions: list[Any],
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    rlimit: int = DEFAULT_RLIMIT,
+    seed: int = DEFAULT_SEED,
+) -> tuple[Outcome, Callable[[Any], int | bool | None] | None]:
+    """Decide z3 terms built in `ctx` (by a layer that constructs its query as terms, not text)
+    under the same seed and limits as `check_z3`. On Sat, also a valuation of the model that
+    turns any term into a plain Python value (bit-vector -> int, Boolean -> bool, else None)."""
+    start = time.perf_counter()
+    s = z3.Solver(ctx=ctx)
+    s.set("random_seed", seed)
+    s.set("timeout", max(1, int(timeout_s * 1000)))
+    s.set("rlimit", rlimit)
+    s.add(assertions)
+    r = s.check()
+    elapsed = time.perf_counter() - start
+    if r == z3.unsat:
+        return Outcome(Answer.UNSAT, "z3", elapsed), None
+    if r != z3.sat:
+        return Outcome(Answer.UNKNOWN, "z3", elapsed, s.reason_unknown()), None
+    model = s.model()
+
+    def value(t: Any) -> int | bool | None:
+        v = model.eval(t, model_completion=True)
+        return v.as_long() if z3.is_bv_value(v) else z3.is_true(v) if z3.is_bool(v) else None
+
+    return Outcome(Answer.SAT, "z3", elapsed), value

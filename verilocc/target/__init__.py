@@ -24,6 +24,7 @@ from verilocc.target.gfx import (
     is_reserved,
     reservations,
     reserved_registers,
+    target_for_function,
     target_names,
 )
 from verilocc.target.registers import (
@@ -73,6 +74,7 @@ __all__ = [
     "slots_to_mask",
     "subreg_mask",
     "subreg_range",
+    "target_for_function",
     "target_names",
     "units_overlap",
 ]

@@ -1,6 +1,6 @@
 """AMDGPU targets: register budgets, occupancy and reserved registers per gfx architecture.
 
-Sources (LLVM, read 2025; the corpus is LLVM 19, numbers checked against llc-19/llc-22):
+Sources (LLVM; the corpus is LLVM 19, numbers checked against llc-19/llc-22):
 
 * ``Utils/AMDGPUBaseInfo.cpp`` (``IsaInfo``): getAddressableNumSGPRs (104 on gfx6/7, 102 on
   gfx8/9, 106 on gfx10+, 96 with the SGPR init bug), getTotalNumSGPRs (512 on gfx6/7, 800 on
@@ -19,6 +19,9 @@ Sources (LLVM, read 2025; the corpus is LLVM 19, numbers checked against llc-19/
   FeatureSGPRInitBug: gfx802/805; XNACK: gfx801/810 and gfx9).
   The 1.5x VGPR file, the granules and the wave limits were confirmed with llc-19 and llc-22
   ("; Occupancy:" of kernels that clobber v24, v25, v96, v97, v128).
+
+The module is longer than most: it is the one table of processors and the one place their
+register arithmetic lives, kept together so a rule and its processors are read side by side.
 """
 
 from __future__ import annotations
@@ -399,6 +402,16 @@ def _make_target(name: str, wavefront_size: int | None = None) -> Target:
     )
 
 
+#: The processor names LLVM accepts for GCN generations before gfx9 (AMDGPUUsage,
+#: "Processors"), as `"target-cpu"` in older tests still has them.
+LEGACY_PROCESSOR_NAMES = {
+    "tahiti": "gfx600", "pitcairn": "gfx601", "verde": "gfx601", "oland": "gfx602", "hainan": "gfx602",
+    "kaveri": "gfx700", "hawaii": "gfx701", "kabini": "gfx703", "mullins": "gfx703", "bonaire": "gfx704",
+    "carrizo": "gfx801", "iceland": "gfx802", "tonga": "gfx802", "fiji": "gfx803", "polaris10": "gfx803",
+    "polaris11": "gfx803", "tongapro": "gfx805", "stoney": "gfx810",
+}
+
+
 def _processor(name: str) -> _Processor:
     for proc in _PROCESSORS:
         if proc.name == name:
@@ -410,9 +423,23 @@ def _processor(name: str) -> _Processor:
 def get_target(name: str, wavefront_size: int | None = None) -> Target:
     """The target for an ``llc -mcpu`` name such as ``gfx90a``; unknown names raise `TargetError`.
 
-    A target-id suffix (``gfx90a:xnack-``) is not accepted: strip it first.
+    A target-id suffix (``gfx90a:xnack-``) is not accepted: strip it first. The older names
+    (``fiji``, ``hawaii``...) give their gfx target.
     """
-    return _make_target(name.strip().lower(), wavefront_size)
+    name = name.strip().lower()
+    return _make_target(LEGACY_PROCESSOR_NAMES.get(name, name), wavefront_size)
+
+
+def target_for_function(cpu: str, features: str = "") -> Target:
+    """The target of a function with ``"target-cpu"=cpu`` and ``"target-features"=features``.
+
+    The wave size is the processor's default unless the features select one:
+    ``+wavefrontsize64`` / ``+wavefrontsize32`` (AMDGPU.td FeatureWavefrontSize64/32, the
+    features clang and llc put on every gfx10+ function). Unknown processors and wave sizes
+    the processor lacks raise `TargetError`.
+    """
+    wave = 64 if "+wavefrontsize64" in features else 32 if "+wavefrontsize32" in features else None
+    return get_target(cpu, wave)
 
 
 def target_names() -> list[str]:
@@ -603,6 +630,19 @@ def reserved_registers(target: Target) -> frozenset[str]:
     return frozenset(_LLVM_RESERVED + _NEVER_ALLOCATED)
 
 
+def wwm_reserved_registers(machine_function_info: Mapping[str, object]) -> tuple[str, ...]:
+    """The registers ``machineFunctionInfo.wwmReservedRegs`` reserves for whole-wave values."""
+    wwm = machine_function_info.get("wwmReservedRegs")
+    names: list[str] = []
+    if isinstance(wwm, (list, tuple)):
+        for value in cast("list[object] | tuple[object, ...]", wwm):
+            text = str(value).strip("'\" ")
+            if text.strip("$"):
+                parse_physreg(text)
+                names.append(text.lstrip("$"))
+    return tuple(names)
+
+
 def function_reserved_registers(machine_function_info: Mapping[str, object], target: Target) -> tuple[str, ...]:
     """Register names that a MIR ``machineFunctionInfo`` block reserves on ``target``.
 
@@ -619,12 +659,7 @@ def function_reserved_registers(machine_function_info: Mapping[str, object], tar
         if key == "vgprForAGPRCopy" and not (target.has_agprs and not target.unified_vgpr_file):
             continue
         names.append(value.strip("'\" "))
-    wwm = machine_function_info.get("wwmReservedRegs")
-    if isinstance(wwm, (list, tuple)):
-        for value in cast("list[object] | tuple[object, ...]", wwm):
-            text = str(value).strip("'\" ")
-            if text.strip("$"):
-                names.append(text)
+    names.extend(f"${n}" for n in wwm_reserved_registers(machine_function_info))
     for name in names:
         parse_physreg(name)
     return tuple(n[1:] if n.startswith("$") else n for n in names)

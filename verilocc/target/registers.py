@@ -12,7 +12,7 @@ concatenation of its 32-bit members' units; a 32-bit register's units are ``(lo1
 allocator (``scc``, ``mode``, the ISel placeholders ``fp_reg``/``sp_reg``/``private_rsrc_reg``)
 get units of their own, two per 32 bits of their size, so they alias nothing else.
 
-Facts come from llvm/lib/Target/AMDGPU/SIRegisterInfo.td (LLVM main, read 2025) and were
+Facts come from llvm/lib/Target/AMDGPU/SIRegisterInfo.td (LLVM main) and were
 checked by parsing names with llc-19 and llc-22 (``S_NOP 0, implicit $<name>``).
 """
 

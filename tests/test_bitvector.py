@@ -1,0 +1,83 @@
+"""Bit-precise opcode meanings decide which input slots an instruction's results ignore."""
+
+from __future__ import annotations
+
+import pytest
+
+from verilocc.mir.model import Instruction, Operand
+from verilocc.semantics.bitvector import MEANINGS, ignores_slots
+
+
+def _ins(opcode: str, *inputs: str, scc: str | None = "dead") -> tuple[Instruction, dict[int, int]]:
+    """`%0 = OPCODE inputs...`; a register input is written `r32`/`r64`, an immediate as a number."""
+    ops = [Operand(kind="reg", text="%0", line=1, column=1, vreg=0, flags=frozenset({"def"}))]
+    bits: dict[int, int] = {}
+    for k, text in enumerate(inputs, start=1):
+        if text.startswith("r"):
+            ops.append(Operand(kind="reg", text=f"%{k}", line=1, column=1, vreg=k))
+            bits[len(ops) - 1] = int(text[1:])
+        else:
+            ops.append(Operand(kind="imm", text=text, line=1, column=1))
+    if scc is not None:
+        flags = {"implicit-def", "dead"} if scc == "dead" else {"implicit-def"}
+        ops.append(Operand(kind="reg", text="$scc", line=1, column=1, phys="scc", flags=frozenset(flags)))
+    return Instruction(opcode=opcode, operands=ops, line=1, column=1), bits
+
+
+@pytest.mark.parametrize(("opcode", "inputs", "slots", "expected"), [
+    # An arithmetic shift of a pair by 33 keeps bits 33-63: the low register does not matter.
+    ("S_ASHR_I64", ("r64", "33"), [0, 1], True),
+    ("S_ASHR_I64", ("r64", "33"), [2], False),
+    ("S_ASHR_I64", ("r64", "31"), [0], True),
+    ("S_ASHR_I64", ("r64", "31"), [1], False),
+    ("S_LSHR_B64", ("r64", "32"), [0, 1], True),
+    ("S_LSHL_B32", ("r32", "16"), [1], True),
+    ("S_LSHL_B32", ("r32", "15"), [1], False),
+    ("S_AND_B32", ("r32", "65535"), [1], True),
+    ("S_AND_B32", ("r32", "65536"), [1], False),
+    ("S_BFE_U32", ("r32", str(8 | 8 << 16)), [1], True),
+    ("S_BFE_U32", ("r32", str(8 | 9 << 16)), [1], False),
+    ("S_BFE_I64", ("r64", str(0 | 16 << 16)), [1, 2, 3], True),
+    ("V_LSHRREV_B32_e32", ("16", "r32"), [0], True),
+    ("V_LSHRREV_B32_e32", ("15", "r32"), [0], False),
+    ("V_ADD_U32_e32", ("r32", "r32"), [1], False),
+    ("S_MOV_B64", ("r64",), [3], False),
+])
+def test_ignored_slots(opcode: str, inputs: tuple[str, ...], slots: list[int], expected: bool) -> None:
+    ins, bits = _ins(opcode, *inputs, scc="dead" if opcode.startswith("S_") else None)
+    assert ignores_slots(ins, min(bits), slots, bits) is expected
+
+
+def test_a_live_scc_counts_as_a_result() -> None:
+    """S_ADD_U32's carry depends on the high half: the sum's low half alone does not decide."""
+    ins, bits = _ins("S_AND_B32", "r32", "65535", scc="live")
+    assert ignores_slots(ins, 1, [1], bits) is True  # scc = (result != 0), still the low half only
+    ins, bits = _ins("S_ADD_U32", "r32", "r32", scc="live")
+    assert ignores_slots(ins, 1, [1], bits) is False
+
+
+def test_no_claim_without_a_meaning_or_with_another_layout() -> None:
+    ins, bits = _ins("V_MFMA_F32_4X4X1F32_e64", "r32", "r32", scc=None)
+    assert ignores_slots(ins, 1, [1], bits) is False
+    ins, bits = _ins("S_ASHR_I64", "r64", "33", "0")  # one input too many
+    assert ignores_slots(ins, 1, [0, 1], bits) is False
+    ins, bits = _ins("S_ASHR_I64", "r32", "33")  # a 32-bit operand where the opcode reads 64 bits
+    assert ignores_slots(ins, 1, [0], bits) is False
+    ins, bits = _ins("V_ADD_U32_e64", "r32", "65535", "1", scc=None)  # clamp 1: saturating
+    assert ignores_slots(ins, 1, [1], bits) is False
+    ins, bits = _ins("S_ASHR_I64", "r64", "33")
+    assert ignores_slots(ins, 2, [0], bits) is False  # the shift amount is an immediate, not an input slot
+
+
+def test_every_meaning_is_well_formed() -> None:
+    """Each table entry builds for inputs of its widths and gives results of consistent widths."""
+    import z3
+
+    for name, m in MEANINGS.items():
+        values = [z3.BitVec(f"x{k}", w) for k, w in enumerate(m.widths)]
+        out = m.fn(z3, values)
+        assert out, name
+        for key, value in out.items():
+            assert key in ("d0", "scc", "vcc"), name
+            if key in ("scc", "vcc"):
+                assert value.size() == 1, name

@@ -1,0 +1,156 @@
+"""LLVM's own output: whole-wave mode, exec brackets, shader budgets, fixed AGPRs, processor
+names. LLVM's allocations are VERIFIED; the same files with a planted fault are REJECTED."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from verilocc.findings import Verdict
+from verilocc.mir.parser import parse_module, read_module
+from verilocc.smt.constraints import units_name
+from verilocc.target import get_target, parse_physreg
+from verilocc.verify import Options, verify_modules
+
+from .conftest import FIXTURES
+
+FIDELITY = FIXTURES / "fidelity"
+# LLVM's gfx942 exec-copy register is its stack pointer (tests/fixtures/fidelity/README.md).
+SP_CLOBBERED = {"preserve-wwm-copy-dst-reg.llvm19.gfx942", "preserve-wwm-copy-dst-reg.llvm22.gfx942",
+                "exec-copy-in-stack-pointer.llvm19.gfx942", "exec-copy-in-stack-pointer.llvm22.gfx942"}
+PAIRS = sorted(p.name[: -len(".post.mir")] for p in FIDELITY.glob("*.post.mir"))
+
+
+def _verify(post_text: str, pre: Path, name: str = "edited.post.mir") -> tuple[Verdict, list[str]]:
+    report = verify_modules(parse_module(post_text, name), read_module(pre), Options())
+    return report.verdict, [f"{f.layer}/{f.kind}: {f.message}" for f in report.findings if f.severity != "warning"]
+
+
+def _pair(name: str) -> tuple[str, Path]:
+    return (FIDELITY / f"{name}.post.mir").read_text(), FIDELITY / f"{name}.pre.mir"
+
+
+@pytest.mark.parametrize("pair", [p for p in PAIRS if p not in SP_CLOBBERED])
+def test_llvm_allocation_is_verified(pair: str) -> None:
+    verdict, findings = _verify(*_pair(pair))
+    assert verdict is Verdict.VERIFIED, findings
+
+
+@pytest.mark.parametrize("pair", sorted(SP_CLOBBERED))
+def test_exec_saved_in_the_stack_pointer_is_rejected(pair: str) -> None:
+    """The call frame setup reads $sgpr32 (the stack pointer) after LLVM saved $exec in it."""
+    verdict, findings = _verify(*_pair(pair))
+    assert verdict is Verdict.REJECTED
+    assert any(f.startswith("value-flow/wrong-value") and "reads `$sgpr32` expecting $sgpr32, but it holds the "
+               "virtual program's $exec_lo" in f for f in findings), findings
+
+
+def test_ordinary_value_in_a_wwm_register_is_rejected() -> None:
+    """A register reserved for whole-wave values holding an ordinary value (the fault LLVM's
+    split WWM allocation, PR #93526, removed): its inactive lanes are not protected."""
+    post, pre = _pair("set-inactive-wwm-overwrite.llvm19.gfx90a")
+    assert "  wwmReservedRegs:\n    - '$vgpr1'\n" in post and "renamable $vgpr0 = V_MOV_B32_e32 -1" in post
+    wrong = post.replace("  wwmReservedRegs:\n    - '$vgpr1'\n", "  wwmReservedRegs:\n    - '$vgpr1'\n    - '$vgpr0'\n")
+    verdict, findings = _verify(wrong, pre)
+    assert verdict is Verdict.REJECTED
+    assert any(f.startswith("constraints/reserved") and "$vgpr0 is reserved for whole-wave-mode values" in f
+               for f in findings), findings
+
+
+def test_missing_exec_restore_is_rejected() -> None:
+    """Without `$exec = S_MOV_B64 $saved` the call runs with every lane on."""
+    post, pre = _pair("whole-wave-register-copy.llvm19.gfx90a")
+    restore = "    $exec = S_MOV_B64 killed $sgpr28_sgpr29\n"
+    assert post.count(restore) == 2
+    verdict, findings = _verify(post.replace(restore, "", 1), pre)
+    assert verdict is Verdict.REJECTED
+    assert any("$exec" in f for f in findings), findings
+
+
+def test_exec_saved_over_a_live_value_is_rejected() -> None:
+    """Saving $exec in the SGPRs that carry a call argument destroys the argument."""
+    post, pre = _pair("whole-wave-register-copy.llvm19.gfx90a")
+    first = post.index("S_OR_SAVEEXEC_B64")
+    line_start = post.rindex("\n", 0, first) + 1
+    line_end = post.index("$exec = S_MOV_B64 killed $sgpr28_sgpr29", first) + len("$exec = S_MOV_B64 killed $sgpr28_sgpr29")
+    bracket = post[line_start:line_end]
+    wrong = post[:line_start] + bracket.replace("$sgpr28_sgpr29", "$sgpr4_sgpr5") + post[line_end:]
+    verdict, findings = _verify(wrong, pre)
+    assert verdict is Verdict.REJECTED
+    assert any("$sgpr4_sgpr5" in f or "$sgpr4" in f for f in findings), findings
+
+
+def test_wwm_spill_reloaded_from_the_wrong_slot_is_rejected() -> None:
+    """The VGPR holding spilled SGPR lanes is saved to a stack slot as a whole-wave spill; its
+    lanes come back only from that slot."""
+    post, pre = _pair("si-spill-sgpr-stack.llvm19.gfx90a")
+    reload = "SI_SPILL_WWM_AV32_RESTORE %stack.1,"
+    assert reload in post
+    verdict, findings = _verify(post.replace(reload, "SI_SPILL_WWM_AV32_RESTORE %stack.2,", 1), pre)
+    assert verdict is Verdict.REJECTED, findings
+
+
+def test_shader_budget_follows_the_calling_convention() -> None:
+    """An `amdgpu_vs` shader's work group is one wave, so its 256 VGPRs are within budget; as
+    a compute shader (work groups up to 1024 lanes) the same allocation is beyond it."""
+    post, pre = _pair("vgpr-spill-emergency-stack-slot.llvm19.gfx1100")
+    assert "define amdgpu_vs void @main(" in post
+    verdict, findings = _verify(post.replace("define amdgpu_vs void @main(", "define amdgpu_cs void @main("), pre)
+    assert verdict is Verdict.REJECTED
+    assert any(f.startswith("constraints/bounds") and "beyond this function's budget" in f for f in findings), findings
+
+
+def test_fixed_agprs_of_inline_assembly_on_a_target_without_them() -> None:
+    """Inline assembly may name AGPRs on gfx1100 (LLVM has them, reserved): not the
+    allocator's choice, so not its fault; an allocated (renamable) AGPR there still is."""
+    post, pre = _pair("agpr-register-count.llvm19.gfx1100")
+    assert "implicit-def early-clobber $agpr31" in post
+    wrong = post.replace("implicit-def early-clobber $agpr31", "implicit-def early-clobber renamable $agpr31", 1)
+    verdict, findings = _verify(wrong, pre)
+    assert verdict is Verdict.REJECTED
+    assert any("outside the gfx1100 AGPR file" in f for f in findings), findings
+
+
+def test_liveness_anomaly_is_discharged_by_bit_precise_semantics() -> None:
+    """LLVM 19 clobbers a lane a shift by 33 never looks at: VERIFIED, with the anomaly named."""
+    post, pre = _pair("sdiv3264.llvm19.gfx1100")
+    report = verify_modules(parse_module(post, "sdiv.post.mir"), read_module(pre), Options())
+    assert report.verdict is Verdict.VERIFIED
+    (anomaly,) = [f for f in report.findings if f.kind == "liveness-anomaly"]
+    assert anomaly.severity == "warning" and "S_ASHR_I64" in anomaly.message and "%14.sub2_sub3" in anomaly.message
+
+
+def test_a_clobbered_lane_that_matters_is_still_rejected() -> None:
+    """The same allocation with a shift by 1: the overwritten low half reaches the result."""
+    post, pre = _pair("sdiv3264.llvm19.gfx1100")
+    shift = ("renamable $sgpr2_sgpr3 = S_ASHR_I64 renamable $sgpr2_sgpr3, 33", "%28:sreg_64 = S_ASHR_I64 %14.sub2_sub3, 33")
+    assert shift[0] in post and shift[1] in pre.read_text()
+    wrong_pre = pre.read_text().replace(shift[1], shift[1][:-2] + "1")
+    report = verify_modules(parse_module(post.replace(shift[0], shift[0][:-2] + "1"), "sdiv.post.mir"),
+                            parse_module(wrong_pre, "sdiv.pre.mir"), Options())
+    assert report.verdict is Verdict.REJECTED
+    assert not any(f.kind == "liveness-anomaly" for f in report.findings)
+    assert any(f.kind == "wrong-value" and "%14.sub2_sub3" in f.message for f in report.findings)
+
+
+def test_true16_copy_from_the_wrong_register_is_rejected() -> None:
+    """A 32-to-16-bit COPY moves the low half: taken from another register, it is wrong."""
+    post, pre = _pair("fma.f16.llvm22.gfx1100")
+    copy = "renamable $vgpr1_lo16 = COPY killed renamable $vgpr1\n"
+    assert copy in post
+    verdict, findings = _verify(post.replace(copy, "renamable $vgpr1_lo16 = COPY renamable $vgpr2\n", 1), pre)
+    assert verdict is Verdict.REJECTED
+    assert any(f.startswith("value-flow/wrong-value") for f in findings), findings
+
+
+def test_legacy_processor_names() -> None:
+    assert get_target("fiji").name == "gfx803" and get_target("hawaii").name == "gfx701"
+    assert get_target("tahiti").name == "gfx600"
+
+
+def test_units_are_named_as_llvm_names_registers() -> None:
+    assert units_name(parse_physreg("vcc").units) == "$vcc"
+    assert units_name(parse_physreg("sgpr4_sgpr5").units) == "$sgpr4_sgpr5"
+    odd = parse_physreg("sgpr5").units + parse_physreg("sgpr6").units
+    assert units_name(odd) == "$sgpr5, $sgpr6"

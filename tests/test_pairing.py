@@ -1,0 +1,252 @@
+"""The decoded steps of a paired block (`verilocc.pairing.steps`) and what each layer concludes
+from each kind: a right allocation is VERIFIED by value flow and equivalence, a neighbour one
+edit away is REJECTED, and a malformed step is UNKNOWN in every layer."""
+
+from __future__ import annotations
+
+import pytest
+
+from verilocc.findings import Report, Verdict
+from verilocc.fuzz import generate
+from verilocc.mir.parser import parse_module
+from verilocc.pairing.alignment import Role, Step, align_functions
+from verilocc.pairing.steps import (
+    MALFORMED_COPY,
+    SPILL_CODE,
+    Added,
+    Dropped,
+    Matched,
+    PostCopy,
+    PostImplicitDef,
+    PostKill,
+    PreCopy,
+    PreImplicitDef,
+    PreKill,
+    ReloadFromSlot,
+    RematCopy,
+    RematOrigin,
+    RestoreFromLane,
+    SpillToLane,
+    SpillToSlot,
+    Unsupported,
+    decode,
+    walk_block,
+)
+from verilocc.verify import Options, verify_modules
+
+TARGET = "gfx90a"
+STORE = "GLOBAL_STORE_DWORD {a}, {v}, 0, 0, implicit $exec :: (store (s32), addrspace 1)"
+SLOTS = ((0, 4, "default"), (1, 4, "default"))
+
+
+def _module(registers: list[tuple[int, str]], body: list[str], stack: tuple[tuple[int, int, str], ...] = ()) -> str:
+    liveins = [("sgpr4_sgpr5", 0 if registers else None), ("vgpr0", 1 if registers else None)]
+    return (generate.ir_module(TARGET) + generate.function_header(TARGET, registers, liveins, stack)
+            + generate.render_body([(0, [], ["$sgpr4_sgpr5", "$vgpr0"], body)]))
+
+
+# The virtual program: %3 = %1 + %1 stored through the address %2 (a copy of the argument %0).
+PRE_HEAD = ["%0:sgpr_64 = COPY $sgpr4_sgpr5", "%1:vgpr_32 = COPY $vgpr0", "%2:vreg_64_align2 = COPY %0",
+            "%3:vgpr_32 = V_ADD_U32_e32 %1, %1, implicit $exec"]
+PRE_REGS = [(0, "sgpr_64"), (1, "vgpr_32"), (2, "vreg_64_align2"), (3, "vgpr_32"), (4, "vgpr_32"),
+            (5, "sreg_32"), (6, "vgpr_32")]
+POST_HEAD = ["renamable $vgpr2_vgpr3 = COPY $sgpr4_sgpr5", "renamable $vgpr4 = V_ADD_U32_e32 $vgpr0, $vgpr0, implicit $exec"]
+ADDR = "renamable $vgpr2_vgpr3"
+
+
+def _pre(*body: str) -> str:
+    return _module(PRE_REGS, [*PRE_HEAD, *body, "S_ENDPGM 0"])
+
+
+def _post(*body: str, stack: tuple[tuple[int, int, str], ...] = SLOTS) -> str:
+    return _module([], [*POST_HEAD, *body, "S_ENDPGM 0"], stack)
+
+
+def _report(post: str, pre: str, layer: str | None = None) -> Report:
+    """Verify with every layer, or with one (then VERIFIED is impossible: the others did not run)."""
+    opts = Options() if layer is None else Options(layers=(layer,))
+    return verify_modules(parse_module(post, "post.mir"), parse_module(pre, "pre.mir"), opts)
+
+
+def _layer_findings(post: str, pre: str, layer: str) -> set[tuple[str, str]]:
+    return {(f.kind, f.severity) for f in _report(post, pre, layer).findings if f.layer == layer}
+
+
+def _decoded(post: str, pre: str) -> list[object]:
+    pre_fn = parse_module(pre, "pre.mir").functions[0]
+    post_fn = parse_module(post, "post.mir").functions[0]
+    steps = align_functions(pre_fn, post_fn).steps[0]
+    return [decode(st, pre_fn.blocks[0], post_fn.blocks[0]) for st in steps]
+
+
+SEMANTIC_LAYERS = ("value-flow", "equivalence")
+
+# (what, virtual program, right allocation, one-edit-wrong allocation, kinds the right one has)
+CASES = [
+    ("copies and matched instructions",
+     _pre(STORE.format(a="%2", v="%3")),
+     _post("renamable $vgpr5 = COPY $vgpr4", STORE.format(a=ADDR, v="renamable $vgpr5")),
+     _post("renamable $vgpr5 = COPY $vgpr0", STORE.format(a=ADDR, v="renamable $vgpr5")),
+     (Matched, PreCopy, PostCopy)),
+    ("spill to a stack slot and reload",
+     _pre(STORE.format(a="%2", v="%3")),
+     _post("SI_SPILL_V32_SAVE $vgpr4, %stack.0, $sgpr32, 0, implicit $exec :: (store (s32) into %stack.0, addrspace 5)",
+           "renamable $vgpr6 = SI_SPILL_V32_RESTORE %stack.0, $sgpr32, 0, implicit $exec :: (load (s32) from %stack.0, addrspace 5)",
+           STORE.format(a=ADDR, v="renamable $vgpr6")),
+     _post("SI_SPILL_V32_SAVE $vgpr4, %stack.0, $sgpr32, 0, implicit $exec :: (store (s32) into %stack.0, addrspace 5)",
+           "renamable $vgpr6 = SI_SPILL_V32_RESTORE %stack.1, $sgpr32, 0, implicit $exec :: (load (s32) from %stack.1, addrspace 5)",
+           STORE.format(a=ADDR, v="renamable $vgpr6")),
+     (SpillToSlot, ReloadFromSlot)),
+    ("SGPR spill to a VGPR lane and restore",
+     _pre("%5:sreg_32 = S_ADD_U32 %0.sub0, %0.sub1, implicit-def dead $scc",
+          "%6:vgpr_32 = V_ADD_U32_e32 %5, %3, implicit $exec", STORE.format(a="%2", v="%6")),
+     _post("renamable $sgpr6 = S_ADD_U32 $sgpr4, $sgpr5, implicit-def dead $scc",
+           "$vgpr9 = IMPLICIT_DEF", "$vgpr9 = SI_SPILL_S32_TO_VGPR $sgpr6, 1, $vgpr9", "$sgpr7 = SI_RESTORE_S32_FROM_VGPR $vgpr9, 1",
+           "renamable $vgpr5 = V_ADD_U32_e32 $sgpr7, $vgpr4, implicit $exec", STORE.format(a=ADDR, v="renamable $vgpr5")),
+     _post("renamable $sgpr6 = S_ADD_U32 $sgpr4, $sgpr5, implicit-def dead $scc",
+           "$vgpr9 = IMPLICIT_DEF", "$vgpr9 = SI_SPILL_S32_TO_VGPR $sgpr6, 1, $vgpr9", "$sgpr7 = SI_RESTORE_S32_FROM_VGPR $vgpr9, 0",
+           "renamable $vgpr5 = V_ADD_U32_e32 $sgpr7, $vgpr4, implicit $exec", STORE.format(a=ADDR, v="renamable $vgpr5")),
+     (SpillToLane, RestoreFromLane)),
+    ("rematerialised constant",
+     _pre("%4:vgpr_32 = V_MOV_B32_e32 7, implicit $exec", STORE.format(a="%2", v="%4"), STORE.format(a="%2", v="%4")),
+     _post("renamable $vgpr5 = V_MOV_B32_e32 7, implicit $exec", STORE.format(a=ADDR, v="renamable $vgpr5"),
+           "renamable $vgpr5 = V_MOV_B32_e32 7, implicit $exec", STORE.format(a=ADDR, v="renamable $vgpr5")),
+     _post("renamable $vgpr5 = V_MOV_B32_e32 7, implicit $exec", STORE.format(a=ADDR, v="renamable $vgpr5"),
+           "renamable $vgpr5 = V_MOV_B32_e32 7, implicit $exec", STORE.format(a=ADDR, v="renamable $vgpr4")),
+     (RematCopy, RematOrigin)),
+    ("implicit defs and kills",
+     _pre("%4:vgpr_32 = IMPLICIT_DEF", "KILL %1", STORE.format(a="%2", v="%4"), STORE.format(a="%2", v="%3")),
+     _post("renamable $vgpr5 = IMPLICIT_DEF", "KILL $vgpr0", STORE.format(a=ADDR, v="renamable $vgpr5"),
+           STORE.format(a=ADDR, v="renamable $vgpr4")),
+     _post("renamable $vgpr4 = IMPLICIT_DEF", "KILL $vgpr0", STORE.format(a=ADDR, v="renamable $vgpr5"),
+           STORE.format(a=ADDR, v="renamable $vgpr4")),
+     (PreImplicitDef, PreKill, PostImplicitDef, PostKill)),
+]
+
+
+@pytest.mark.parametrize("what, pre, right, wrong, kinds", CASES, ids=[c[0] for c in CASES])
+def test_each_step_kind_verified_right_and_rejected_one_edit_wrong(
+        what: str, pre: str, right: str, wrong: str, kinds: tuple[type, ...]) -> None:
+    decoded = {type(s) for s in _decoded(right, pre)}
+    assert set(kinds) <= decoded, (what, decoded)
+    assert not decoded & {Unsupported, Added, Dropped}
+    report = _report(right, pre)
+    assert report.verdict is Verdict.VERIFIED, (what, report.findings)
+    for layer in SEMANTIC_LAYERS:
+        assert not _layer_findings(right, pre, layer)
+        wrong_report = _report(wrong, pre, layer)
+        assert wrong_report.verdict is Verdict.REJECTED, (what, layer, wrong_report.findings)
+        assert any(f.layer == layer and f.severity == "error" for f in wrong_report.findings), (what, layer)
+
+
+def test_added_and_dropped_instructions_are_rejected_by_value_flow() -> None:
+    pre = _pre(STORE.format(a="%2", v="%3"))
+    added = _post(STORE.format(a=ADDR, v="renamable $vgpr4"), STORE.format(a=ADDR, v="renamable $vgpr0"))
+    dropped = _post()
+    assert Added in {type(s) for s in _decoded(added, pre)}
+    assert Dropped in {type(s) for s in _decoded(dropped, pre)}
+    for post, kind in ((added, "added-instruction"), (dropped, "dropped-instruction")):
+        report = _report(post, pre, "value-flow")
+        assert report.verdict is Verdict.REJECTED
+        assert kind in {f.kind for f in report.findings}
+
+
+# --- the drift decisions: malformed steps are unsupported, in every layer ---------------------
+MALFORMED = [
+    ("post COPY with three explicit registers", _pre(STORE.format(a="%2", v="%3")),
+     _post("renamable $vgpr5 = COPY $vgpr4, $vgpr0", STORE.format(a=ADDR, v="renamable $vgpr5")), MALFORMED_COPY),
+    ("post COPY whose first register is a use", _pre(STORE.format(a="%2", v="%3")),
+     _post("COPY $vgpr5, $vgpr4", STORE.format(a=ADDR, v="renamable $vgpr4")), MALFORMED_COPY),
+    ("pre COPY with three explicit registers", _pre("%4:vgpr_32 = COPY %3, %1", STORE.format(a="%2", v="%4")),
+     _post(STORE.format(a=ADDR, v="renamable $vgpr4")), MALFORMED_COPY),
+    ("reload whose first register is not a def", _pre(STORE.format(a="%2", v="%3")),
+     _post("SI_SPILL_V32_SAVE $vgpr4, %stack.0, $sgpr32, 0, implicit $exec :: (store (s32) into %stack.0, addrspace 5)",
+           "SI_SPILL_V32_RESTORE $vgpr6, %stack.0, $sgpr32, 0, implicit $exec :: (load (s32) from %stack.0, addrspace 5)",
+           STORE.format(a=ADDR, v="renamable $vgpr4")), SPILL_CODE),
+    ("SGPR lane spill without a lane", _pre(STORE.format(a="%2", v="%3")),
+     _post("$vgpr9 = SI_SPILL_S32_TO_VGPR $sgpr4, $vgpr9", STORE.format(a=ADDR, v="renamable $vgpr4")), SPILL_CODE),
+]
+
+
+@pytest.mark.parametrize("what, pre, post, reason", MALFORMED, ids=[c[0] for c in MALFORMED])
+def test_malformed_steps_are_unsupported_in_every_layer(what: str, pre: str, post: str, reason: str) -> None:
+    bad = [s for s in _decoded(post, pre) if isinstance(s, Unsupported)]
+    assert [s.reason for s in bad] == [reason], what
+    assert _report(post, pre).verdict is not Verdict.VERIFIED
+    for layer in SEMANTIC_LAYERS:
+        assert ("unsupported", "unknown") in _layer_findings(post, pre, layer), (what, layer)
+
+
+def test_malformed_step_leaves_the_certificate_block_uncovered() -> None:
+    from verilocc.analysis.cfg import build_cfg
+    from verilocc.analysis.operands import vreg_classes
+    from verilocc.certificate.valueflow import valueflow_obligations
+    from verilocc.semantics.valueflow import ValueFlowChecker
+
+    _, pre, post, _ = MALFORMED[0]
+    pre_fn = parse_module(pre, "pre.mir").functions[0]
+    post_fn = parse_module(post, "post.mir").functions[0]
+    alignment = align_functions(pre_fn, post_fn)
+    vf = ValueFlowChecker(pre_fn, post_fn, vreg_classes(pre_fn), alignment, build_cfg(pre_fn))
+    vf.fixed_point()
+    obligations, uncovered = valueflow_obligations(vf, pre_fn, post_fn, alignment)
+    assert not obligations
+    assert [u.block for u in uncovered] == [0]
+    assert MALFORMED_COPY in uncovered[0].reason
+
+
+# --- decode on its own ------------------------------------------------------------------------
+def test_decode_reads_operands_of_each_kind() -> None:
+    pre = CASES[2][1]
+    post = CASES[2][2]
+    steps = _decoded(post, pre)
+    lane = next(s for s in steps if isinstance(s, SpillToLane))
+    assert (lane.src.phys, lane.vgpr.phys, lane.lane) == ("sgpr6", "vgpr9", 1)
+    back = next(s for s in steps if isinstance(s, RestoreFromLane))
+    assert (back.dst.phys, back.vgpr.phys, back.lane) == ("sgpr7", "vgpr9", 1)
+    steps = _decoded(CASES[1][2], CASES[1][1])
+    save = next(s for s in steps if isinstance(s, SpillToSlot))
+    load = next(s for s in steps if isinstance(s, ReloadFromSlot))
+    assert (save.src.phys, save.slot, load.dst.phys, load.slot) == ("vgpr4", 0, "vgpr6", 0)
+    assert save.ins.opcode == "SI_SPILL_V32_SAVE"
+    copies = [s for s in _decoded(CASES[0][2], CASES[0][1]) if isinstance(s, (PreCopy, PostCopy))]
+    assert [(type(c).__name__, c.dst.phys, c.src.phys) for c in copies][-1] == ("PostCopy", "vgpr5", "vgpr4")
+
+
+def test_decode_copy_of_undef_has_no_source() -> None:
+    pre = _pre("%4:vgpr_32 = COPY undef %1", STORE.format(a="%2", v="%3"))
+    post = _post("renamable $vgpr5 = COPY undef $vgpr0", STORE.format(a=ADDR, v="renamable $vgpr4"))
+    steps = _decoded(post, pre)
+    pre_copy = [s for s in steps if isinstance(s, PreCopy)][-1]
+    post_copy = [s for s in steps if isinstance(s, PostCopy)][-1]
+    assert pre_copy.src is None and pre_copy.source.vreg == 1
+    assert post_copy.src is None and post_copy.source.phys == "vgpr0"
+    assert _report(post, pre).verdict is Verdict.VERIFIED
+
+
+def test_decode_roles_without_instructions_of_their_own() -> None:
+    pre = parse_module(_pre(STORE.format(a="%2", v="%3")), "pre.mir").functions[0].blocks[0]
+    post = parse_module(_post(STORE.format(a=ADDR, v="renamable $vgpr4")), "post.mir").functions[0].blocks[0]
+    assert isinstance(decode(Step(Role.DROPPED, 4, None), pre, post), Dropped)
+    assert isinstance(decode(Step(Role.ADDED, None, 2), pre, post), Added)
+    assert isinstance(decode(Step(Role.REMAT_ORIGIN, 3, None), pre, post), RematOrigin)
+    assert isinstance(decode(Step(Role.REMAT, None, 1), pre, post), RematCopy)
+    odd = decode(Step(Role.SPILL, None, 2), pre, post)  # a store is no spill code this decoder knows
+    assert isinstance(odd, Unsupported) and odd.reason == SPILL_CODE
+
+
+def test_walk_block_calls_one_method_per_step_in_order() -> None:
+    pre_text, post_text = CASES[1][1], CASES[1][2]
+    pre_fn = parse_module(pre_text, "pre.mir").functions[0]
+    post_fn = parse_module(post_text, "post.mir").functions[0]
+    steps = align_functions(pre_fn, post_fn).steps[0]
+    calls: list[str] = []
+
+    class Recorder:
+        def __getattr__(self, name: str) -> object:
+            return lambda s: calls.append(name)
+
+    walk_block(steps, pre_fn.blocks[0], post_fn.blocks[0], Recorder())  # type: ignore[arg-type]
+    assert len(calls) == len(steps)
+    assert calls.index("spill_to_slot") < calls.index("reload_from_slot")
+    assert calls[-1] == "matched"  # S_ENDPGM

@@ -1,0 +1,230 @@
+"""The SMT encoding of an allocation problem (`verilocc.allocators.problem`) as z3 terms.
+
+Unknowns: per value ``r_v``, the index of its first 32-bit register in its file, and, when its
+class allows several files, ``f_v`` choosing the file; both are 16-bit bit-vectors whose values
+stay far from wrapping (z3 bit-blasts these colouring problems to SAT, much faster than linear
+integer arithmetic). Hard constraints: the domain of each value; one disjointness per conflict
+of the interference relation (with the COPY identity waiver); usage per file (highest index + 1)
+and, on unified VGPR/AGPR files, VGPRs rounded up to 4 plus AGPRs within the limit. Soft terms:
+preferred registers and copy hints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from verilocc.allocators.problem import (
+    AGPR_FILE,
+    FILES,
+    SGPR_FILE,
+    VGPR_FILE,
+    Problem,
+    Side,
+    locate,
+    make_register,
+)
+from verilocc.analysis.operands import VReg
+from verilocc.smt.formulas import lane_runs
+from verilocc.target import PhysReg
+
+if TYPE_CHECKING:
+    import z3
+
+
+class Encoding:
+    """z3 terms of one problem: variables, hard constraints, usage terms, soft constraints."""
+
+    def __init__(self, p: Problem, ctx: z3.Context) -> None:
+        import z3
+
+        self.p = p
+        self.ctx = ctx
+        self.hard: list[z3.BoolRef] = []
+        self.r: dict[VReg, z3.ArithRef] = {}
+        self.f: dict[VReg, z3.ArithRef | int] = {}
+        for v, val in p.values.items():
+            if not val.allowed:
+                raise NoRegister(v)
+            r = _var(f"r_{v}", ctx)
+            self.r[v] = r
+            codes = list(val.allowed)
+            if len(codes) == 1:
+                self.f[v] = codes[0]
+            else:
+                fv = _var(f"f_{v}", ctx)
+                self.f[v] = fv
+                self.hard.append(z3.Or([fv == c for c in codes]))
+            for code, idxs in val.allowed.items():
+                self.hard.append(z3.Implies(self.in_file(v, code), _member(r, idxs)))
+        for a, am, b, bm, waiver in p.conflicts:
+            c = self.disjoint(a, am, b, bm, waiver)
+            if c is not None:
+                self.hard.append(c)
+        # Usage per file: highest index + 1, at least what fixed registers already use.
+        self.top: dict[int, z3.ArithRef] = {}
+        for f in (SGPR_FILE, VGPR_FILE, AGPR_FILE):
+            t = _var(f"top_{f.name}", ctx)
+            self.top[f.code] = t
+            self.hard += [t >= p.fixed_top.get(f.code, 0), t <= f.size]
+            for v, val in p.values.items():
+                if f.code in val.allowed:
+                    self.hard.append(z3.Implies(self.in_file(v, f.code), self.r[v] + val.width32 <= t))
+        t = p.target
+        if t.unified_vgpr_file:
+            k = _var("vgpr_granules", ctx)
+            self.vgpr4 = 4 * k
+            self.hard += [k >= 0, k <= VGPR_FILE.size // 4]
+            self.hard += [self.vgpr4 >= self.top[VGPR_FILE.code], self.vgpr4 < self.top[VGPR_FILE.code] + 4]
+            agprs = self.top[AGPR_FILE.code]
+            self.occupancy_count: z3.ArithRef = z3.If(agprs > 0, self.vgpr4 + agprs, self.top[VGPR_FILE.code])
+            self.hard.append(self.occupancy_count <= p.limits.total_vector)
+        elif t.has_agprs:
+            self.occupancy_count = _var("vector_count", ctx)
+            self.hard += [self.occupancy_count >= self.top[VGPR_FILE.code], self.occupancy_count >= self.top[AGPR_FILE.code],
+                          self.occupancy_count <= VGPR_FILE.size]
+        else:
+            self.occupancy_count = self.top[VGPR_FILE.code]
+        self.vector = self.top[VGPR_FILE.code] + self.top[AGPR_FILE.code]
+        self.sgprs = self.top[SGPR_FILE.code]
+
+    def in_file(self, v: VReg, code: int) -> z3.BoolRef:
+        import z3
+
+        fv = self.f[v]
+        return z3.BoolVal(fv == code, self.ctx) if isinstance(fv, int) else fv == code
+
+    def same_file(self, a: Side, b: Side) -> z3.BoolRef | bool:
+        """Whether both sides are in one file (a Python bool when that is known)."""
+        fa = self.f[a.vreg] if a.vreg is not None else a.file
+        fb = self.f[b.vreg] if b.vreg is not None else b.file
+        if isinstance(fa, int) and isinstance(fb, int):
+            return fa == fb
+        if isinstance(fa, int) or isinstance(fb, int):
+            var, code, side = (fb, fa, b) if isinstance(fa, int) else (fa, fb, a)
+            assert not isinstance(var, int) and isinstance(code, int) and side.vreg is not None
+            return code in self.p.values[side.vreg].allowed and var == code
+        return fa == fb
+
+    def slot_of(self, s: Side) -> z3.ArithRef | int:
+        return 2 * self.r[s.vreg] if s.vreg is not None else s.slot
+
+    def disjoint(self, a: Side, am: int, b: Side, bm: int, waiver: tuple[int, int] | None = None) -> z3.BoolRef | None:
+        import z3
+
+        same = self.same_file(a, b)
+        if same is False:
+            return None
+        ta, tb = self.slot_of(a), self.slot_of(b)
+        parts: list[z3.BoolRef] = []
+        for s1, l1 in lane_runs(am):
+            for s2, l2 in lane_runs(bm):
+                if s1 % 2 == 0 and s2 % 2 == 0 and l1 == 2 and l2 == 2:
+                    parts.append(_ne(ta, s1, tb, s2, self.ctx))
+                else:
+                    parts.append(z3.Or(_le(ta, s1 + l1, tb, s2, self.ctx), _le(tb, s2 + l2, ta, s1, self.ctx)))
+        body = z3.And(parts) if len(parts) > 1 else parts[0]
+        if waiver is not None:
+            body = z3.Or(body, _eq(ta, waiver[0], tb, waiver[1], self.ctx))
+        return body if same is True else z3.Implies(same, body)
+
+    def pinned(self, placed: Mapping[VReg, tuple[int, int]]) -> z3.BoolRef:
+        """Every value at the given (file code, register index)."""
+        import z3
+
+        eqs: list[z3.BoolRef] = []
+        for v, (code, r) in placed.items():
+            eqs.append(self.r[v] == r)
+            fv = self.f[v]
+            if not isinstance(fv, int):
+                eqs.append(fv == code)
+        return z3.And(eqs)
+
+    def register_of(self, v: VReg, model: z3.ModelRef) -> PhysReg:
+        import z3
+
+        fv = self.f[v]
+        code = fv if isinstance(fv, int) else model.eval(fv, model_completion=True).as_long()  # type: ignore[union-attr]
+        index = model.eval(self.r[v], model_completion=True)
+        assert z3.is_bv_value(index)
+        return make_register(FILES[code], index.as_long(), self.p.values[v].width32)  # type: ignore[union-attr]
+
+    def matches(self, v: VReg, reg: PhysReg) -> z3.BoolRef | None:
+        """`%v` is in `reg` (None when `reg` cannot hold `%v` at all)."""
+        import z3
+
+        loc = locate(reg)
+        val = self.p.values.get(v)
+        if loc is None or val is None or val.width32 != reg.width32 or loc[1] not in val.allowed.get(loc[0].code, ()):
+            return None
+        return z3.And(self.in_file(v, loc[0].code), self.r[v] == loc[1])
+
+    def copy_hint(self, dst: Side, doff: int, src: Side, soff: int) -> z3.BoolRef | None:
+        import z3
+
+        same = self.same_file(dst, src)
+        if same is False:
+            return None
+        eq = (self.slot_of(dst) + doff) == (self.slot_of(src) + soff)
+        if isinstance(eq, bool):
+            return None
+        return eq if same is True else z3.And(same, eq)
+
+
+#: Bit width of the unknowns: registers, counts and 16-bit slots stay below 2**12, so signed
+#: bit-vector arithmetic never wraps; bit-vectors let z3 bit-blast the problem to SAT, which
+#: decides these colouring problems far faster than linear integer arithmetic.
+_BITS = 16
+
+
+def _var(name: str, ctx: z3.Context) -> z3.ArithRef:
+    import z3
+
+    v = z3.BitVec(name, _BITS, ctx)
+    return v  # type: ignore[return-value]
+
+
+class NoRegister(Exception):
+    def __init__(self, v: VReg) -> None:
+        super().__init__(v)
+        self.vreg = v
+
+
+def _member(r: z3.ArithRef, idxs: tuple[int, ...]) -> z3.BoolRef:
+    """`r` is one of `idxs`: an arithmetic progression with holes, as bounds, a stride and `!=`."""
+    import math
+
+    import z3
+
+    lo, hi = idxs[0], idxs[-1]
+    step = 0
+    for x in idxs:
+        step = math.gcd(step, x - lo)
+    step = step or 1
+    parts = [r >= lo, r <= hi]
+    if step > 1:
+        parts.append((r - lo) % step == 0)
+    present = set(idxs)
+    parts += [r != x for x in range(lo, hi + 1, step) if x not in present]
+    return z3.And(parts) if len(parts) > 1 else parts[0]  # type: ignore[return-value]
+
+
+def _ne(ta: z3.ArithRef | int, s1: int, tb: z3.ArithRef | int, s2: int, ctx: z3.Context) -> z3.BoolRef:
+    import z3
+
+    e = (ta + s1) != (tb + s2)
+    return z3.BoolVal(e, ctx) if isinstance(e, bool) else e
+
+
+def _eq(ta: z3.ArithRef | int, ka: int, tb: z3.ArithRef | int, kb: int, ctx: z3.Context) -> z3.BoolRef:
+    import z3
+
+    e = (ta + ka) == (tb + kb)
+    return z3.BoolVal(e, ctx) if isinstance(e, bool) else e
+
+
+def _le(ta: z3.ArithRef | int, ka: int, tb: z3.ArithRef | int, kb: int, ctx: z3.Context) -> z3.BoolRef:
+    import z3
+
+    e = (ta + ka) <= (tb + kb)
+    return z3.BoolVal(e, ctx) if isinstance(e, bool) else e

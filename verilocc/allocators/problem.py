@@ -1,0 +1,450 @@
+"""The allocation problem of one pre-RA function, in plain Python, before any solver is touched.
+
+Register files as the allocator sees them: the numbered SGPR, VGPR and AGPR files and VCC, seen
+as a two-register file (``vcc_lo``, ``vcc_hi``); other special registers are reserved or in no
+allocatable class. Per virtual register: the (file, first 32-bit register) pairs its class
+allows within the function's limits (`verilocc.target.limits.register_problem`). Between
+values: the conflicts of the interference relation (`verilocc.analysis.interference`), at
+16-bit lane granularity, with the COPY identity waiver; the COPYs that can become identities
+(copy hints); lower bounds on the registers any allocation needs (pressure). Also a greedy
+first-fit assignment (the solver's starting point, never trusted on its own) and the usage
+and occupancy of an allocated function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verilocc.analysis.calls import expand_calls, sgpr_striped
+from verilocc.analysis.cfg import build_cfg
+from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
+from verilocc.analysis.liveness import Effect, Liveness, compute_liveness
+from verilocc.analysis.operands import VReg, function_limits, vreg_classes
+from verilocc.errors import TargetError
+from verilocc.mir.model import Function
+from verilocc.target import PhysReg, RegFile, RegisterClass, Target, file_register, parse_physreg
+from verilocc.target.limits import Limits, register_problem
+
+
+# --------------------------------------------------------------------------------------------
+# Register files as the allocator sees them
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AllocatableFile:
+    code: int
+    name: str
+    unit_base: int  # global unit id of slot 0 (`PhysReg.units`)
+    size: int  # 32-bit registers
+
+
+def _files() -> tuple[AllocatableFile, ...]:
+    vcc_lo = parse_physreg("vcc_lo").units[0]
+    assert parse_physreg("vcc").units == tuple(range(vcc_lo, vcc_lo + 4)), "vcc is vcc_lo + vcc_hi"
+    return (
+        AllocatableFile(0, "sgpr", file_register(RegFile.SGPR, 0).units[0], 106),
+        AllocatableFile(1, "vgpr", file_register(RegFile.VGPR, 0).units[0], 256),
+        AllocatableFile(2, "agpr", file_register(RegFile.AGPR, 0).units[0], 256),
+        AllocatableFile(3, "vcc", vcc_lo, 2),
+    )
+
+
+FILES = _files()
+SGPR_FILE, VGPR_FILE, AGPR_FILE, VCC_FILE = FILES
+_BY_REGFILE = {RegFile.SGPR: SGPR_FILE, RegFile.VGPR: VGPR_FILE, RegFile.AGPR: AGPR_FILE}
+
+
+def locate(reg: PhysReg) -> tuple[AllocatableFile, int] | None:
+    """(file, first 32-bit register index) of an allocatable register, None for others."""
+    f = _BY_REGFILE.get(reg.file)
+    if f is None:
+        if reg.name not in ("vcc", "vcc_lo", "vcc_hi"):
+            return None
+        f = VCC_FILE
+    slot = reg.units[0] - f.unit_base
+    if slot % 2 or len(reg.units) % 2:
+        return None
+    return f, slot // 2
+
+
+def _unit_slot(unit: int) -> tuple[AllocatableFile, int] | None:
+    for f in FILES:
+        if 0 <= unit - f.unit_base < 2 * f.size:
+            return f, unit - f.unit_base
+    return None
+
+
+def make_register(f: AllocatableFile, index: int, width32: int) -> PhysReg:
+    if f is VCC_FILE:
+        return parse_physreg({(0, 2): "vcc", (0, 1): "vcc_lo", (1, 1): "vcc_hi"}[(index, width32)])
+    return file_register(RegFile(f.name), index, width32)
+
+
+# --------------------------------------------------------------------------------------------
+# The problem, in plain Python (built before any solver is touched)
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Value:
+    vreg: VReg
+    cls: RegisterClass
+    width32: int
+    allowed: dict[int, tuple[int, ...]]  # file code -> allowed first register indices
+
+
+@dataclass(frozen=True)
+class Side:
+    vreg: VReg | None  # a virtual register, or
+    file: int = -1  # a fixed physical run: file code and first 16-bit slot
+    slot: int = 0
+
+
+#: Two sides with 16-bit slot masks that must not share a lane, unless `waiver` = (a offset,
+#: b offset) is given and both offsets name the same slot: a COPY's destination may sit
+#: exactly on the lanes it copies (the copy becomes an identity), and nowhere else on them.
+Conflict = tuple[Side, int, Side, int, tuple[int, int] | None]
+
+
+@dataclass
+class Problem:
+    fn: Function
+    target: Target
+    limits: Limits
+    values: dict[VReg, Value]
+    conflicts: list[Conflict]
+    copies: list[tuple[Side, int, Side, int, int]]  # (dst, dst slot offset, src, src offset, slots)
+    fixed_top: dict[int, int]  # file code -> highest fixed register index + 1
+    pressure: dict[str, int]  # lower bounds: "vector", "sgpr", "vgpr" (VGPR-only values) live at once
+
+
+def build_problem(fn: Function, target: Target) -> Problem:
+    """The allocation problem of `fn`; `InputError`/`TargetError` for what is not supported."""
+    classes = vreg_classes(fn)
+    limits = function_limits(fn, target)
+    budget = limits.hint or limits
+    values: dict[VReg, Value] = {}
+    used = {op.vreg for b in fn.blocks for ins in b.instructions for op in ins.operands if op.vreg is not None}
+    for v in sorted(used, key=vreg_key):
+        cls = classes[v]
+        if cls.width_units % 2:
+            raise Unsupported(f"%{v} has the 16-bit class {cls.name}; 16-bit register classes are not supported")
+        allowed: dict[int, list[int]] = {}
+        for m in cls.members(target):
+            loc = locate(m)
+            if loc is None or register_problem(m, cls, target, budget) is not None:
+                continue
+            allowed.setdefault(loc[0].code, []).append(loc[1])
+        values[v] = Value(v, cls, cls.width_units // 2, {k: tuple(sorted(set(x))) for k, x in sorted(allowed.items())})
+    # Calls clobber what their register masks do not preserve, as the verifier reads them; the
+    # registers a callee clobbers are not registers this function uses (`_fixed_top`).
+    called = expand_calls(fn, target, sgpr_striped(fn))
+    liveness = compute_liveness(called, build_cfg(called), classes)
+    conflicts, pressure = _conflicts(called, liveness, values)
+    return Problem(fn, target, budget, values, conflicts, _copies(fn, classes, values), _fixed_top(fn), pressure)
+
+
+class Unsupported(Exception):
+    """A construct the allocator does not handle (reported as status "unsupported")."""
+
+
+def vreg_key(v: VReg) -> tuple[int, int, str]:
+    return (0, v, "") if isinstance(v, int) else (1, 0, str(v))
+
+
+def _phys_sides(units: frozenset[int] | set[int] | tuple[int, ...]) -> list[tuple[Side, int]]:
+    """Fixed physical units as runs of slots in the allocatable files (others cannot clash)."""
+    out: list[tuple[Side, int]] = []
+    for u in sorted(units):
+        loc = _unit_slot(u)
+        if loc is None:
+            continue
+        f, slot = loc
+        if out and out[-1][0].file == f.code and out[-1][0].slot + out[-1][1].bit_length() == slot:
+            side, mask = out[-1]
+            out[-1] = (side, mask | (1 << (slot - side.slot)))
+        else:
+            out.append((Side(None, f.code, slot), 1))
+    return out
+
+
+def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> tuple[list[Conflict], dict[str, int]]:
+    """Pairs that must not share a lane: the interference relation (`verilocc.analysis.interference`,
+    the one the verifier's layer 1 checks) in the allocator's terms; and the pressure bounds."""
+    seen: set[Conflict] = set()
+    out: list[Conflict] = []
+
+    def add(a: Side, am: int, b: Side, bm: int, waiver: tuple[int, int] | None = None) -> None:
+        if a == b or (a.vreg is None and b.vreg is None) or not am or not bm:
+            return
+        if _side_key(a) <= _side_key(b):
+            key: Conflict = (a, am, b, bm, waiver)
+        else:
+            key = (b, bm, a, am, None if waiver is None else (waiver[1], waiver[0]))
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+
+    def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
+        if isinstance(side, VirtualLanes):
+            return [(Side(side.vreg), side.slots)]
+        return _phys_sides(side.units)
+
+    for fact in interferences(fn, liveness):
+        defined, other = sides(fact.defined), sides(fact.other)
+        # An identity names a fixed side by its lowest unit: its one run in a register file.
+        waiver = fact.identity if len(defined) == 1 and len(other) == 1 else None
+        for a, am in defined:
+            for b, bm in other:
+                add(a, am, b, bm, waiver)
+    return out, _pressure(fn, liveness, values)
+
+
+def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> dict[str, int]:
+    """Lower bounds on the registers any allocation needs ("vector", "sgpr", "vgpr": values
+    that only VGPRs can hold), and the line where the VGPR bound peaks.
+
+    Counted after each instruction: lanes that are live *and defined on every path* there.
+    Two such lanes always meet at a definition (the later of their last definitions on a path
+    sees the other live), so they must differ, except when a COPY made one from the other:
+    values joined by COPYs count once (their widest member), so the bound stays sound.
+    """
+    parent: dict[VReg, VReg] = {v: v for v in values}
+
+    def root(v: VReg) -> VReg:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    for b in fn.blocks:
+        for ins in b.instructions:
+            if ins.opcode == "COPY":
+                regs = [op.vreg for op in ins.operands if op.kind == "reg" and not op.is_implicit]
+                if len(regs) == 2 and regs[0] in parent and regs[1] in parent:
+                    parent[root(regs[0])] = root(regs[1])  # type: ignore[index]
+    must_in = _must_defined(fn, liveness)
+    kind_of: dict[VReg, tuple[str, ...]] = {}
+    for v, val in values.items():
+        files = set(val.allowed)
+        kinds: tuple[str, ...] = ()
+        if files and files <= {VGPR_FILE.code, AGPR_FILE.code}:
+            kinds = ("vector", "vgpr") if files == {VGPR_FILE.code} else ("vector",)
+        elif files and files <= {SGPR_FILE.code, VCC_FILE.code}:
+            kinds = ("sgpr",)
+        kind_of[v] = kinds
+    peak = {"vector": 0, "sgpr": 0, "vgpr": 0, "line": 0}
+    blocks = {b.number: b for b in fn.blocks}
+    for b in liveness.cfg.order:
+        effects = liveness.effects[b]
+        live_after = dict(liveness.walk_backward(b))
+        must = dict(must_in[b])
+        for idx, eff in enumerate(effects):
+            _define(must, eff, blocks[b].instructions[idx].opcode)
+            units: dict[tuple[str, VReg | None], int] = {}
+            for w, m in live_after[idx].vregs.items():
+                lanes = (m & must.get(w, 0)).bit_count()
+                for kind in kind_of[w]:
+                    key = (kind, root(w))
+                    units[key] = max(units.get(key, 0), lanes)
+            for side, m in _phys_sides(live_after[idx].units):
+                kind = {VGPR_FILE.code: "vgpr", AGPR_FILE.code: "vector", SGPR_FILE.code: "sgpr"}.get(side.file)
+                if kind is not None:
+                    units[(kind, None)] = units.get((kind, None), 0) + m.bit_count()
+                    if kind == "vgpr":
+                        units[("vector", None)] = units.get(("vector", None), 0) + m.bit_count()
+            total = {k: sum(n for (kind, _), n in units.items() if kind == k) for k in ("vector", "sgpr", "vgpr")}
+            if (total["vgpr"] + 1) // 2 > peak["vgpr"]:
+                peak["vgpr"], peak["line"] = (total["vgpr"] + 1) // 2, blocks[b].instructions[idx].line
+            peak["vector"] = max(peak["vector"], (total["vector"] + 1) // 2)
+            peak["sgpr"] = max(peak["sgpr"], (max(0, total["sgpr"] - 4) + 1) // 2)  # VCC may hold 2
+    return peak
+
+
+def _define(state: dict[VReg, int], eff: Effect, opcode: str = "") -> None:
+    """Lanes defined after an instruction: a def adds its lanes; an `undef` subregister def
+    leaves only its own (LLVM's meaning of the flag). IMPLICIT_DEF defines nothing here: the
+    encoding lets its value share registers with anything."""
+    if opcode == "IMPLICIT_DEF":
+        return
+    for d in eff.defs:
+        if d.vreg is None:
+            continue
+        if d.op.subreg and d.op.has("undef"):
+            state[d.vreg] = d.mask
+        else:
+            state[d.vreg] = state.get(d.vreg, 0) | d.mask
+
+
+def _must_defined(fn: Function, liveness: Liveness) -> dict[int, dict[VReg, int]]:
+    """Lanes defined on every path into each block (intersection over predecessors)."""
+    blocks = {b.number: b for b in fn.blocks}
+    cfg = liveness.cfg
+    order = cfg.reverse_postorder()
+    entry = cfg.entry
+    state: dict[int, dict[VReg, int] | None] = {b: None for b in cfg.order}  # None: not reached yet
+    state[entry] = {}
+    changed = True
+    while changed:
+        changed = False
+        for b in order:
+            if b == entry:
+                continue
+            meet: dict[VReg, int] | None = None
+            for p in cfg.predecessors(b):
+                if state[p] is None:
+                    continue
+                out = dict(state[p])  # type: ignore[arg-type]
+                for eff, ins in zip(liveness.effects[p], blocks[p].instructions):
+                    _define(out, eff, ins.opcode)
+                meet = out if meet is None else {v: m & out[v] for v, m in meet.items() if v in out and m & out[v]}
+            if meet is not None and meet != state[b]:
+                state[b] = meet
+                changed = True
+    return {b: (s or {}) for b, s in state.items()}
+
+
+def _side_key(s: Side) -> tuple[int, int, int, str]:
+    if s.vreg is None:
+        return (1, s.file, s.slot, "")
+    k = vreg_key(s.vreg)
+    return (0, k[0], k[1], k[2])
+
+
+def _copies(fn: Function, classes: dict[VReg, RegisterClass],
+            values: dict[VReg, Value]) -> list[tuple[Side, int, Side, int, int]]:
+    """COPYs that become identities when both sides share registers (copy hints)."""
+    from verilocc.target import subreg_range
+
+    out: list[tuple[Side, int, Side, int, int]] = []
+    for b in fn.blocks:
+        for ins in b.instructions:
+            if ins.opcode != "COPY":
+                continue
+            regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
+            if len(regs) != 2 or any(op.is_noreg for op in regs):
+                continue
+            ends: list[tuple[Side, int, int]] = []  # side, slot offset, slots
+            for op in regs:
+                if op.vreg is not None:
+                    first, count = subreg_range(op.subreg) if op.subreg else (0, classes[op.vreg].width_units)
+                    ends.append((Side(op.vreg), first, count))
+                else:
+                    assert op.phys is not None
+                    try:
+                        reg = parse_physreg(op.phys)
+                        reg = reg.subreg(op.subreg) if op.subreg else reg
+                    except TargetError:
+                        break
+                    loc = _unit_slot(reg.units[0])
+                    if loc is None:
+                        break
+                    ends.append((Side(None, loc[0].code, loc[1]), 0, len(reg.units)))
+            if len(ends) != 2 or ends[0][2] != ends[1][2] or ends[0][2] % 2:
+                continue
+            (dst, doff, n), (src, soff, _) = ends
+            if dst.vreg is None and src.vreg is None:
+                continue
+            out.append((dst, doff, src, soff, n))
+    return out
+
+
+def _fixed_top(fn: Function) -> dict[int, int]:
+    top: dict[int, int] = {}
+    for b in fn.blocks:
+        for ins in b.instructions:
+            for op in ins.operands:
+                if op.kind == "reg" and op.phys is not None:
+                    try:
+                        reg = parse_physreg(op.phys)
+                    except TargetError:
+                        continue
+                    loc = locate(reg)
+                    if loc is not None and loc[0] is not VCC_FILE:
+                        top[loc[0].code] = max(top.get(loc[0].code, 0), loc[1] + max(1, reg.width32))
+    return top
+
+
+# --------------------------------------------------------------------------------------------
+# A greedy first assignment (the solver's starting point, never trusted on its own)
+# --------------------------------------------------------------------------------------------
+def greedy_assignment(p: Problem) -> dict[VReg, tuple[int, int]] | None:
+    """(file code, register index) per value by first-fit colouring in program order, trying
+    a copy partner's register first; None when some value finds no free register."""
+    adj: dict[VReg, list[tuple[Side, int, int, tuple[int, int] | None]]] = {v: [] for v in p.values}
+    for a, am, b, bm, waiver in p.conflicts:
+        if a.vreg is not None:
+            adj[a.vreg].append((b, am, bm, waiver))
+        if b.vreg is not None:
+            adj[b.vreg].append((a, bm, am, None if waiver is None else (waiver[1], waiver[0])))
+    partners: dict[VReg, list[tuple[Side, int, int]]] = {v: [] for v in p.values}
+    for dst, doff, src, soff, _ in p.copies:
+        if dst.vreg is not None:
+            partners[dst.vreg].append((src, doff, soff))
+        if src.vreg is not None:
+            partners[src.vreg].append((dst, soff, doff))
+    order: list[VReg] = []
+    seen: set[VReg] = set()
+    for b in p.fn.blocks:
+        for ins in b.instructions:
+            for op in ins.operands:
+                if op.vreg is not None and op.vreg not in seen and op.vreg in p.values:
+                    seen.add(op.vreg)
+                    order.append(op.vreg)
+    placed: dict[VReg, tuple[int, int]] = {}
+
+    def where(side: Side) -> tuple[int, int] | None:  # (file code, first slot)
+        if side.vreg is None:
+            return side.file, side.slot
+        got = placed.get(side.vreg)
+        return None if got is None else (got[0], 2 * got[1])
+
+    def fits(v: VReg, code: int, r: int) -> bool:
+        for other, mine, theirs, waiver in adj[v]:
+            loc = where(other)
+            if loc is None or loc[0] != code:
+                continue
+            if waiver is not None and 2 * r + waiver[0] == loc[1] + waiver[1]:
+                continue
+            if (mine << (2 * r)) & (theirs << loc[1]):
+                return False
+        return True
+
+    for v in order:
+        val = p.values[v]
+        candidates: list[tuple[int, int]] = []
+        for other, mine_off, their_off in partners[v]:
+            loc = where(other)
+            if loc is not None and (loc[1] + their_off - mine_off) % 2 == 0:
+                candidates.append((loc[0], (loc[1] + their_off - mine_off) // 2))
+        for code in sorted(val.allowed, key=lambda c: (c == VCC_FILE.code, c)):
+            candidates.extend((code, r) for r in val.allowed[code])
+        choice = next(((c, r) for c, r in candidates if r in val.allowed.get(c, ()) and fits(v, c, r)), None)
+        if choice is None:
+            return None
+        placed[v] = choice
+    return placed
+
+
+# --------------------------------------------------------------------------------------------
+# Usage and occupancy
+# --------------------------------------------------------------------------------------------
+def register_usage(fn: Function, target: Target) -> dict[str, int]:
+    """Registers an allocated function uses, as the hardware counts them (highest index + 1 per
+    file), and the waves per SIMD they allow (SGPRs plus the VCC/FLAT_SCRATCH/XNACK ones the
+    target reserves; LDS and the work-group size are not counted)."""
+    top = {RegFile.VGPR: 0, RegFile.AGPR: 0, RegFile.SGPR: 0}
+    for b in fn.blocks:
+        for ins in b.instructions:
+            for op in ins.operands:
+                if op.kind != "reg" or op.phys is None:
+                    continue
+                try:
+                    reg = parse_physreg(op.phys)
+                except TargetError:
+                    continue
+                if reg.file in top:
+                    top[reg.file] = max(top[reg.file], reg.index + max(1, reg.width32))
+    return usage_dict(target, top[RegFile.VGPR], top[RegFile.AGPR], top[RegFile.SGPR])
+
+
+def usage_dict(target: Target, vgprs: int, agprs: int, sgprs: int) -> dict[str, int]:
+    waves = target.waves_per_simd(vgprs, agprs, sgprs + target.reserved_num_sgprs())
+    return {"vgpr": vgprs, "agpr": agprs, "sgpr": sgprs, "waves": waves}

@@ -1,0 +1,119 @@
+"""Layer 1's constraints as objects: each one is evaluated on the allocation (for findings with
+places) and printed as SMT-LIB (the proof obligation), so both readings are of one formula.
+
+Unknowns are *home variables* `h_N`: the first 16-bit register unit of the one place where the
+allocation keeps virtual register N. Fixed physical registers are constants (unit ids).
+- `Member`: `h_N` is the first unit of a register the virtual register may take;
+- `Disjoint`: two sides, each with a 16-bit slot mask, share no unit; with `identity`, they
+  may also lie so that the two given slots coincide (the copied lanes of a COPY, see
+  `verilocc.analysis.interference`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verilocc.analysis.operands import VReg
+from verilocc.findings import Place
+
+
+def lane_runs(mask: int) -> list[tuple[int, int]]:
+    """Maximal runs of set bits: [(first, length)]."""
+    runs: list[tuple[int, int]] = []
+    i = 0
+    while mask:
+        if mask & 1:
+            start = i
+            while mask & 1:
+                mask >>= 1
+                i += 1
+            runs.append((start, i - start))
+        else:
+            mask >>= 1
+            i += 1
+    return runs
+
+
+@dataclass(frozen=True)
+class Side:
+    """A value's place in a constraint: a home variable or fixed physical units."""
+
+    label: str  # "%12" or "$vcc"
+    var: str | None = None  # "h_12"
+    const: int | None = None  # first unit of a fixed register
+
+
+@dataclass(frozen=True)
+class Member:
+    var: str
+    vreg: VReg
+    cls: str
+    allowed: tuple[int, ...]  # allowed first units, ascending
+
+    def smt(self) -> str:
+        return _member_smt(self.var, self.allowed)
+
+
+@dataclass(frozen=True)
+class Disjoint:
+    a: Side
+    a_mask: int
+    b: Side
+    b_mask: int
+    place: Place
+    kind: str  # "interference" or "early-clobber"
+    def_text: str  # the defining operand as written
+    live_vreg: VReg | None  # the value that is live (b)
+    identity: tuple[int, int] | None = None  # (slot of a, slot of b) that may coincide
+
+    def holds(self, values: dict[str, int]) -> bool:
+        pa = values[self.a.var] if self.a.var else self.a.const
+        pb = values[self.b.var] if self.b.var else self.b.const
+        assert pa is not None and pb is not None
+        if self.identity is not None and pa + self.identity[0] == pb + self.identity[1]:
+            return True
+        if pa <= pb:
+            return not (self.a_mask & (self.b_mask << (pb - pa)))
+        return not (self.b_mask & (self.a_mask << (pa - pb)))
+
+    def smt(self) -> str:
+        ta = self.a.var if self.a.var else str(self.a.const)
+        tb = self.b.var if self.b.var else str(self.b.const)
+        parts = []
+        for s1, l1 in lane_runs(self.a_mask):
+            for s2, l2 in lane_runs(self.b_mask):
+                # [ta+s1, ta+s1+l1) and [tb+s2, tb+s2+l2) do not meet
+                parts.append(f"(or (<= (+ {ta} {s1 + l1}) (+ {tb} {s2})) (<= (+ {tb} {s2 + l2}) (+ {ta} {s1})))")
+        body = parts[0] if len(parts) == 1 else "(and " + " ".join(parts) + ")"
+        if self.identity is not None:
+            body = f"(or (= (+ {ta} {self.identity[0]}) (+ {tb} {self.identity[1]})) {body})"
+        return body
+
+
+def _member_smt(var: str, allowed: tuple[int, ...]) -> str:
+    if not allowed:
+        return "false"
+    # Compress the allowed set into arithmetic progressions.
+    progs: list[tuple[int, int, int]] = []
+    i = 0
+    n = len(allowed)
+    while i < n:
+        if i + 1 < n:
+            step = allowed[i + 1] - allowed[i]
+            j = i + 1
+            while j + 1 < n and allowed[j + 1] - allowed[j] == step:
+                j += 1
+            progs.append((allowed[i], allowed[j], step))
+            i = j + 1
+        else:
+            progs.append((allowed[i], allowed[i], 1))
+            i += 1
+    terms = []
+    for lo, hi, step in progs:
+        if lo == hi:
+            terms.append(f"(= {var} {lo})")
+        elif step == 1:
+            terms.append(f"(and (<= {lo} {var}) (<= {var} {hi}))")
+        else:
+            terms.append(f"(and (<= {lo} {var}) (<= {var} {hi}) (= (mod (- {var} {lo}) {step}) 0))")
+    return terms[0] if len(terms) == 1 else "(or " + " ".join(terms) + ")"

@@ -1,0 +1,76 @@
+"""Register masks of calls: the registers a call preserves; it clobbers every other one.
+
+A call in MIR names its mask by the callee-saved list it comes from (`csr_amdgpu`,
+`csr_amdgpu_gfx90ainsts`, ...). Sources: llvm/lib/Target/AMDGPU/AMDGPUCallingConv.td
+(`CSR_AMDGPU_VGPRs`, `CSR_AMDGPU_AGPRs`, `CSR_AMDGPU_SGPRs`, `CSR_AMDGPU_SI_Gfx_SGPRs`,
+`CSR_AMDGPU_CS_ChainPreserve`, `CSR_AMDGPU_NoRegs`) and SIRegisterInfo::getCallPreservedMask,
+which picks the `_GFX90AInsts` variant where the subtarget has AGPRs as callee-saved.
+
+- VGPRs 40-47, 56-63, ... 248-255 (stripes of eight from 40, every other one) are preserved
+  by every mask but the no-register ones; VGPRs above 255 are not.
+- SGPRs: LLVM up to 20 preserves s30-s105; LLVM 21 and later (llvm-project PR #127353)
+  preserve s30-s39, s48-s55, s64-s71, s80-s87, s96-s105 only. Checked here: with values live
+  across a call, llc-19 keeps them in s40-s43 and s52-s99 and llc-22 only in s48-s51.
+  `sgpr_striped` selects the later rule; where the LLVM version is not known, the later rule
+  is the safe one (it preserves a subset of the earlier one, so it never lets a clobbered
+  register pass as preserved).
+- The `amdgpu_gfx` masks (`csr_amdgpu_si_gfx*`) preserve s4-s31 and s64-s105.
+- AGPRs 32-255 are preserved by the `_gfx90ainsts` masks.
+- EXEC and MODE are preserved by the calling convention whatever the mask says (the callee
+  returns with the caller's EXEC; AMDGPUUsage, "Call Convention"): they are added to every
+  mask that preserves anything.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from verilocc.target.registers import PhysReg, parse_physreg
+
+_VGPR_STRIPES = tuple(range(start, start + 8) for start in range(40, 256, 16))
+_SGPR_OLD = (range(30, 106),)
+_SGPR_STRIPED = (range(30, 40), range(48, 56), range(64, 72), range(80, 88), range(96, 106))
+_SGPR_GFX = (range(4, 32), range(64, 106))
+_AGPR_CSR = (range(32, 256),)
+_ALWAYS = ("exec", "mode")
+
+
+@dataclass(frozen=True)
+class RegMask:
+    """A call's register mask: the units of the registers it preserves."""
+
+    name: str
+    preserved: frozenset[int]
+
+    def preserves(self, reg: PhysReg) -> bool:
+        return all(u in self.preserved for u in reg.units)
+
+
+def _units(prefix: str, ranges: tuple[range, ...]) -> set[int]:
+    return {u for r in ranges for i in r for u in parse_physreg(f"{prefix}{i}").units}
+
+
+@functools.cache
+def regmask(name: str, sgpr_striped: bool) -> RegMask | None:
+    """The mask `name` as llc prints it (case-insensitive), or None for a mask not known here
+    (a call through it is then not modelled)."""
+    key = name.lower()
+    agprs = key.endswith("_gfx90ainsts")
+    base = key.removesuffix("_gfx90ainsts")
+    units: set[int] = set()
+    if base == "csr_amdgpu":
+        units = _units("vgpr", _VGPR_STRIPES) | _units("sgpr", _SGPR_STRIPED if sgpr_striped else _SGPR_OLD)
+    elif base == "csr_amdgpu_si_gfx":
+        units = _units("vgpr", _VGPR_STRIPES) | _units("sgpr", _SGPR_GFX)
+    elif base == "csr_amdgpu_cs_chainpreserve" and not agprs:
+        units = _units("vgpr", (range(8, 256),))
+    elif base == "csr_amdgpu_noregs" and not agprs:
+        return RegMask(key, frozenset())
+    else:
+        return None
+    if agprs:
+        units |= _units("agpr", _AGPR_CSR)
+    for special in _ALWAYS:
+        units |= set(parse_physreg(special).units)
+    return RegMask(key, frozenset(units))
