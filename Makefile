@@ -27,9 +27,9 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
-# torch, transformers, peft, matplotlib for the model commands (pyproject extra `model`).
+# torch, transformers, peft, matplotlib for the model commands (pyproject extra `model`), Dask (`cluster`).
 $(BIN)/.model: pyproject.toml | $(BIN)/.installed
-	$(BIN)/python -m pip install -q -e '.[dev,model]'
+	$(BIN)/python -m pip install -q -e '.[dev,model,cluster]'
 	touch $@
 
 install: $(BIN)/.installed
