@@ -6,7 +6,7 @@ answer of any SMT-LIB solver must be ``unsat``. The files are
 generated from verilocc's target tables by this script, so they state facts about the
 encoding verilocc actually uses; ``tests/test_lemmas.py`` regenerates them, checks that the
 committed files are current, and discharges every one with z3 and cvc5 through their own
-SMT-LIB parsers. ``proofs/SOUNDNESS.md`` says which step of the argument each lemma supports.
+SMT-LIB parsers. ``docs/soundness.md`` says which step of the argument each lemma supports.
 
     python proofs/lemmas.py --write     # regenerate proofs/lemmas/*.smt2
     python proofs/lemmas.py --check     # exit 1 if a committed file is stale

@@ -1,7 +1,16 @@
-"""Shared fixtures: the corpus beside the checkout, the project's own fixtures, and a runner."""
+"""Shared fixtures: the example kernels, the optional corpus beside the checkout, the project's
+own fixtures, and a runner.
+
+The repository's `examples/` (small kernels for gfx90a, gfx942, gfx1100) is always there. The
+larger corpus of llc output is optional: `VERILOCC_CORPUS` names it, by default
+`../shared/corpus` beside the checkout; an empty `VERILOCC_CORPUS` means none (`make check`).
+Tests over the corpus skip without it, and the small kernels they name come from `examples/`,
+which holds the same bytes.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,26 +22,44 @@ from verilocc.mir.parser import read_module
 from verilocc.verify import Options, verify_modules
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
+EXAMPLES = ROOT / "examples"
 FIXTURES = ROOT / "tests" / "fixtures"
+_CORPUS = os.environ.get("VERILOCC_CORPUS")
+#: The optional corpus. Without one this is a path that is never a directory (os.devnull).
+CORPUS = (ROOT.parent / "shared" / "corpus" if _CORPUS is None
+          else Path(_CORPUS) if _CORPUS else Path(os.devnull) / "corpus")
+#: Where tests find the small kernels (vadd, reduce_sum, sgemm_naive, softmax_row): the corpus
+#: when it is there, else `examples/` (the same files for the kernels both hold).
+KERNELS = CORPUS if CORPUS.is_dir() else EXAMPLES
 
 
-def corpus_pairs() -> list[tuple[str, Path, Path]]:
-    """(id, post, pre) for every pair of the shared corpus."""
-    out = []
-    for post in sorted(CORPUS.glob("*/*.post.mir")):
-        pre = post.with_name(post.name.replace(".post.mir", ".pre.mir"))
-        out.append((f"{post.parent.name}/{post.name[:-len('.post.mir')]}", post, pre))
-    return out
+def kernel(name: str) -> Path:
+    """`<dir>/<target>/<kernel>` for a name like `gfx90a/vadd` (append `.pre.mir`/`.post.mir`),
+    from the corpus or `examples/`; the test skips when neither holds it."""
+    for root in (CORPUS, EXAMPLES):
+        if (root / f"{name}.pre.mir").exists():
+            return root / name
+    pytest.skip(f"{name} is in neither the corpus nor examples/")
 
 
-def _pairs_under(root: Path, prefix: str) -> list[tuple[str, Path, Path]]:
+def _pairs_under(root: Path, prefix: str = "") -> list[tuple[str, Path, Path]]:
     """(id, post, pre) for every `<target>/<kernel>.post.mir` under `root`."""
     out = []
     for post in sorted(root.glob("*/*.post.mir")):
         pre = post.with_name(post.name.replace(".post.mir", ".pre.mir"))
-        out.append((f"{prefix}/{post.parent.name}/{post.name[:-len('.post.mir')]}", post, pre))
+        name = f"{post.parent.name}/{post.name[:-len('.post.mir')]}"
+        out.append((f"{prefix}/{name}" if prefix else name, post, pre))
     return out
+
+
+def corpus_pairs() -> list[tuple[str, Path, Path]]:
+    """(id, post, pre) for every pair of the corpus (none without it)."""
+    return _pairs_under(CORPUS)
+
+
+def example_pairs() -> list[tuple[str, Path, Path]]:
+    """(id, post, pre) for every pair of `examples/`."""
+    return _pairs_under(EXAMPLES)
 
 
 def fixture_pairs(llvm: str) -> list[tuple[str, Path, Path]]:
@@ -51,7 +78,7 @@ def verify_pair(post: Path, pre: Path | None = None, **opts: object) -> Report:
 @pytest.fixture
 def corpus() -> Path:
     if not CORPUS.is_dir():
-        pytest.skip("../shared/corpus is not beside the checkout")
+        pytest.skip("no corpus (../shared/corpus beside the checkout, or VERILOCC_CORPUS)")
     return CORPUS
 
 

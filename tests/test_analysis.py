@@ -9,11 +9,11 @@ from verilocc.analysis.liveness import compute_liveness
 from verilocc.mir.parser import read_module
 from verilocc.target import parse_physreg
 
-from .conftest import CORPUS
+from .conftest import kernel
 
 
 def _load(name: str):  # type: ignore[no-untyped-def]
-    pre = read_module(CORPUS / f"{name}.pre.mir")
+    pre = read_module(f"{kernel(name)}.pre.mir")
     fn = pre.functions[0]
     return pre, fn, compute_liveness(fn, build_cfg(fn))
 
@@ -30,7 +30,7 @@ def test_block_live_ins_agree_with_llvm() -> None:
     program, mapped through LLVM's assignment, covers exactly those units."""
     for name in ("gfx90a/sgemm_naive", "gfx1100/reduce_sum", "gfx942/softmax_row"):
         pre, fn, live = _load(name)
-        post = read_module(CORPUS / f"{name}.post.mir")
+        post = read_module(f"{kernel(name)}.post.mir")
         regs = assignment_from_allocation(pre, post).regs
         for b in post.functions[0].blocks[1:]:
             llvm_units = set()

@@ -1,6 +1,6 @@
 """Bad input never crashes: one `FILE:LINE:COL: error: message` line on stderr, exit code 2.
 
-DESIGN.md section 3: malformed, truncated or corrupted MIR, unknown targets, registers,
+docs/design.md section 3: malformed, truncated or corrupted MIR, unknown targets, registers,
 classes or subregister indices, directories, missing or huge files and bad assignment files
 are reported as one line with a place and exit code 2 -- never a Python traceback, never a
 verdict on stdout and never exit 3 "internal error" (which the CLI prints for unexpected
@@ -28,12 +28,12 @@ from verilocc.errors import InputError
 from verilocc.mir import parser as mir_parser
 
 from .conftest import FIXTURES
+from .conftest import KERNELS as CORPUS  # the corpus, or examples/: the same small kernels
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 VADD_PRE = CORPUS / "gfx90a" / "vadd.pre.mir"
 VADD_POST = CORPUS / "gfx90a" / "vadd.post.mir"
 
-pytestmark = pytest.mark.skipif(not VADD_PRE.exists(), reason="the corpus (../shared/corpus) is absent")
+pytestmark = pytest.mark.skipif(not VADD_PRE.exists(), reason="gfx90a/vadd is absent")
 
 _ERROR_LINE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>\S.*)$")
 

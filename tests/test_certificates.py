@@ -23,7 +23,7 @@ from verilocc.fuzz import mutations
 from verilocc.mir.parser import read_module
 from verilocc.mir.printer import print_module
 
-from .conftest import CORPUS, corpus_pairs
+from .conftest import KERNELS, corpus_pairs
 
 pytest.importorskip("cvc5")
 
@@ -32,7 +32,7 @@ SPREAD = {"gfx90a/vadd", "gfx90a/hgemm_mfma16_w32x32", "gfx942/fa_mfma_d64", "gf
           "gfx1100/hgemm_wmma_w32x32", "gfx1100/sgemm_128x128_t8x8_v64"}
 ALL = bool(os.environ.get("VERILOCC_CERT_ALL"))
 PAIRS = [p for p in corpus_pairs() if ALL or p[0] in SPREAD]
-VADD = CORPUS / "gfx90a" / "vadd"
+VADD = KERNELS / "gfx90a" / "vadd"
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -61,8 +61,6 @@ def _refresh_hash(d: Path, rel: str) -> None:
 
 @pytest.fixture
 def vadd_cert(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Path:
-    if not CORPUS.is_dir():
-        pytest.skip("no corpus")
     out = tmp_path / "cert"
     code, _, err = _certify(capsys, out)
     assert code == 0 and "certificate written" in err
@@ -293,7 +291,7 @@ def test_manifest_without_a_layer_1_obligation_fails(capsys: pytest.CaptureFixtu
 def test_equivalence_obligation_without_its_assumptions_fails(capsys: pytest.CaptureFixture[str],
                                                               tmp_path: Path) -> None:
     """Layer 3's query rests on the block-entry assumptions; dropped (hash fixed up), cvc5 finds sat."""
-    pair = CORPUS / "gfx90a" / "sgemm_naive"  # one of the kernels whose layer 3 needs the solver
+    pair = KERNELS / "gfx90a" / "sgemm_naive"  # one of the kernels whose layer 3 needs the solver
     out = tmp_path / "cert"
     assert _certify(capsys, out, Path(f"{pair}.post.mir"), Path(f"{pair}.pre.mir"))[0] == 0
     rel = next(ob["file"] for ob in _manifest(out)["obligations"] if ob["layer"] == "equivalence")  # type: ignore[attr-defined]

@@ -56,8 +56,8 @@ def llc22_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not CORPUS.is_dir():
         pytest.skip("no corpus")
     out = tmp_path_factory.mktemp("llc22")
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "llc_corpus.py"), "--llc", "llc-22", "--out", str(out),
-                    "-j", "2"], check=True, capture_output=True, timeout=900)
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "llc_corpus.py"), "--llc", "llc-22", "--corpus", str(CORPUS),
+                    "--out", str(out), "-j", "2"], check=True, capture_output=True, timeout=900)
     return out
 
 

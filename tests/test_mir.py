@@ -10,7 +10,7 @@ import pytest
 from verilocc.mir.parser import parse_module, read_module
 from verilocc.mir.printer import print_module
 
-from .conftest import CORPUS, FIXTURES
+from .conftest import FIXTURES, KERNELS
 
 
 def _structure(m):  # type: ignore[no-untyped-def]
@@ -31,7 +31,7 @@ def _structure(m):  # type: ignore[no-untyped-def]
     ]
 
 
-ALL_MIR = (sorted(CORPUS.glob("*/*.mir")) + sorted((FIXTURES / "targets").glob("llvm*/*/*.mir"))
+ALL_MIR = (sorted(KERNELS.glob("*/*.mir")) + sorted((FIXTURES / "targets").glob("llvm*/*/*.mir"))
            + sorted((FIXTURES / "llvm").glob("*/*/*.mir")))  # LLVM 15 and 16
 
 

@@ -25,8 +25,8 @@ from verilocc.llm.problem import build_problem  # noqa: E402
 from verilocc.llm.tokenizer import Tokenizer  # noqa: E402
 from verilocc.target import get_target  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
+from .conftest import KERNELS as CORPUS, ROOT  # noqa: E402  # the corpus, or examples/
+
 VADD = CORPUS / "gfx942" / "vadd.pre.mir"
 SOURCES = {"vadd": "vadd.hip", "reduce_sum": "reduce.hip", "softmax_row": "softmax.hip", "sgemm_naive": "sgemm_naive.hip"}
 
@@ -196,7 +196,7 @@ def test_llc_finishes_code_generation_from_the_allocation(tiny_model: Path, tmp_
     assert r.returncode == 0, r.stderr
     target = kernel.split("/")[0]
     # llc's MIR parser rejects the `implicit $vcc_lo` it prints on wave32 branches: patch only
-    # llc's copy, as ../shared/corpus/README.md describes (the verified file stays as written).
+    # llc's copy, as examples/README.md describes (the verified file stays as written).
     text = re.sub(r"^(.*(?:S_CBRANCH_VCCN?Z|V_DIV_FMAS).*)$",
                   lambda m: re.sub(r"implicit (killed )?\$vcc_lo\b", r"implicit \1$vcc", m.group(1)),
                   out.read_text(), flags=re.M)

@@ -16,9 +16,9 @@ from verilocc.mir.parser import read_module
 from verilocc.mir.printer import print_module
 from verilocc.smt.solver import Answer, check_z3
 
-from .conftest import CORPUS
+from .conftest import kernel
 
-VADD = CORPUS / "gfx90a" / "vadd"
+VADD = kernel("gfx90a/vadd")
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

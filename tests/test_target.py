@@ -1,6 +1,6 @@
 """Tests for verilocc.target: registers, subregister lanes, classes, gfx facts.
 
-Three tiers: table facts (always), the real llc corpus in ../shared/corpus (skipped when it is
+Three tiers: table facts (always), the real llc corpus (conftest.CORPUS; skipped when it is
 absent), and cross-checks against llc-19 / llc-22 (skipped when the binary is missing). Set
 VERILOCC_SLOW_TESTS=1 to check every register class name the installed LLVMs define.
 """
@@ -42,7 +42,7 @@ from verilocc.target import subregs
 from verilocc.target.gfx import FIXED_SGPRS_FOR_INIT_BUG
 from verilocc.target.registers import special_register_names
 
-CORPUS = Path(os.environ.get("VERILOCC_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
+from .conftest import CORPUS  # VERILOCC_CORPUS, or ../shared/corpus beside the checkout
 SLOW = os.environ.get("VERILOCC_SLOW_TESTS") == "1"
 T = TypeVar("T")
 R = TypeVar("R")

@@ -22,11 +22,11 @@ from verilocc.mir.parser import read_module
 from verilocc.target import PhysReg, RegFile, get_class, get_target, parse_physreg
 from verilocc.verify import Options, verify_modules
 
-from .conftest import CORPUS, FIXTURES
+from .conftest import CORPUS, EXAMPLES, FIXTURES
 
 
 def _pair(name: str) -> tuple[Module, Module]:
-    path = CORPUS / name if (CORPUS / f"{name}.pre.mir").exists() else FIXTURES / "targets" / name
+    path = next((d / name for d in (CORPUS, EXAMPLES) if (d / f"{name}.pre.mir").exists()), FIXTURES / "targets" / name)
     if not Path(f"{path}.pre.mir").exists():
         pytest.skip(f"{name} not available")
     return read_module(f"{path}.pre.mir"), read_module(f"{path}.post.mir")

@@ -35,7 +35,7 @@ OBLIGATIONS = "obligations"
 TRUSTED = (
     "the MIR parser and the alignment of the two programs (which instruction corresponds to which)",
     ("the translation of the programs into the obligations: layer 1's constraints from liveness and the register "
-    "classes, layer 3's symbolic execution (opcode semantics, assumptions A1-A5 of proofs/SOUNDNESS.md), layer 2's "
+    "classes, layer 3's symbolic execution (opcode semantics, assumptions A1-A5 of docs/soundness.md), layer 2's "
     "encoding of each aligned step"),
     "SHA-256 and the re-checking solver",
 )

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from verilocc.errors import InputError
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "models" / "verilocc-small"
+#: The project's small allocation model, shipped inside the package (`make model` rebuilds it).
+DEFAULT_MODEL = Path(__file__).resolve().parent / "data" / "verilocc-small"
+#: Kernel sources and llc pairs of the larger corpus, beside a checkout (relative to the working directory).
+SHARED = Path("..") / "shared"
 
 
 def _console():  # noqa: ANN202 - rich is imported lazily
@@ -101,7 +103,8 @@ def _load(path: str | None):  # noqa: ANN202
 
     p = path or str(DEFAULT_MODEL)
     if path is None and not Path(p).exists():
-        raise InputError("the default model is not built: run `make model` (or pass --model PATH)", p, 0, 0)
+        raise InputError("the default model is missing from the installed package: reinstall verilocc, run "
+                         "`make model`, or pass --model PATH", p, 0, 0)
     return load_lm(p)
 
 
@@ -211,7 +214,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                         description="Compile the HIP kernels of a manifest with clang for every target, make pre/post "
                         "register-allocation pairs with each llc, and turn them into normalised training examples, "
                         "split into train and held-out by kernel source. Resumes: existing outputs are kept.")
-    b.add_argument("--kernels", default=str(SHARED / "kernels"), metavar="DIR", help="HIP sources and manifest.txt")
+    b.add_argument("--kernels", default=str(SHARED / "kernels"), metavar="DIR",
+                   help="HIP sources and manifest.txt (default ../shared/kernels)")
     b.add_argument("--out", default="build/dataset", metavar="DIR", help="output directory (default build/dataset)")
     b.add_argument("--targets", default=None, metavar="GFX[,GFX]", help="default gfx908,gfx90a,gfx942,gfx1100,gfx1200")
     b.add_argument("--clang", default="clang-19")
@@ -229,7 +233,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                        "project's small Llama-style model from scratch (default), or any Hugging Face causal LM from a "
                        "local path (--base), optionally with LoRA. Nothing is downloaded.")
     t.add_argument("--data", default="build/dataset", metavar="DIR")
-    t.add_argument("-o", "--out", default=str(DEFAULT_MODEL), metavar="DIR", help="model directory to write")
+    t.add_argument("-o", "--out", default="build/model", metavar="DIR",
+                   help="model directory to write (default build/model)")
     t.add_argument("--base", metavar="PATH", help="fine-tune this local model (directory or .gguf file)")
     t.add_argument("--lora", action="store_true", help="train LoRA adapters (peft) instead of all weights")
     t.add_argument("--size", choices=("tiny", "small", "base"), default="small", help="from-scratch model size")
@@ -247,8 +252,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                        description="Single-shot and k-round VERIFIED rates, constrained decoding, rounds and seconds to "
                        "success, and registers/waves against LLVM's greedy allocator, on pairs whose kernel source was "
                        "held out of training. Prints a table and writes eval.json and eval.png.")
-    e.add_argument("--pairs", default=str(SHARED / "corpus"), metavar="DIR", help="pairs <DIR>/<target>/*.{pre,post}.mir")
-    e.add_argument("--kernels", default=str(SHARED / "kernels"), metavar="DIR", help="for manifest.txt (kernel -> source)")
+    e.add_argument("--pairs", default=str(SHARED / "corpus"), metavar="DIR",
+                   help="pairs <DIR>/<target>/*.{pre,post}.mir (default ../shared/corpus)")
+    e.add_argument("--kernels", default=str(SHARED / "kernels"), metavar="DIR",
+                   help="for manifest.txt (kernel -> source; default ../shared/kernels)")
     e.add_argument("--held-out", default="flash_attn.hip,softmax.hip", metavar="SRC[,SRC]")
     e.add_argument("--targets", default="gfx90a,gfx942,gfx1100", metavar="GFX[,GFX]")
     e.add_argument("--kernel", default=None, metavar="NAME[,NAME]", help="only these kernels")

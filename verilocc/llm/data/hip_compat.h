@@ -1,5 +1,5 @@
-// Included (-include) by scripts/llc_corpus.py --hip before every kernel source.  Older clangs
-// (15, 16) lack two builtins that ../shared/kernels/hip_min.h uses; with clang 19 and later
+// Included (-include) by verilocc.llm.llc_pairs --hip before every kernel source.  Older clangs
+// (15, 16) lack two builtins that examples/kernels/hip_min.h uses; with clang 19 and later
 // both guards are false and this file changes nothing (the IR is byte-identical).
 #pragma once
 #if !__has_builtin(__builtin_amdgcn_wavefrontsize)
