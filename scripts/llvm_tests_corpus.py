@@ -382,8 +382,10 @@ def main(argv: list[str] | None = None) -> int:
     counts = {"ok": 0, "skip": 0, "fail": 0}
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for task, row in zip(tasks, pool.map(maker.make, tasks)):
+        for k, (task, row) in enumerate(zip(tasks, pool.map(maker.make, tasks)), 1):
             rows[task.key] = row
+            if k % 100 == 0:  # a long run's manifest is readable while it goes on
+                write_pairs(args.out / "pairs.tsv", rows)
             counts[row.status] += 1
             print(f"{row.status:4} llvm-{task.version} {task.target} {task.test} {task.mode}: "
                   f"{row.note}", flush=True)
