@@ -101,6 +101,24 @@ def test_triple(ll_text: str) -> str:
     return "amdgcn"
 
 
+class LocalLlc(Llc):
+    """An llc that reads `.ll` inputs from its working directory.
+
+    `llc_corpus.PairMaker` passes the IR by absolute path, which llc writes into the MIR as
+    `source_filename`; a copy under the test's own name keeps the output independent of
+    where the checkout lives (as in one-process mode).
+    """
+
+    def run(self, args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[str]:
+        local = []
+        for a in args:
+            if a.endswith(".ll") and Path(a).is_absolute():
+                shutil.copyfile(a, cwd / Path(a).name)
+                a = Path(a).name
+            local.append(a)
+        return super().run(local, cwd, what)
+
+
 class TriplePairMaker(PairMaker):
     """`llc_corpus.PairMaker` under the test's own triple."""
 
@@ -255,7 +273,8 @@ class CorpusMaker:
         ll = LL_DIR / f"{task.test}.ll"
         try:
             if task.mode == "reread":
-                maker = TriplePairMaker(llc, self.out / task.version, test_triple(read_text(ll)))
+                maker = TriplePairMaker(LocalLlc(llc.path, llc.timeout), self.out / task.version,
+                                        test_triple(read_text(ll)))
                 res = maker.make(Job(task.target, f"{task.test}.reread", ll))
                 if not res.ok:
                     raise PairError(res.message)

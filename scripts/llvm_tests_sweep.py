@@ -31,6 +31,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 from collections import Counter, defaultdict
@@ -288,6 +289,58 @@ def pairs_on_disk(root: Path) -> dict:
     return rows
 
 
+def categories() -> dict[str, str]:
+    """Test name -> what it was chosen to exercise (SOURCES.tsv)."""
+    lines = corpus.read_text(corpus.SOURCES).splitlines()[1:]
+    return {c[0]: c[3] for c in (ln.split("\t") for ln in lines) if len(c) >= 4}
+
+
+def keep_fixtures(dest: Path, pairs: Path, rows: dict, functions: list[dict], per_category: int,
+                  max_bytes: int) -> list[corpus.Row]:
+    """Make the smallest pairs of each category again in `dest` (one per test and outcome).
+
+    Per category, pairs are taken smallest first, at most one per test, alternating between
+    pairs whose functions are all VERIFIED and pairs with a non-VERIFIED function so that
+    both kinds are kept, until `per_category` pairs or `max_bytes` in all.
+    """
+    cat = categories()
+    outcome: dict[tuple[str, str, str, str], bool] = {}
+    for f in functions:
+        key = (f["llvm"], f["target"], f["test"], f["mode"])
+        outcome[key] = outcome.get(key, True) and f["verdict"] == "VERIFIED"
+    size = {k: (pairs / r.pre).stat().st_size + (pairs / r.post).stat().st_size
+            for k, r in rows.items() if k in outcome}
+    chosen: list[tuple[str, str, str, str]] = []
+    total = 0
+    for category in sorted(set(cat.values())):
+        queues = {ok: sorted((k for k in size if cat.get(k[2]) == category and outcome[k] is ok),
+                             key=lambda k: (size[k], k)) for ok in (True, False)}
+        tests: set[str] = set()
+        taken = 0
+        turn = False
+        while taken < per_category and (queues[True] or queues[False]):
+            turn = not turn
+            queue = queues[turn] or queues[not turn]
+            k = queue.pop(0)
+            if k[2] in tests or total + size[k] > max_bytes:
+                continue
+            tests.add(k[2])
+            chosen.append(k)
+            total += size[k]
+            taken += 1
+    # Remade rather than copied: the kept files are what this script's llc runs print now.
+    maker = corpus.CorpusMaker(dest, timeout=600.0)
+    kept = []
+    for k in sorted(chosen, key=lambda k: (int(k[0]), target_order(k[1]), k[2], k[3])):
+        llc = shutil.which(f"llc-{k[0]}") or f"llc-{k[0]}"
+        row = maker.make(corpus.Task(k[0], llc, k[1], k[2], k[3]))
+        if row.status == "ok":
+            kept.append(row)
+    corpus.write_pairs(dest / "pairs.tsv", {(r.version, r.target, r.test, r.mode): r
+                                            for r in kept})
+    return kept
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Verify LLVM's allocations of its AMDGPU tests.")
     src = ap.add_mutually_exclusive_group(required=True)
@@ -302,6 +355,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds for verifying one pair (default %(default)s)")
     ap.add_argument("--json", type=Path, default=REPO_ROOT / "docs" / "llvm-tests.json")
     ap.add_argument("--markdown", type=Path, default=REPO_ROOT / "docs" / "llvm-tests.md")
+    ap.add_argument("--keep-fixtures", type=Path, default=None, metavar="DIR",
+                    help="also copy a small selection of the pairs to DIR (with pairs.tsv)")
+    ap.add_argument("--keep-per-category", type=int, default=6)
+    ap.add_argument("--keep-max-bytes", type=int, default=4_500_000)
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error("-j must be at least 1")
@@ -349,6 +406,10 @@ def main(argv: list[str] | None = None) -> int:
          "pairs_not_made": [r.cells() for r in rows.values() if r.status != "ok"]},
         indent=1, sort_keys=True) + "\n")
     write_markdown_section(args.markdown, markdown(functions, bad, rows, command))
+    if args.keep_fixtures is not None:
+        kept = keep_fixtures(args.keep_fixtures, pairs, rows, functions, args.keep_per_category,
+                             args.keep_max_bytes)
+        print(f"kept {len(kept)} pairs in {args.keep_fixtures}")
     c = Counter(f["verdict"] for f in functions)
     print(f"{len(jobs)} pairs: {c['VERIFIED']} functions VERIFIED, {c['REJECTED']} REJECTED, "
           f"{c['UNKNOWN']} UNKNOWN; {len(bad)} pairs bad input or not verified; "
