@@ -1,0 +1,150 @@
+"""LLVM's own AMDGPU tests as allocations to verify (tests/fixtures/llvm-tests/).
+
+The kept pairs of `pairs/` were made by `scripts/llvm_tests_corpus.py` from LLVM's
+`llvm/test/CodeGen/AMDGPU` inputs in `ll/`. LLVM's allocations are correct by assumption, so
+every function must be VERIFIED. The functions verilocc does not verify yet are listed in
+KNOWN_FAILING with their cause (the groups of docs/llvm-tests.md); they are expected to fail,
+strictly, so that a fix of the verifier shows up here and its entry is removed. Wrong
+allocations of the VERIFIED files (mutated post modules) must be REJECTED. The `llc` tests
+remake kept pairs from the `.ll` files and compare them byte for byte."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import random
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from verilocc.findings import Report, Verdict
+from verilocc.fuzz import mutations
+from verilocc.mir.parser import read_module
+from verilocc.verify import Options, verify_modules
+
+from .conftest import FIXTURES, ROOT
+
+LLVM_TESTS = FIXTURES / "llvm-tests"
+PAIRS = LLVM_TESTS / "pairs"
+CAUSES = {"block pairing", "EXEC control flow", "WWM", "calls", "budgets",
+          "physical interference", "lane anomaly", "16-bit registers", "parse error", "other"}
+
+# <llvm>/<target>/<test>.<mode>/<function> -> cause (docs/llvm-tests.md has the findings).
+KNOWN_FAILING: dict[str, str] = {
+}
+
+# (pair, mutation operator, seed): wrong allocations of VERIFIED functions.
+MUTANTS: list[tuple[str, str, int]] = [
+]
+
+
+def _rows() -> list[dict[str, str]]:
+    lines = (PAIRS / "pairs.tsv").read_text().splitlines()
+    head = lines[0].split("\t")
+    return [dict(zip(head, ln.split("\t"))) for ln in lines[1:]]
+
+
+def _pair_id(row: dict[str, str]) -> str:
+    return f"{row['llvm']}/{row['target']}/{row['test']}.{row['mode']}"
+
+
+PAIR_FILES = {_pair_id(r): (PAIRS / r["pre"], PAIRS / r["post"]) for r in _rows()}
+
+
+def _function_ids() -> list[str]:
+    out = []
+    for pid, (_, post) in PAIR_FILES.items():
+        names = re.findall(r"^name:\s+'?([^'\s]+)'?\s*$", post.read_text(), re.M)
+        out += [f"{pid}/{name}" for name in names]
+    return out
+
+
+FUNCTIONS = _function_ids()
+
+
+@functools.cache
+def _report(pid: str) -> Report:
+    pre, post = PAIR_FILES[pid]
+    return verify_modules(read_module(post), read_module(pre), Options())
+
+
+def _params() -> list[object]:
+    return [pytest.param(fid, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FAILING[fid]))
+            if fid in KNOWN_FAILING else fid for fid in FUNCTIONS]
+
+
+def test_fixture_set() -> None:
+    """Every category of the corpus is represented, both LLVM versions are, and the
+    KNOWN_FAILING table names kept functions only, each with one of the sweep's causes."""
+    sources = [ln.split("\t") for ln in (LLVM_TESTS / "SOURCES.tsv").read_text().splitlines()[1:]]
+    assert len(sources) >= 120
+    assert all((LLVM_TESTS / "ll" / f"{s[0]}.ll").is_file() for s in sources)
+    category = {s[0]: s[3] for s in sources}
+    kept = {pid.split("/")[2].rsplit(".", 1)[0] for pid in PAIR_FILES}
+    assert {category[t] for t in kept} == set(category.values())
+    assert {pid.split("/")[0] for pid in PAIR_FILES} == {"19", "22"}
+    assert set(KNOWN_FAILING) <= set(FUNCTIONS)
+    assert set(KNOWN_FAILING.values()) <= CAUSES
+    assert sum(p.stat().st_size for pair in PAIR_FILES.values() for p in pair) < 5_000_000
+
+
+@pytest.mark.parametrize("fid", _params())
+def test_llvm_allocation_verified(fid: str) -> None:
+    pid, name = fid.rsplit("/", 1)
+    fr = next(f for f in _report(pid).functions if f.name == name)
+    first = next((f for f in fr.findings if f.severity != "warning"), None)
+    assert fr.verdict is Verdict.VERIFIED, first.message if first else fr.layers
+
+
+@pytest.mark.parametrize(("pid", "operator", "seed"), MUTANTS)
+def test_wrong_allocation_rejected(pid: str, operator: str, seed: int) -> None:
+    pre, post = PAIR_FILES[pid]
+    mutant = mutations.OPERATORS[operator](read_module(post), random.Random(seed))
+    assert mutant is not None
+    assert f"{pid}/{mutant.function}" not in KNOWN_FAILING
+    assert next(f for f in _report(pid).functions if f.name == mutant.function).verdict \
+        is Verdict.VERIFIED
+    report = verify_modules(mutant.module, read_module(pre), Options())
+    fr = next(f for f in report.functions if f.name == mutant.function)
+    assert fr.verdict is Verdict.REJECTED, mutant.description
+
+
+# --- remaking kept pairs with llc ------------------------------------------------------------
+
+def _corpus_script():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(
+        "llvm_tests_corpus", ROOT / "scripts" / "llvm_tests_corpus.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("llvm_tests_corpus", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _remake_cases() -> list[str]:
+    """The smallest kept pair per LLVM version and mode."""
+    best: dict[tuple[str, str], str] = {}
+    for pid, (pre, post) in sorted(PAIR_FILES.items()):
+        key = (pid.split("/")[0], pid.rsplit(".", 1)[1])
+        size = pre.stat().st_size + post.stat().st_size
+        if key not in best or size < sum(p.stat().st_size for p in PAIR_FILES[best[key]]):
+            best[key] = pid
+    return sorted(best.values())
+
+
+@pytest.mark.llc
+@pytest.mark.parametrize("pid", _remake_cases())
+def test_pair_remade_by_llc(pid: str, tmp_path: Path) -> None:
+    version, target, rest = pid.split("/")
+    test, mode = rest.rsplit(".", 1)
+    if shutil.which(f"llc-{version}") is None:
+        pytest.skip(f"llc-{version} is not installed")
+    script = _corpus_script()
+    assert script.main(["--out", str(tmp_path), "--llvm", version, "--targets", target,
+                        "--tests", test, "--modes", mode, "-j", "1"]) == 0
+    for kept in PAIR_FILES[pid]:
+        made = tmp_path / kept.relative_to(PAIRS)
+        assert made.read_bytes() == kept.read_bytes(), made
