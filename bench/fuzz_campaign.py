@@ -1,4 +1,4 @@
-"""The long fuzz run (issue 4), kept in bench/fuzz_campaign.json, part by part.
+"""The long fuzz run, kept in bench/fuzz_campaign.json, part by part.
 
     python bench/fuzz_campaign.py                      # table; examples on the current verifier
     python bench/fuzz_campaign.py add LABEL COMMIT CHUNK.json ...
@@ -6,7 +6,7 @@
 
 A run is made of chunks, `verilocc fuzz --examples N --seed S --jobs 2` (or `--dask --jobs N`,
 `--scheduler tcp://HOST:PORT`: the same examples and summary) with consecutive seeds (one seed
-per four targets), so chunks run in different sessions add up to one run. A part
+per four targets), so chunks run at different times add up to one run. A part
 counts for the verifier of today only if `verilocc/` at its commit is today's `verilocc/` up to
 whitespace (`git diff -w --ignore-blank-lines`): a change to the verifier or to the fuzzer
 makes earlier parts evidence about older code. The one exception is a link in the campaign's

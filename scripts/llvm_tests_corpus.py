@@ -63,8 +63,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from llc_corpus import (  # noqa: E402  (a sibling script, not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, installed or not
+from verilocc.llm.llc_pairs import (  # noqa: E402  (the pair maker `make dataset` uses)
     TRIPLE, Job, Llc, PairError, PairMaker, fail_message, last_rewriter_instance,
     read_text, virtual_registers_in_body, write_if_changed,
 )

@@ -24,6 +24,7 @@ from verilocc.errors import InputError, TargetError
 from verilocc.findings import LAYERS, Finding, FunctionResult, Place, Report, Verdict
 from verilocc.mir.model import Function, Module
 from verilocc.mir.parser import read_module
+from verilocc.semantics.calleesaved import CalleeSavedChecker
 from verilocc.semantics.valueflow import Anomaly, ValueFlowChecker
 from verilocc.smt.constraints import ConstraintChecker
 from verilocc.smt.physical import post_only_checks
@@ -144,6 +145,7 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
     vf = ValueFlowChecker(pre, post, pre_classes, alignment, pre_cfg)
     if "value-flow" in opts.layers:
         fr.findings.extend(vf.run())
+        fr.findings.extend(CalleeSavedChecker(pre, post, alignment, pre_cfg).run())
         fr.layers.append("value-flow")
         if vf.anomalies and checker is not None:
             # Reads proved not to matter are not reads: layer 1 again on that liveness.

@@ -63,9 +63,9 @@ FOUND_VERIFIER_ISSUES = {
                     "allocations were REJECTED",
     "odd-tuple-copy": "an odd VGPR/AGPR tuple in a COPY (LLVM's split of a vreg_512_align2 on gfx90a) was "
                       "reported as an alignment error, but COPY has no alignment constraint: LLVM's own "
-                      "allocation was REJECTED (fixed in 6e56050)",
+                      "allocation was REJECTED",
     "loop-constant-redef": "a loop-carried register the loop redefines with a constant: the allocated program's "
-                           "lazily read entry value was the virtual program's current one (fixed in session 2)",
+                           "lazily read entry value was the virtual program's current one",
     "dead-def-deleted": "LLVM deletes an instruction whose defs are all dead (`dead %6.sub2 = S_AND_B32 ..., "
                         "implicit-def dead $scc`); it was reported as a dropped instruction (fixed: is_removable)",
     "remat-forgets-copy": "the pairing took a later equal invariant load as the original, so a copy of the "
