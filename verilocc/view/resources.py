@@ -74,12 +74,10 @@ class Resources:
         ]
         for file, k in sorted(self.free_to_gain.items()):
             rows.append(("To gain one wave", f"use {k} fewer {file}"))
+        best = f"{self.peak_live} (at best {self.peak_waves} wave{'s' if self.peak_waves > 1 else ''}/SIMD)"
         if self.peak_waves < self.max_waves:
-            rows.append(("Peak live vector registers",
-                         f"{self.peak_live} ({self.peak_waves} waves at best); free {self.free_at_peak} at the peak "
-                         f"for {self.peak_waves + 1}"))
-        else:
-            rows.append(("Peak live vector registers", f"{self.peak_live} ({self.peak_waves} waves at best)"))
+            best += f"; free {self.free_at_peak} at the peak for {self.peak_waves + 1}"
+        rows.append(("Peak live vector registers", best))
         return rows
 
 

@@ -374,7 +374,8 @@
     const ctx = this.ctx, fn = this.fn, colW = this.colW, W = this.W;
     fn.findings.forEach((f, i) => {
       if (f.point === null) return;
-      const writer = f.writer !== null ? f.writer : f.point;
+      // The finding's own instruction is the writer unless it is the reader.
+      const writer = f.writer !== null || f.reader === f.point ? f.writer : f.point;
       const active = i === this.activeFinding;
       if (active) {
         ctx.strokeStyle = "#f0a500";
@@ -399,7 +400,7 @@
         ctx.stroke();
         ctx.setLineDash([]);
       }
-      if (writer >= r0 - 1 && writer <= r1) {
+      if (writer !== null && writer >= r0 - 1 && writer <= r1) {
         ctx.fillStyle = "rgba(214,32,32,.9)";
         for (const x of xs) ctx.fillRect(x, this.rowY(writer), colW, ROW);
         ctx.strokeStyle = "#7f0000";
@@ -434,7 +435,10 @@
     ctx.textBaseline = "alphabetic";
     ctx.font = "bold 11px system-ui, sans-serif";
     ctx.fillStyle = "#1d2330";
-    for (const [file, , x0] of this.groups) ctx.fillText(FILE_NAMES[file], GUTTER + x0 - sx, 13);
+    this.groups.forEach(([file, c0, x0], k) => {
+      const next = k + 1 < this.groups.length ? this.groups[k + 1][2] : this.gridW + 100;
+      if (ctx.measureText(FILE_NAMES[file]).width < next - x0 - 2) ctx.fillText(FILE_NAMES[file], GUTTER + x0 - sx, 13);
+    });
     ctx.font = "9px ui-monospace, monospace";
     ctx.fillStyle = "#5d6678";
     const every = colW >= 12 ? 1 : colW >= 6 ? 4 : colW >= 3 ? 8 : 16;
@@ -538,25 +542,28 @@
     }
     ctx.font = "10px system-ui, sans-serif";
     ctx.textBaseline = "middle";
+    const labelled = [];  // y of the labels drawn: a label too close to one of them is left out
     const hline = (y, colour, dash, label) => {
       ctx.strokeStyle = colour;
       ctx.setLineDash(dash);
       ctx.beginPath(); ctx.moveTo(g.left, y); ctx.lineTo(g.left + g.width, y); ctx.stroke();
       ctx.setLineDash([]);
+      if (labelled.some((other) => Math.abs(other - y) < 10)) return;
+      labelled.push(y);
       ctx.fillStyle = colour;
       ctx.fillText(label, g.left + g.width + 4, y);
     };
-    // Occupancy thresholds (most vector registers for w waves/SIMD) and the budget.
+    // The budget and the occupancy thresholds (most vector registers for w waves/SIMD).
+    if (budget <= yMax) hline(Math.round(yv(budget)) + 0.5, "#c62828", [6, 3], "budget " + budget);
+    if (fn.limits.sgpr <= yMaxS) hline(Math.round(ys(fn.limits.sgpr)) + 0.5, "#c62828", [6, 3], "SGPR budget " + fn.limits.sgpr);
     for (const [w, n] of fn.thresholds) {
       if (n > yMax) continue;
-      hline(Math.round(yv(n)) + 0.5, "#8a8f99", [3, 3], w + " waves \u2264 " + n);
+      hline(Math.round(yv(n)) + 0.5, "#8a8f99", [3, 3], w + (w === 1 ? " wave \u2264 " : " waves \u2264 ") + n);
     }
-    if (budget <= yMax) hline(Math.round(yv(budget)) + 0.5, "#c62828", [6, 3], "budget " + budget);
     for (const [w, n] of fn.sgprThresholds) {
       if (n > yMaxS) continue;
       hline(Math.round(ys(n)) + 0.5, "#8a8f99", [3, 3], w + " waves \u2264 " + n);
     }
-    if (fn.limits.sgpr <= yMaxS) hline(Math.round(ys(fn.limits.sgpr)) + 0.5, "#c62828", [6, 3], "SGPR budget " + fn.limits.sgpr);
     // Series.
     const series = (arr, y, colour) => {
       ctx.strokeStyle = colour;
@@ -832,6 +839,7 @@
     window.verilocc = { panes: panes, data: DATA };
     window.veriloccReady = performance.now();
     document.body.dataset.ready = "1";
+    requestAnimationFrame(() => requestAnimationFrame(() => { window.veriloccPainted = performance.now(); }));
   }
 
   build();
