@@ -216,6 +216,15 @@ def add_runner_options(p: argparse.ArgumentParser, jobs_help: str) -> None:
                    "per worker)")
 
 
+def add_check_options(p: argparse.ArgumentParser) -> None:
+    """--mcpu, --layers, --timeout and --seed: how an allocation is verified."""
+    p.add_argument("--mcpu", metavar="GFX", help="target processor (default: the file's target-cpu)")
+    p.add_argument("--layers", type=_layers, default=None, metavar="L1,L2",
+                   help="run only these layers: constraints, value-flow, equivalence (a subset never VERIFIES)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query (default 60)")
+    p.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="verilocc",
@@ -241,16 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--manifest", metavar="FILE", help="verify the pairs this file lists (`POST PRE` per line) as a batch")
     v.add_argument("--pre", metavar="PRE.mir", help="the virtual-register program it was allocated from")
     v.add_argument("--assignment", metavar="FILE", help="verify an assignment (`%%N -> $reg` lines) applied to --pre")
-    v.add_argument("--mcpu", metavar="GFX", help="target processor (default: the file's target-cpu)")
     v.add_argument("--format", choices=("text", "json", "sarif", "html", "jsonl"), default="text",
                    help="output format (default text); html: the register-occupancy page of `verilocc show` with the "
                    "verdict and every finding on it; a batch writes text or jsonl (one JSON object per pair)")
     v.add_argument("-o", "--output", metavar="FILE",
                    help="write JSON/SARIF/HTML (a batch: its results) here instead of stdout")
-    v.add_argument("--layers", type=_layers, default=None, metavar="L1,L2",
-                   help="run only these layers: constraints, value-flow, equivalence (a subset never VERIFIES)")
-    v.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query (default 60)")
-    v.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
+    add_check_options(v)
     v.add_argument("--timings", action="store_true",
                    help="add seconds per layer to the JSON stats (a batch: seconds per pair to each JSON line)")
     v.add_argument("--certificate", metavar="DIR",
@@ -268,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
         "virtual register it holds (without --pre: by the instruction that wrote it), spills and reloads marked; "
         "the pressure curve with the budget and the waves/SIMD thresholds; a resource summary; every finding on "
         "the grid (the overwritten registers red at the overwriting instruction, the reader marked). -o X.html "
-        "writes one self-contained page (no network), -o X.png a figure (needs matplotlib: the `model` extra). "
+        "writes one self-contained page (no network), -o X.png a figure (needs matplotlib: the `view` extra). "
         "Exit codes: 0 written (whatever the verdict), 2 bad input.",
     )
     s.add_argument("alloc", metavar="ALLOC.mir", help="the allocated program (post-RA MIR)")
@@ -277,11 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--compare", metavar="OTHER.mir",
                    help="a second allocation of the same kernel (e.g. greedy's and the model's), drawn beside the first")
     s.add_argument("-o", "--output", required=True, metavar="VIEW.html|VIEW.png", help="the page or the figure")
-    s.add_argument("--mcpu", metavar="GFX", help="target processor (default: the file's target-cpu)")
-    s.add_argument("--layers", type=_layers, default=None, metavar="L1,L2",
-                   help="verify with only these layers: constraints, value-flow, equivalence")
-    s.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query (default 60)")
-    s.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
+    add_check_options(s)
     s.set_defaults(func=cmd_show)
 
     r = sub.add_parser(

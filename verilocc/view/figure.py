@@ -30,7 +30,8 @@ def value_colour(label: str, v: int) -> tuple[float, float, float]:
         return (0.6, 0.6, 0.6)
     if label.endswith("(fixed)") or label.endswith("(live-in)"):
         return colorsys.hls_to_rgb(((v * 47) % 360) / 360, 0.70, 0.18)
-    return colorsys.hls_to_rgb(((v * 137.508) % 360) / 360, 0.60 if v % 2 else 0.70, 0.62)
+    k = int(label[1:]) if label[:1] == "%" and label[1:].isdigit() else v  # by the register's number
+    return colorsys.hls_to_rgb(((k * 137.508) % 360) / 360, 0.60 if k % 2 else 0.70, 0.62)
 
 
 def _grid(ax: Any, fv: FunctionView) -> None:

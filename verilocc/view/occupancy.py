@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.liveness import Effect, compute_liveness
 from verilocc.analysis.operands import VReg, vreg_classes
+from verilocc.analysis.usage import highest_registers, named_registers
 from verilocc.errors import TargetError
 from verilocc.mir.model import Function, Instruction
 from verilocc.mir.printer import print_instruction
@@ -103,21 +104,8 @@ def point_kind(ins: Instruction) -> str:
 
 def register_columns(fn: Function) -> list[Column]:
     """SGPRs, VCC, VGPRs and AGPRs, each file from 0 to the highest register `fn` names."""
-    top = {file: 0 for file, _ in FILES}
-    uses_vcc = False
-    for b in fn.blocks:
-        for ins in b.instructions:
-            for op in ins.operands:
-                if op.kind != "reg" or op.phys is None:
-                    continue
-                try:
-                    reg = parse_physreg(op.phys)
-                except TargetError:
-                    continue
-                if reg.file.value in top:
-                    top[reg.file.value] = max(top[reg.file.value], reg.index + max(1, reg.width32))
-                elif reg.name.startswith("vcc"):
-                    uses_vcc = True
+    top = {file.value: n for file, n in highest_registers(fn).items()}
+    uses_vcc = any(reg.name.startswith("vcc") for reg in named_registers(fn))
     columns: list[Column] = []
     for file, short in FILES:
         if file == "vgpr" and uses_vcc:

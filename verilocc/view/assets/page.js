@@ -22,7 +22,10 @@
     const label = fn.values[v][0];
     if (label === "no value") return "#9a9a9a";
     if (label.endsWith("(fixed)") || label.endsWith("(live-in)")) return "hsl(" + ((v * 47) % 360) + ",18%,70%)";
-    return "hsl(" + ((v * 137.508) % 360).toFixed(1) + ",62%," + (v % 2 ? "60%" : "70%") + ")";
+    // A virtual register keeps its colour in both allocations of --compare: by its number.
+    const m = /^%(\d+)$/.exec(label);
+    const k = m ? parseInt(m[1], 10) : v;
+    return "hsl(" + ((k * 137.508) % 360).toFixed(1) + ",62%," + (k % 2 ? "60%" : "70%") + ")";
   }
 
   function badge(verdict) {
