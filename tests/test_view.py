@@ -355,6 +355,7 @@ def test_the_browser_shows_markup_in_messages_as_text(browser: Any, tmp_path: Pa
     assert any(nasty in e.text for e in browser.find_elements("css selector", "li.finding"))
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_the_largest_kernel_opens(browser: Any, tmp_path: Path) -> None:
     if not (CORPUS / "gfx90a" / "fa_d128_kv4.post.mir").exists():
