@@ -28,6 +28,8 @@ def value_colour(label: str, v: int) -> tuple[float, float, float]:
     """The page's colour of value `v` (`assets/page.js`, colourOf), as RGB."""
     if label == "no value":
         return (0.6, 0.6, 0.6)
+    if label == "spilled SGPRs":
+        return (0.91, 0.64, 0.23)
     if label.endswith("(fixed)") or label.endswith("(live-in)"):
         return colorsys.hls_to_rgb(((v * 47) % 360) / 360, 0.70, 0.18)
     k = int(label[1:]) if label[:1] == "%" and label[1:].isdigit() else v  # by the register's number

@@ -220,6 +220,8 @@ class _Holdings:
         """A virtual register (one live in the virtual program first), else the virtual
         program's fixed register, else nothing."""
         sets = tuple(state.holds(u) for u in column.units)
+        if not any(sets) and any(state.lanes.get(u) for u in column.units):
+            return self.labels.get(("lanes",), "spilled SGPRs", "a VGPR whose lanes hold spilled SGPRs")
         got = self.cache.get(sets)
         if got is None:
             got = self.cache[sets] = self.candidates(sets)

@@ -21,6 +21,7 @@
   function colourOf(fn, v) {
     const label = fn.values[v][0];
     if (label === "no value") return "#9a9a9a";
+    if (label === "spilled SGPRs") return "#e9a23b";
     if (label.endsWith("(fixed)") || label.endsWith("(live-in)")) return "hsl(" + ((v * 47) % 360) + ",18%,70%)";
     // A virtual register keeps its colour in both allocations of --compare: by its number.
     const m = /^%(\d+)$/.exec(label);
