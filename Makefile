@@ -27,9 +27,10 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
-# torch, transformers, peft, matplotlib for the model commands (pyproject extra `model`), Dask (`cluster`).
+# torch, transformers, peft, matplotlib for the model commands (pyproject extra `model`), Dask (`cluster`),
+# matplotlib and selenium for `verilocc show` and its browser tests (`view`).
 $(BIN)/.model: pyproject.toml | $(BIN)/.installed
-	$(BIN)/python -m pip install -q -e '.[dev,model,cluster]'
+	$(BIN)/python -m pip install -q -e '.[dev,model,cluster,view]'
 	touch $@
 
 install: $(BIN)/.installed

@@ -24,7 +24,7 @@ EXIT_UNKNOWN = 3
 
 # Optional dependencies: the package a command imports -> the extra that installs it.
 OPTIONAL_EXTRAS = {
-    "torch": "model", "transformers": "model", "peft": "model", "safetensors": "model", "matplotlib": "model",
+    "torch": "model", "transformers": "model", "peft": "model", "safetensors": "model", "matplotlib": "view",
     "dask": "cluster", "distributed": "cluster", "selenium": "view",
 }
 
@@ -68,6 +68,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         write_output(args.output, to_json(report, timings=args.timings), [args.alloc, args.pre, args.assignment])
     elif args.format == "sarif":
         write_output(args.output, to_sarif(report), [args.alloc, args.pre, args.assignment])
+    elif args.format == "html":
+        from verilocc.view.command import report_page
+
+        write_output(args.output, report_page(report, post, pre, args.mcpu), [args.alloc, args.pre, args.assignment])
     else:
         console = Console(highlight=False, soft_wrap=True)
         render_text(report, console)
@@ -78,6 +82,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return certify(args.certificate, report, inputs, seed=args.seed, timeout_s=args.timeout, layers=args.layers,
                        seconds=time.perf_counter() - started)
     return report.verdict.exit_code
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from verilocc.verify import Options
+    from verilocc.view.command import show
+
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
+    opts = Options(mcpu=args.mcpu, layers=args.layers, timeout_s=args.timeout, seed=args.seed)
+    return show(args.alloc, args.pre, args.output, function=args.function, compare=args.compare, opts=opts)
 
 
 def cmd_recheck(args: argparse.Namespace) -> int:
@@ -202,6 +216,15 @@ def add_runner_options(p: argparse.ArgumentParser, jobs_help: str) -> None:
                    "per worker)")
 
 
+def add_check_options(p: argparse.ArgumentParser) -> None:
+    """--mcpu, --layers, --timeout and --seed: how an allocation is verified."""
+    p.add_argument("--mcpu", metavar="GFX", help="target processor (default: the file's target-cpu)")
+    p.add_argument("--layers", type=_layers, default=None, metavar="L1,L2",
+                   help="run only these layers: constraints, value-flow, equivalence (a subset never VERIFIES)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query (default 60)")
+    p.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="verilocc",
@@ -227,14 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--manifest", metavar="FILE", help="verify the pairs this file lists (`POST PRE` per line) as a batch")
     v.add_argument("--pre", metavar="PRE.mir", help="the virtual-register program it was allocated from")
     v.add_argument("--assignment", metavar="FILE", help="verify an assignment (`%%N -> $reg` lines) applied to --pre")
-    v.add_argument("--mcpu", metavar="GFX", help="target processor (default: the file's target-cpu)")
-    v.add_argument("--format", choices=("text", "json", "sarif", "jsonl"), default="text",
-                   help="output format (default text); a batch writes text or jsonl (one JSON object per pair)")
-    v.add_argument("-o", "--output", metavar="FILE", help="write JSON/SARIF (a batch: its results) here instead of stdout")
-    v.add_argument("--layers", type=_layers, default=None, metavar="L1,L2",
-                   help="run only these layers: constraints, value-flow, equivalence (a subset never VERIFIES)")
-    v.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver timeout per query (default 60)")
-    v.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
+    v.add_argument("--format", choices=("text", "json", "sarif", "html", "jsonl"), default="text",
+                   help="output format (default text); html: the register-occupancy page of `verilocc show` with the "
+                   "verdict and every finding on it; a batch writes text or jsonl (one JSON object per pair)")
+    v.add_argument("-o", "--output", metavar="FILE",
+                   help="write JSON/SARIF/HTML (a batch: its results) here instead of stdout")
+    add_check_options(v)
     v.add_argument("--timings", action="store_true",
                    help="add seconds per layer to the JSON stats (a batch: seconds per pair to each JSON line)")
     v.add_argument("--certificate", metavar="DIR",
@@ -243,6 +264,26 @@ def build_parser() -> argparse.ArgumentParser:
                    "if a VERIFIED proof cannot be written; check it with `verilocc recheck DIR`")
     add_runner_options(v, "a batch: worker processes (default 1)")
     v.set_defaults(func=cmd_verify)
+
+    s = sub.add_parser(
+        "show",
+        help="draw an allocation: register occupancy, pressure, resources and findings (HTML page or PNG)",
+        description="Verify an allocation (all layers with --pre) and draw it: per function a grid of physical "
+        "registers (SGPRs, VCC, VGPRs, AGPRs) against the instructions in layout order, each cell coloured by the "
+        "virtual register it holds (without --pre: by the instruction that wrote it), spills and reloads marked; "
+        "the pressure curve with the budget and the waves/SIMD thresholds; a resource summary; every finding on "
+        "the grid (the overwritten registers red at the overwriting instruction, the reader marked). -o X.html "
+        "writes one self-contained page (no network), -o X.png a figure (needs matplotlib: the `view` extra). "
+        "Exit codes: 0 written (whatever the verdict), 2 bad input.",
+    )
+    s.add_argument("alloc", metavar="ALLOC.mir", help="the allocated program (post-RA MIR)")
+    s.add_argument("--pre", metavar="PRE.mir", help="the virtual-register program it was allocated from")
+    s.add_argument("--function", metavar="NAME", help="only this function")
+    s.add_argument("--compare", metavar="OTHER.mir",
+                   help="a second allocation of the same kernel (e.g. greedy's and the model's), drawn beside the first")
+    s.add_argument("-o", "--output", required=True, metavar="VIEW.html|VIEW.png", help="the page or the figure")
+    add_check_options(s)
+    s.set_defaults(func=cmd_show)
 
     r = sub.add_parser(
         "recheck",

@@ -11,10 +11,13 @@ from pathlib import Path
 from verilocc.errors import InputError
 
 
-def write_output(path: str | None, text: str, inputs: Sequence[str | None]) -> None:
-    """Write to `path` (or stdout) atomically; never over an input file."""
+def write_output(path: str | None, text: str | bytes, inputs: Sequence[str | None]) -> None:
+    """Write text or bytes to `path` (or stdout) atomically; never over an input file."""
     if path is None or path == "-":
-        sys.stdout.write(text)
+        if isinstance(text, bytes):
+            sys.stdout.buffer.write(text)
+        else:
+            sys.stdout.write(text)
         sys.stdout.flush()
         return
     target = Path(path)
@@ -27,8 +30,12 @@ def write_output(path: str | None, text: str, inputs: Sequence[str | None]) -> N
     tmp: str | None = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=".verilocc-", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
         os.replace(tmp, target)
     except OSError as e:
         if tmp is not None and os.path.exists(tmp):

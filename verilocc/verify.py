@@ -16,7 +16,7 @@ from verilocc.pairing.alignment import FunctionAlignment, align_functions
 from verilocc.pairing.blocks import pair_blocks, renumbered, renumbering_note
 from verilocc.rewrite.assignment import materialise, read_assignment
 from verilocc.analysis.calls import call_mask, expand_calls, sgpr_striped
-from verilocc.analysis.cfg import build_cfg
+from verilocc.analysis.cfg import CFG, build_cfg
 from verilocc.analysis.liveness import compute_liveness
 from verilocc.analysis.operands import VReg, check_header_registers, resolve_operand, slot_mask, vreg_classes
 from verilocc.analysis.undefined import undefined_reads
@@ -99,6 +99,29 @@ def verify_modules(post: Module, pre: Module | None, opts: Options, extra_findin
     return Report(file=post.file, pre_file=pre.file if pre else None, functions=results, tool_version=__version__)
 
 
+@dataclass(frozen=True)
+class PreparedPair:
+    """The two programs as every layer reads them: the allocated one renumbered to the virtual
+    program's blocks, calls expanded on both sides, and their instructions aligned."""
+
+    pre: Function
+    post: Function
+    pre_classes: dict[VReg, RegisterClass]
+    pre_cfg: CFG
+    alignment: FunctionAlignment
+    block_pairing: dict[int, int]  # allocated block number -> virtual block number
+
+
+def prepare_pair(post: Function, pre: Function, target: Target) -> PreparedPair:
+    """Pair blocks by structure, renumber, expand calls (one rule for both programs), align."""
+    pairing = pair_blocks(pre, post)
+    striped = sgpr_striped(post) or sgpr_striped(pre)
+    post = expand_calls(renumbered(post, pairing), target, striped)
+    pre = expand_calls(pre, target, striped)
+    pre_classes = vreg_classes(pre)
+    return PreparedPair(pre, post, pre_classes, build_cfg(pre), align_functions(pre, post), pairing)
+
+
 def verify_function(post: Function, pre: Function | None, target: Target, opts: Options) -> FunctionResult:
     fr = FunctionResult(post.name, target.name, [])
     t0 = time.perf_counter()
@@ -120,16 +143,11 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         fr.stats["seconds"] = round(time.perf_counter() - t0, 3)
         return fr
     fr.findings.extend(unsupported_constructs(post))
-    pairing = pair_blocks(pre, post)
-    striped = sgpr_striped(post) or sgpr_striped(pre)  # one rule for both programs
-    post = expand_calls(renumbered(post, pairing), target, striped)
-    pre = expand_calls(pre, target, striped)
-    note = renumbering_note(pairing)
+    pair = prepare_pair(post, pre, target)
+    pre, post, pre_classes, pre_cfg, alignment = pair.pre, pair.post, pair.pre_classes, pair.pre_cfg, pair.alignment
+    note = renumbering_note(pair.block_pairing)
     if note is not None:
         fr.notes.append(note)
-    pre_classes = vreg_classes(pre)
-    pre_cfg = build_cfg(pre)
-    alignment = align_functions(pre, post)
     fr.findings.extend(cfg_findings(pre, post, alignment))
     t1 = time.perf_counter()
     checker: ConstraintChecker | None = None

@@ -20,6 +20,7 @@ from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.liveness import Effect, Liveness, compute_liveness
 from verilocc.analysis.operands import VReg, function_limits, vreg_classes
+from verilocc.analysis.usage import highest_registers
 from verilocc.errors import TargetError
 from verilocc.mir.model import Function
 from verilocc.target import PhysReg, RegFile, RegisterClass, Target, file_register, parse_physreg
@@ -430,18 +431,7 @@ def register_usage(fn: Function, target: Target) -> dict[str, int]:
     """Registers an allocated function uses, as the hardware counts them (highest index + 1 per
     file), and the waves per SIMD they allow (SGPRs plus the VCC/FLAT_SCRATCH/XNACK ones the
     target reserves; LDS and the work-group size are not counted)."""
-    top = {RegFile.VGPR: 0, RegFile.AGPR: 0, RegFile.SGPR: 0}
-    for b in fn.blocks:
-        for ins in b.instructions:
-            for op in ins.operands:
-                if op.kind != "reg" or op.phys is None:
-                    continue
-                try:
-                    reg = parse_physreg(op.phys)
-                except TargetError:
-                    continue
-                if reg.file in top:
-                    top[reg.file] = max(top[reg.file], reg.index + max(1, reg.width32))
+    top = highest_registers(fn)
     return usage_dict(target, top[RegFile.VGPR], top[RegFile.AGPR], top[RegFile.SGPR])
 
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from verilocc.pairing.alignment import FunctionAlignment, instruction_key, is_pure, value_inputs
@@ -668,6 +668,19 @@ class ValueFlowChecker:
     def discharged(self) -> dict[tuple[int, int, int], frozenset[int]]:
         """(block, post instruction, operand position) -> slots read as the virtual program's."""
         return {(a.block, a.post_index, a.position): frozenset(a.slots) for a in self.anomalies}
+
+    def replay(self, block: int) -> Iterator[tuple[ps.DecodedStep, State, bool]]:
+        """Walk `block` from its entry state (after `fixed_point`) without reporting, yielding
+        each decoded step twice: with the state before it (`False`) and after it (`True`). The
+        state is one object, updated in place: read it before taking the next item. Viewers
+        use it to name the value each location holds at each point."""
+        pre_blocks, post_blocks, _ = self._blocks()
+        walker = _Walker(self, block, self.entry_states[block].copy(), report=False)
+        for st in self.alignment.steps[block]:
+            decoded = ps.decode(st, pre_blocks[block], post_blocks[block])
+            yield decoded, walker.s, False
+            ps.visit(walker, decoded)
+            yield decoded, walker.s, True
 
     def run(self) -> list[Finding]:
         if not self.fixed_point():
