@@ -48,12 +48,14 @@ dataset: model-install
 model: dataset
 	$(VERILOCC) train --data build/dataset -o $(MODEL) --minutes 28 --seed 0 --threads 1
 
-# Debian's LLVM 19 and 22 (llc-19, llc-22) and clang-19: tests cross-check with them and build LLVM 22 MIR.
+# Debian's LLVM 19 and 22 (llc-19, llc-22) and clang-19: tests cross-check with them and build LLVM 22 MIR;
+# Debian's chromium and chromedriver: the browser tests of `verilocc show` (nothing downloads a browser).
 llvm:
-	@if command -v llc-19 >/dev/null 2>&1 && command -v llc-22 >/dev/null 2>&1 && command -v clang-19 >/dev/null 2>&1; then :; \
+	@if command -v llc-19 >/dev/null 2>&1 && command -v llc-22 >/dev/null 2>&1 && command -v clang-19 >/dev/null 2>&1 \
+	    && command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq llvm-19 llvm-22 clang-19 >/dev/null; \
-	else echo "note: llc-19/llc-22/clang-19 not installed and not root: tests that need them will be skipped"; fi
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq llvm-19 llvm-22 clang-19 chromium chromium-driver >/dev/null; \
+	else echo "note: llc-19/llc-22/clang-19/chromium not installed and not root: tests that need them will be skipped"; fi
 
 demo: install model-install
 	$(VERILOCC) verify $(DEMO_DIR)/$(DEMO).post.mir --pre $(DEMO_DIR)/$(DEMO).pre.mir
