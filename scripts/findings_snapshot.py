@@ -2,10 +2,12 @@
 
     python scripts/findings_snapshot.py [--corpus DIR] [--mutants N] [-j N] -o SNAPSHOT.json
     python scripts/findings_snapshot.py --check SNAPSHOT.json [--corpus DIR] [-j N]
+    python scripts/findings_snapshot.py --add SNAPSHOT.json [--corpus DIR] [-j N]
 
 A refactoring of the verifier must not change what it says: run this before the change
 (`-o`), then after it (`--check`), which prints every pair whose verdict or findings differ
-and exits 1 if any do. Pairs: the repository's fixtures (`tests/fixtures/**/X.post.mir` with
+and exits 1 if any do. `--add` records only the pairs the snapshot does not name yet (new
+fixtures) and leaves every recorded entry as it is. Pairs: the repository's fixtures (`tests/fixtures/**/X.post.mir` with
 `X.pre.mir` beside it, the in-repo examples) and, with `--corpus`, a corpus directory such
 as `../shared/corpus`. For each pair, `--mutants N` seeded mutants per mutation operator
 (`verilocc.fuzz.mutations`) are verified too, so that rejections keep their findings.
@@ -71,8 +73,8 @@ def _entries(job: tuple[str, Path, Path, int]) -> dict[str, object]:
     return entries(*job)
 
 
-def snapshot(roots: list[Path], mutants: int, jobs: int = 1) -> dict[str, object]:
-    work = [(name, post, pre, mutants) for name, post, pre in pairs(roots)]
+def snapshot(roots: list[Path], mutants: int, jobs: int = 1, skip: frozenset[str] = frozenset()) -> dict[str, object]:
+    work = [(name, post, pre, mutants) for name, post, pre in pairs(roots) if name not in skip]
     out: dict[str, object] = {}
     if jobs > 1:
         with multiprocessing.Pool(jobs) as pool:
@@ -91,8 +93,15 @@ def main() -> int:
     ap.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
     ap.add_argument("-o", type=Path, help="write the snapshot here")
     ap.add_argument("--check", type=Path, help="compare with this snapshot")
+    ap.add_argument("--add", type=Path, help="add the pairs this snapshot does not name yet, in place")
     args = ap.parse_args()
     roots = [ROOT / "tests" / "fixtures"] + [p for p in [ROOT / "examples"] if p.is_dir()] + args.corpus
+    if args.add:
+        known = json.loads(args.add.read_text())
+        new = snapshot(roots, args.mutants, args.jobs, skip=frozenset(k for k in known if "#" not in k))
+        args.add.write_text(json.dumps(dict(sorted({**known, **new}.items())), indent=1, sort_keys=True) + "\n")
+        print(f"{sum('#' not in k for k in new)} pairs and {sum('#' in k for k in new)} mutants added to {args.add}")
+        return 0
     got = snapshot(roots, args.mutants, args.jobs)
     if args.o:
         args.o.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
