@@ -209,3 +209,56 @@ def test_return_address_saved_for_the_caller_is_restored(old: str, new: str, tmp
     lost = [f for f in report.findings if f.kind == "callee-saved-lost"]
     assert lost and "SI_RETURN" in lost[0].message and "$sgpr3" in lost[0].message, \
         [f.message for f in report.findings]
+
+
+# --- registers of the wrong shape -------------------------------------------------------------
+
+def _def_sites(pid: str, pattern: str) -> list[tuple[int, int, str]]:
+    """(line, column, register) of renamable defs in the allocated file whose register matches
+    `pattern`, outside copies and spill pseudos (which may take any tuple alignment)."""
+    _, post = PAIR_FILES[pid]
+    out = []
+    for fn in read_module(post).functions:
+        for block in fn.blocks:
+            for ins in block.instructions:
+                if ins.opcode == "COPY" or ins.opcode.startswith("SI_SPILL"):
+                    continue
+                for op in ins.operands:
+                    if (op.is_reg and op.phys and "def" in op.flags and "renamable" in op.flags
+                            and re.fullmatch(pattern, op.phys)):
+                        out.append((op.line, op.column, op.phys))
+    return out
+
+
+def _with_register(pid: str, site: tuple[int, int, str], new: str, tmp_path: Path) -> Report:
+    pre, post = PAIR_FILES[pid]
+    line, column, old = site
+    lines = post.read_text().splitlines(keepends=True)
+    text = lines[line - 1]
+    at = text.index(f"${old}", column - 1)
+    lines[line - 1] = text[:at] + f"${new}" + text[at + 1 + len(old):]
+    mutant = tmp_path / post.name
+    mutant.write_text("".join(lines))
+    return verify_modules(read_module(mutant), read_module(pre), Options())
+
+
+ALIGNED = [pid for pid in PAIR_FILES if pid.split("/")[1] in ("gfx90a", "gfx942", "gfx950")]
+
+
+@pytest.mark.parametrize("pid", [p for p in ALIGNED if _def_sites(p, r"vgpr\d+_vgpr\d+")][:4])
+def test_misaligned_tuple_rejected(pid: str, tmp_path: Path) -> None:
+    """A 64-bit VGPR tuple moved to an odd register on a target that needs even tuples."""
+    site = _def_sites(pid, r"vgpr\d+_vgpr\d+")[0]
+    first = int(re.match(r"vgpr(\d+)", site[2]).group(1))  # type: ignore[union-attr]
+    report = _with_register(pid, site, f"vgpr{first + 1}_vgpr{first + 2}", tmp_path)
+    assert report.verdict is Verdict.REJECTED
+    assert any(f.kind == "alignment" for f in report.findings), [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize("pid", [p for p in PAIR_FILES if _def_sites(p, r"sgpr\d+")][:4])
+def test_wrong_register_file_rejected(pid: str, tmp_path: Path) -> None:
+    """A scalar result put in a VGPR: the register is not in its virtual register's class."""
+    site = _def_sites(pid, r"sgpr\d+")[0]
+    report = _with_register(pid, site, site[2].replace("sgpr", "vgpr"), tmp_path)
+    assert report.verdict is Verdict.REJECTED
+    assert any(f.kind == "class" for f in report.findings), [f.message for f in report.findings]
