@@ -98,11 +98,31 @@ class Search:
         v = self.model.eval(term, model_completion=True)
         return v.as_long()  # type: ignore[union-attr]
 
-    def descend(self, bound: Bound, current: int, lower: int, until: float) -> int:
+    def descend(self, bound: Bound, current: int, lower: int, until: float, probes: list[int] | None = None) -> int:
         """Smallest k (>= `lower`) with `bound(k)` satisfiable, by bisection from the model's
-        `current`; fixes `bound(best)` and clears `proved` when a step could not decide."""
+        `current`; fixes `bound(best)` and clears `proved` when a step could not decide.
+        `probes` (descending) are tried after the lower bound and before bisecting, while
+        they are satisfiable: likely answers (another objective's thresholds)."""
         best, lo, floor = current, lower, lower
         first = True
+        if lower < best and self.remaining(until) > 0:
+            first = False
+            answer = self.check(bound(lower), min(until, self.spent + max(RLIMIT_PER_SECOND, self.remaining(until) / 3)))
+            if answer == "sat":
+                best = bound.current(self)
+            elif answer == "unsat":
+                lo = floor = lower + 1
+            else:
+                floor = lower + 1
+        for k in probes or []:
+            if not floor <= k < best or self.remaining(until) <= 0:
+                continue
+            answer = self.check(bound(k), min(until, self.spent + max(RLIMIT_PER_SECOND, self.remaining(until) / 3)))
+            if answer != "sat":
+                if answer == "unsat":
+                    lo = floor = max(floor, k + 1)
+                break
+            best = bound.current(self)
         while floor < best and self.remaining(until) > 0:
             # The pressure bound is often reached: try it first, then bisect. A query that
             # cannot decide moves the next try up instead of ending the search.
