@@ -244,8 +244,9 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
                 break
             chosen[v] = costs[v][1] or ("lane" if kind == "sgpr" else "agpr" if kind == "vgpr" and state.agpr_split(classes[v]) else "stack")
             need -= (live[v].bit_count() + 1) // 2
-        if need > 0 and not cands:
-            raise CannotSpill(f"{excess} register(s) over the budget where no live value can be spilled")
+    if not chosen:
+        excess, _, kind, _ = over[0]
+        raise CannotSpill(f"{excess} {kind.upper()} register(s) over the budget where no live value can be spilled")
     state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg)
     return chosen
 
