@@ -231,3 +231,21 @@ def test_fa_d128_kv4_is_allocated_with_spill_code(kernel: str, tmp_path: Path) -
         out.write_text(out.read_text().replace("implicit $vcc_lo", "implicit $vcc").replace(
             "implicit killed $vcc_lo", "implicit killed $vcc"))
     _llc(out, mcpu, tmp_path)
+
+
+def test_model_loop_allocates_spill_code_and_whole_modules(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    out = tmp_path / "alloc.mir"
+    path = _tight(tmp_path, '"amdgpu-num-vgpr"="8"')
+    assert main(["allocate", str(path), "--rounds", "1", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "to the stack" in err and "VERIFIED sgemm_naive" in err
+    assert "SI_SPILL_V" in out.read_text()
+    assert main(["verify", str(out), "--pre", str(path)]) == 0
+    # A module of two functions: one summary line each, one written module.
+    out2 = tmp_path / "nested.mir"
+    assert main(["allocate", str(NESTED_LOOPS), "--rounds", "1", "-o", str(out2)]) == 0
+    err = capsys.readouterr().err
+    assert "VERIFIED reduced_nested_loop_conditions" in err and "VERIFIED nested_loop_conditions" in err
+    assert main(["verify", str(out2), "--pre", str(NESTED_LOOPS)]) == 0

@@ -55,8 +55,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
-    if args.waves is not None and args.waves < 1:
-        raise InputError(f"--waves must be at least 1, not {args.waves}", "--waves", 0, 0)
     if args.certificate:
         from verilocc.certificate.write import prepare_directory
 
@@ -90,8 +88,6 @@ def cmd_recheck(args: argparse.Namespace) -> int:
 
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
-    if args.waves is not None and args.waves < 1:
-        raise InputError(f"--waves must be at least 1, not {args.waves}", "--waves", 0, 0)
     overrides = {role: p for role, p in (("post", args.post), ("pre", args.pre), ("assignment", args.assignment)) if p}
     try:
         res = recheck(args.directory, input_root=args.input_root, overrides=overrides, timeout_s=args.timeout)
