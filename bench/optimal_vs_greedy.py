@@ -216,7 +216,7 @@ def _pct(n: int, d: int) -> str:
 
 
 def summary_rows(rows: list[dict[str, Any]]) -> list[str]:
-    out = ["| set | strategy | functions | VERIFIED | llc finishes | waves >= greedy | VGPR+AGPR <= greedy | "
+    out = ["| set | strategy | functions | VERIFIED | llc finishes (files all VERIFIED) | waves >= greedy | VGPR+AGPR <= greedy | "
            "with spill code (ours / greedy) | spill instructions (ours / greedy) |",
            "|---|---|---|---|---|---|---|---|---|"]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -226,10 +226,10 @@ def summary_rows(rows: list[dict[str, Any]]) -> list[str]:
         rs = [r for r in rs if r.get("status") != "bad-input"]
         ok = [r for r in rs if r.get("verified")]
         cmp_ = [r for r in ok if r.get("greedy")]
-        llc_rows = [r for r in rs if "llc" in r]
+        llc_rows = [r for r in ok if "llc" in r]
         out.append(
             f"| {st} | {strat} | {len(rs)} | {_pct(len(ok), len(rs))} | "
-            f"{_pct(sum(1 for r in llc_rows if r['llc'] == 'ok'), len(ok))} | "
+            f"{_pct(sum(1 for r in llc_rows if r['llc'] == 'ok'), len(llc_rows))} | "
             f"{_pct(sum(1 for r in cmp_ if r['ours']['waves'] >= r['greedy']['waves']), len(cmp_))} | "
             f"{_pct(sum(1 for r in cmp_ if r['ours']['vector'] <= r['greedy']['vector']), len(cmp_))} | "
             f"{sum(1 for r in cmp_ if r['ours']['spills'])} / {sum(1 for r in cmp_ if r['greedy']['spills'])} | "

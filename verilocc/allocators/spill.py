@@ -23,20 +23,26 @@ VirtRegRewriter, before prolog/epilog insertion; InlineSpiller and SILowerSGPRSp
 - **remat**: a constant (a pure def without register inputs, `is_constant_def`) is defined
   again right before each use, and its original def goes, as LLVM rematerialises.
 
-A spilled value is in a register from a reload or a def up to the next point over the budget
-in its block (a split of its live range, not a register across blocks): accesses in between
-share the register, and a run of partial defs (``undef %v.sub0 = ...; %v.sub1 = ...``) is
-stored once. A full COPY into or out of a spilled value
-becomes the store or reload itself (LLVM folds it). What is written is verified like any
-allocation, against the program before spilling.
+Where: a spilled value lives in its home only in its *region*, the blocks with points over
+the budget where it is live, closed so that no block outside is entered both from the region
+and from outside it (`_region`). Outside, the value keeps its register: a block that enters
+the region ends with a store, a block entered from it starts with a reload (after the `$exec`
+restore that opens a join block, as LLVM's split points skip a block's prologue). Inside, a
+store follows each def and a reload precedes the first use after each point over the budget;
+accesses in between, or within `NEAR` instructions, share one register, and a run of partial
+defs (``undef %v.sub0 = ...; %v.sub1 = ...``) is stored once. A full COPY into or out of a
+spilled value becomes the store or reload itself (LLVM folds it). What is written is verified
+like any allocation, against the program before spilling.
 
-The choice, by cost: pressure is the lanes live after each instruction (`Liveness`, lane-
-granular, the relation the verifier reads) per kind (VGPR-only values, all vector values,
-SGPRs) against the budget; a value's cost is the block frequency (8 per loop level) of every
-instruction that touches it, each of which gets a reload or a store; at each point over the
-budget, from the most over, the live values with the lowest cost per over-budget point they
-span are spilled until the point fits. Rounds repeat on the rewritten program (reload
-registers are live near uses) until every point fits `margin` below the budget.
+What, by cost: pressure is the lanes live after each instruction (`Liveness`, lane-granular,
+the relation the verifier reads; dead defs count) per kind (VGPR-only values, all vector
+values, SGPRs) against the budget. A value's cost is what spilling it writes, at block
+frequency (`LOOP_WEIGHT` per loop level): in its region, a store per def and a reload per run
+of accesses; the stores and reloads at the region's edges; a constant costs half a reload per
+use. At each point over the budget, from the most over, the live values with the lowest cost
+per over-budget point they span are spilled until the point fits. Rounds repeat on the
+rewritten program (reload registers are live near uses) until every point fits `margin`
+below the budget.
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ from verilocc.target.limits import Limits
 #: Accesses of a spilled value this close (instructions, same block) share one register even
 #: where the pressure is over the budget (a short range costs less than a reload; the next
 #: round spills something else if it must).
-NEAR = int(__import__("os").environ.get("VERILOCC_NEAR", "12"))
+NEAR = 12
 #: Estimated executions of a block per enclosing loop (LLVM's block frequency is similar).
 LOOP_WEIGHT = 8
 #: Widths of the vector spill pseudos (SI_SPILL_V<bits>_SAVE), in bits.
