@@ -104,38 +104,26 @@ class Search:
         `probes` (descending) are tried after the lower bound and before bisecting, while
         they are satisfiable: likely answers (another objective's thresholds)."""
         best, lo, floor = current, lower, lower
-        first = True
-        if lower < best and self.remaining(until) > 0:
-            first = False
-            answer = self.check(bound(lower), min(until, self.spent + max(RLIMIT_PER_SECOND, self.remaining(until) / 3)))
-            if answer == "sat":
-                best = bound.current(self)
-            elif answer == "unsat":
-                lo = floor = lower + 1
-            else:
-                floor = lower + 1
-        for k in probes or []:
-            if not floor <= k < best or self.remaining(until) <= 0:
-                continue
+
+        def attempt(k: int) -> str:
+            nonlocal best, lo, floor
             answer = self.check(bound(k), min(until, self.spent + max(RLIMIT_PER_SECOND, self.remaining(until) / 3)))
-            if answer != "sat":
-                if answer == "unsat":
-                    lo = floor = max(floor, k + 1)
-                break
-            best = bound.current(self)
-        while floor < best and self.remaining(until) > 0:
-            # The pressure bound is often reached: try it first, then bisect. A query that
-            # cannot decide moves the next try up instead of ending the search.
-            mid = floor if first else (floor + best - 1) // 2
-            first = False
-            cap = self.spent + max(RLIMIT_PER_SECOND, self.remaining(until) / 3)
-            answer = self.check(bound(mid), min(until, cap))
             if answer == "sat":
                 best = bound.current(self)
             elif answer == "unsat":
-                lo = floor = mid + 1
-            else:
-                floor = mid + 1
+                lo = floor = max(floor, k + 1)
+            else:  # a query that cannot decide moves the next try up instead of ending the search
+                floor = max(floor, k + 1)
+            return answer
+
+        # The pressure bound is often reached: try it first, then the probes, then bisect.
+        if floor < best and self.remaining(until) > 0:
+            attempt(floor)
+        for k in probes or []:
+            if floor <= k < best and self.remaining(until) > 0 and attempt(k) != "sat":
+                break
+        while floor < best and self.remaining(until) > 0:
+            attempt((floor + best - 1) // 2)
         if lo < best:
             self.proved = False
         self.fix(bound(best))

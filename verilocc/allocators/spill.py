@@ -600,10 +600,9 @@ class _Rewriter:
         """Instructions that put `t` (a register of class `cls`) into `v`'s home."""
         home = self.homes[v]
         if home == "stack":
-            n, bits = self.slot_of[v], 32 * cls.width32
-            align = ", align 4" if bits > 32 else ""
+            n, bits, mem = self._slot(v, cls)
             out = [f"{_spill_opcode(cls)}{bits}_SAVE %{t}, %stack.{n}, {self.stack_pointer}, 0, implicit $exec :: "
-                   f"(store (s{bits}) into %stack.{n}{align}, addrspace 5)"]
+                   f"(store (s{bits}) into {mem})"]
         elif home == "agpr":
             h = self.home_reg[v]
             out = [f"%{h}:{self.fn.registers[h].reg_class} = COPY %{t}"]
@@ -611,25 +610,31 @@ class _Rewriter:
             lane_vgpr, first = self.lane_of[v]
             out = [f"%{lane_vgpr}:vgpr_32 = SI_SPILL_S32_TO_VGPR %{t}{_part(cls, k)}, {first + k}, %{lane_vgpr}(tied-def 0)"
                    for k in range(cls.width32)]
-        self.inserted += len(out)
-        return [self._parse(s, line) for s in out]
+        return self._written(out, line)
 
     def _reload(self, v: VReg, t: VReg, cls: RegisterClass, line: int) -> list[Instruction]:
         """Instructions that define `t` (class `cls`) from `v`'s home."""
         home = self.homes[v]
         if home == "stack":
-            n, bits = self.slot_of[v], 32 * cls.width32
-            align = ", align 4" if bits > 32 else ""
+            n, bits, mem = self._slot(v, cls)
             out = [f"%{t}:{cls.name} = {_spill_opcode(cls)}{bits}_RESTORE %stack.{n}, {self.stack_pointer}, 0, "
-                   f"implicit $exec :: (load (s{bits}) from %stack.{n}{align}, addrspace 5)"]
+                   f"implicit $exec :: (load (s{bits}) from {mem})"]
         elif home == "agpr":
             out = [f"%{t}:{cls.name} = COPY %{self.home_reg[v]}"]
         else:
             lane_vgpr, first = self.lane_of[v]
             out = [("undef " if cls.width32 > 1 and k == 0 else "") + f"%{t}{_part(cls, k)}:{cls.name} = "
                    f"SI_RESTORE_S32_FROM_VGPR %{lane_vgpr}, {first + k}" for k in range(cls.width32)]
-        self.inserted += len(out)
-        return [self._parse(s, line) for s in out]
+        return self._written(out, line)
+
+    def _slot(self, v: VReg, cls: RegisterClass) -> tuple[int, int, str]:
+        """`v`'s stack slot, its width in bits and the memory operand's place, as LLVM prints it."""
+        n, bits = self.slot_of[v], 32 * cls.width32
+        return n, bits, f"%stack.{n}{', align 4' if bits > 32 else ''}, addrspace 5"
+
+    def _written(self, texts: list[str], line: int) -> list[Instruction]:
+        self.inserted += len(texts)
+        return [self._parse(t, line) for t in texts]
 
     def _remat(self, origin: Instruction, v: VReg, t: VReg) -> Instruction:
         ins = copy.deepcopy(origin)
