@@ -55,8 +55,8 @@ STATUSES = ("optimal", "feasible", "infeasible", "unknown", "unsupported")
 
 #: Share of the time limit the objective descent may use; the rest is for copy hints.
 _DESCENT_SHARE = 0.75
-#: Wall-clock safety net, in multiples of the time limit, for machines much slower than ours.
-_WALL_FACTOR = 3.0
+#: CPU-time safety net, in multiples of the time limit, for machines much slower than ours.
+_CPU_FACTOR = 3.0
 
 
 @dataclass
@@ -103,7 +103,7 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
            if any(op.kind == "regmask" for op in ins.operands)):
         return result("unsupported", "a call's register mask is not one the verifier models (csr_amdgpu*)")
     units = max(1, int(timeout * RLIMIT_PER_SECOND))
-    wall = start + _WALL_FACTOR * timeout
+    cpu_deadline = time.process_time() + _CPU_FACTOR * timeout
 
     # (0) Fit: an assignment of the program, or of the program with spill code. Each try with
     # spill code asks for more room below the budget (reload registers and tuple alignment
@@ -123,12 +123,12 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
                 cls = problem.values[e.vreg].cls
                 return result("infeasible", f"no register of class {cls.name} for %{e.vreg} is allocatable within "
                                             "this function's budget and reservations")
-            search = Search(enc, seed, units, wall)
+            search = Search(enc, seed, units, cpu_deadline)
             search.spent = spent
             answer = "unknown"
             start_point = greedy_assignment(problem)
             if start_point is not None:
-                answer = search.check(enc.pinned(start_point))
+                answer = search.check(enc.pinned(start_point), pinned=True)
             if answer != "sat":
                 last = not spill or attempt == len(_SPILL_MARGINS)
                 answer = search.check(None, None if last else search.spent + _FIT_SHARE * units)
