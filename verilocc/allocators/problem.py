@@ -383,13 +383,27 @@ def _fixed_top(fn: Function) -> dict[int, int]:
 # --------------------------------------------------------------------------------------------
 def greedy_assignment(p: Problem) -> dict[VReg, tuple[int, int]] | None:
     """(file code, register index) per value by first-fit colouring, trying a copy partner's
-    register first: in program order, and when that runs out of registers, widest values first
-    with 32-bit values filling the holes tuples leave (the other half of an aligned pair that
-    a conflict already takes). None when both run out."""
-    return _first_fit(p, widest_first=False) or _first_fit(p, widest_first=True)
+    register first, in two orders: program order, and most conflicts first (LLVM's greedy
+    allocator also takes the most constrained values first); the one with more waves per SIMD,
+    then fewer registers. When both run out of registers, widest values first with 32-bit
+    values filling the holes tuples leave (the other half of an aligned pair that a conflict
+    already takes). None when that runs out too."""
+    found = [a for a in (_first_fit(p, "program"), _first_fit(p, "conflicts")) if a is not None]
+    if not found:
+        return _first_fit(p, "widest")
+    return max(found, key=lambda a: _merit(p, a))
 
 
-def _first_fit(p: Problem, widest_first: bool) -> dict[VReg, tuple[int, int]] | None:
+def _merit(p: Problem, placed: dict[VReg, tuple[int, int]]) -> tuple[int, int, int]:
+    """(waves per SIMD, -vector registers, -SGPRs) of an assignment with the fixed registers."""
+    tops = {f.code: p.fixed_top.get(f.code, 0) for f in FILES}
+    for v, (code, r) in placed.items():
+        tops[code] = max(tops[code], r + p.values[v].width32)
+    u = usage_dict(p.target, tops[VGPR_FILE.code], tops[AGPR_FILE.code], tops[SGPR_FILE.code])
+    return u["waves"], -(u["vgpr"] + u["agpr"]), -u["sgpr"]
+
+
+def _first_fit(p: Problem, order_by: str) -> dict[VReg, tuple[int, int]] | None:
     adj: dict[VReg, list[tuple[Side, int, int, tuple[int, int] | None]]] = {v: [] for v in p.values}
     for a, am, b, bm, waiver in p.conflicts:
         if a.vreg is not None:
@@ -410,9 +424,12 @@ def _first_fit(p: Problem, widest_first: bool) -> dict[VReg, tuple[int, int]] | 
                 if op.vreg is not None and op.vreg not in seen and op.vreg in p.values:
                     seen.add(op.vreg)
                     order.append(op.vreg)
-    if widest_first:
-        position = {v: i for i, v in enumerate(order)}
+    position = {v: i for i, v in enumerate(order)}
+    if order_by == "widest":
         order.sort(key=lambda v: (-p.values[v].width32, position[v]))
+    elif order_by == "conflicts":
+        degree = {v: len(adj[v]) for v in order}
+        order.sort(key=lambda v: (-degree[v], position[v]))
     placed: dict[VReg, tuple[int, int]] = {}
 
     def where(side: Side) -> tuple[int, int] | None:  # (file code, first slot)
@@ -445,7 +462,7 @@ def _first_fit(p: Problem, widest_first: bool) -> dict[VReg, tuple[int, int]] | 
         choice = next(((c, r) for c, r in candidates if r in val.allowed.get(c, ()) and fits(v, c, r)), None)
         if choice is None:
             return None
-        if widest_first and val.width32 == 1 and candidates.index(choice) >= hinted:
+        if order_by == "widest" and val.width32 == 1 and candidates.index(choice) >= hinted:
             hole = next(((c, r) for c, r in candidates[hinted:] if (r ^ 1) in val.allowed.get(c, ())
                          and fits(v, c, r) and not fits(v, c, r ^ 1)), None)
             choice = hole or choice
