@@ -100,3 +100,20 @@ def test_body_language() -> None:
     assert br.operands[0].kind == "mbb"
     assert fn.blocks[1].instructions[0].operands[0].kind == "regmask"
     assert print_module(parse_module(print_module(m), "t.mir")) == print_module(m)
+
+
+def test_printer_keeps_def_of_an_output_among_the_operands() -> None:
+    # INLINEASM writes its outputs among its operands (`def %3`); printed without `def`, llc
+    # reads them as uses of undefined registers.
+    text = (FIXTURES / "allocate" / "nested-loop-conditions.gfx90a.pre.mir").read_text()
+    line = ('    INLINEASM &"v_mov_b32 $0, 0", 0 /* attdialect */, 1835018 /* regdef:VGPR_32 */, def %99, '
+            '1835017 /* reguse:VGPR_32 */, %98\n')
+    head, sep, rest = text.partition("  bb.0")
+    assert sep
+    first_ins = rest.index("\n    ", rest.index("\n  \n")) + 1
+    module = parse_module(head + sep + rest[:first_ins] + line + rest[first_ins:])
+    ins = next(i for b in module.functions[0].blocks for i in b.instructions if i.opcode == "INLINEASM")
+    assert [op.is_def for op in ins.operands if op.kind == "reg"] == [True, False]
+    again = parse_module(print_module(module))
+    ins = next(i for b in again.functions[0].blocks for i in b.instructions if i.opcode == "INLINEASM")
+    assert [op.is_def for op in ins.operands if op.kind == "reg"] == [True, False]

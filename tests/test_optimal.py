@@ -2,7 +2,8 @@
 
 Every allocation it reports is VERIFIED; on small corpus kernels it uses no more registers
 than LLVM's greedy allocator; preferences are kept when valid and repaired when not; a kernel
-that needs spill code is infeasible and nothing is written; llc accepts the output.
+that needs spill code is infeasible with --no-spill and nothing is written (with spill code:
+tests/test_spill.py); llc accepts the output.
 """
 
 from __future__ import annotations
@@ -101,15 +102,16 @@ def _over_budget(tmp_path: Path) -> Path:
     return path
 
 
-def test_over_budget_kernel_is_infeasible_and_not_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_over_budget_kernel_without_spill_code_is_infeasible_and_not_written(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
     path = _over_budget(tmp_path)
     pre = read_module(path)
     fn = pre.functions[0]
-    got = solve_function(fn, function_target(fn, None, pre.file), timeout=TIMEOUT)
+    got = solve_function(fn, function_target(fn, None, pre.file), timeout=TIMEOUT, spill=False)
     assert got.status == "infeasible"
     assert "spill" in got.reason and got.function is None
     out = tmp_path / "alloc.mir"
-    assert main(["allocate", str(path), "--solver", "--timeout", "20", "-o", str(out)]) == 1
+    assert main(["allocate", str(path), "--solver", "--no-spill", "--timeout", "20", "-o", str(out)]) == 1
     assert not out.exists()
     assert "INFEASIBLE" in capsys.readouterr().out
 

@@ -141,6 +141,8 @@ def cmd_allocate(args: argparse.Namespace) -> int:
 
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
+    if args.waves is not None and args.waves < 1:
+        raise InputError(f"--waves must be at least 1, not {args.waves}", "--waves", 0, 0)
     pre = read_module(args.pre)
     for out in (args.output, args.assignment_out):
         if out not in (None, "-") and Path(out).exists() and Path(out).resolve() == Path(args.pre).resolve():
@@ -149,7 +151,8 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     if args.solver:
         from verilocc.allocators.optimal import solve_function
 
-        strategy = partial(solve_function, objective=args.objective, timeout=args.timeout, seed=args.seed)
+        strategy = partial(solve_function, objective=args.objective, timeout=args.timeout, seed=args.seed,
+                           waves=args.waves, floor=args.greedy_floor, spill=args.spill)
     else:  # the model loop (DESIGN.md section 6), the default strategy
         from verilocc.llm.commands import cmd_allocate_model
 
@@ -329,14 +332,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="Allocate every virtual register of PRE.mir with a strategy, verify the result with all layers "
         "and write it only when VERIFIED. Default: the model loop (a language model proposes, counterexamples go "
         "back into the prompt; --model, --samples, --rounds, --constrained, --repair). --solver: an SMT allocator (z3) "
-        "that minimises registers or maximises occupancy. Exit codes: 0 allocated and VERIFIED, 1 no verified allocation (infeasible without spills, "
-        "timeout, unsupported), 2 bad input.")
+        "that minimises registers or maximises occupancy. A function whose values do not fit its budget gets spill "
+        "code first (stack slots, AGPRs on gfx90a/gfx942/gfx950, SGPRs in VGPR lanes). Each function gets a "
+        "summary line. Exit codes: 0 allocated and VERIFIED, 1 no verified allocation (timeout, unsupported, "
+        "infeasible), 2 bad input.")
     a.add_argument("pre", metavar="PRE.mir", help="the virtual-register program (llc -stop-before=greedy)")
     a.add_argument("--solver", action="store_true", help="allocate with the SMT solver")
     a.add_argument("--objective", choices=("registers", "waves"), default="registers",
                    help="registers: fewest VGPR+AGPR, then SGPRs (default); waves: most waves per SIMD first")
     a.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="solver time per function (default 60)")
     a.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
+    a.add_argument("--waves", type=int, default=None, metavar="N",
+                   help="allocate for N waves per SIMD: the registers that occupancy allows are the budget, spilling "
+                   "what does not fit (default: the budget the function's attributes ask for, as llc)")
+    a.add_argument("--greedy-floor", action=argparse.BooleanOptionalAction, default=True,
+                   help="occupancy first: never fewer waves per SIMD than LLVM's greedy allocator reaches (the "
+                   "solver and the model loop's repair step); a line says when an allocation stays below what the "
+                   "register pressure allows (default on)")
+    a.add_argument("--spill", action=argparse.BooleanOptionalAction, default=True,
+                   help="write spill code when the values do not fit the budget (default on)")
     a.add_argument("--mcpu", metavar="GFX", help="target processor (default: the file's target-cpu)")
     a.add_argument("-o", "--output", metavar="ALLOC.mir", help="post-RA MIR (default stdout)")
     a.add_argument("--assignment-out", metavar="FILE", help="also write the assignment (`%%N -> $reg` lines)")

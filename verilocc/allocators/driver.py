@@ -37,22 +37,37 @@ class ModuleAllocation:
         return Module(self.pre.file, self.pre.ir_text, [f for f in functions if f is not None], self.pre.ir_blank_lines)
 
     def assignment_text(self) -> str:
-        """The assignments (`%N -> $reg`), one section per function when there are several."""
+        """The assignments (`%N -> $reg`), one section per function when there are several; a
+        function with spill code says that its assignment is one of the program with spill
+        code (its reload registers have numbers the input file does not have)."""
         parts: list[str] = []
         for name, r in self.results.items():
             head = f"# {name}\n" if len(self.results) > 1 else ""
+            if r.spilled is not None:
+                head += f"# with spill code: {r.spilled.describe()}; registers of that program\n"
             parts.append(head + format_assignment(r.assignment))
         return "".join(parts)
 
     def summary(self, name: str) -> str:
-        """One line: status, registers, occupancy, time, whether optimality was proved."""
+        """One line: status, registers, occupancy, spill code, time, whether optimality was
+        proved, and an occupancy below what the register pressure allows."""
         r = self.results[name]
         u = r.usage
         regs = (f"VGPR {u['vgpr']} AGPR {u['agpr']} SGPR {u['sgpr']}, {u['waves']} waves/SIMD on "
                 f"{self.targets[name].name}" if u else "no allocation")
+        ok = r.status in ("optimal", "feasible")
         proof = {"optimal": "proved optimal", "feasible": "not proved optimal"}.get(r.status, r.reason)
+        if ok and r.spilled is not None:
+            proof = r.reason
+        elif ok and r.reason and r.status == "feasible":
+            proof = r.reason
         kept = f", kept {r.kept} preference(s)" if r.kept else ""
-        return f"{r.status.upper()} {name}: {regs}, {r.seconds:.2f} s{kept}; {proof}"
+        spill = f", {r.spilled.describe()}" if ok and r.spilled is not None else ""
+        below = ""
+        if ok and u and r.waves_bound and u["waves"] < r.waves_bound:
+            below = (f"; fewer waves than the {r.waves_bound} the register pressure allows "
+                     "(LLVM's greedy allocator may reach more)")
+        return f"{r.status.upper()} {name}: {regs}{spill}, {r.seconds:.2f} s{kept}; {proof}{below}"
 
 
 def allocate_module(pre: Module, strategy: Strategy, mcpu: str | None = None) -> ModuleAllocation:

@@ -138,7 +138,7 @@ class Encoding:
             fv = self.f[v]
             if not isinstance(fv, int):
                 eqs.append(fv == code)
-        return z3.And(eqs)
+        return z3.And(eqs) if eqs else z3.BoolVal(True, self.ctx)  # no values: nothing to pin
 
     def register_of(self, v: VReg, model: z3.ModelRef) -> PhysReg:
         import z3

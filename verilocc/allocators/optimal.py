@@ -43,8 +43,10 @@ from dataclasses import dataclass, field
 
 from verilocc.allocators.encoding import Encoding, NoRegister
 from verilocc.analysis.calls import call_mask, sgpr_striped
-from verilocc.allocators.problem import Unsupported, build_problem, greedy_assignment, register_usage, vreg_key
-from verilocc.allocators.search import RLIMIT_PER_SECOND, Bound, Search
+from verilocc.allocators.problem import (SGPR_FILE, VGPR_FILE, Problem, Unsupported, allocation_budget, build_problem,
+                                         greedy_assignment, register_usage, vreg_key)
+from verilocc.allocators.search import RLIMIT_PER_SECOND, Bound, Search, wave_limits
+from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit
 from verilocc.mir.model import Function, Module
 from verilocc.target import PhysReg, Target
 
@@ -53,8 +55,8 @@ STATUSES = ("optimal", "feasible", "infeasible", "unknown", "unsupported")
 
 #: Share of the time limit the objective descent may use; the rest is for copy hints.
 _DESCENT_SHARE = 0.75
-#: Wall-clock safety net, in multiples of the time limit, for machines much slower than ours.
-_WALL_FACTOR = 3.0
+#: CPU-time safety net, in multiples of the time limit, for machines much slower than ours.
+_CPU_FACTOR = 3.0
 
 
 @dataclass
@@ -67,11 +69,21 @@ class SolverAllocation:
     usage: dict[str, int] = field(default_factory=dict)  # {"vgpr": n, "agpr": n, "sgpr": n, "waves": w}
     #: The allocated, VERIFIED function (with llc's block live-ins) when status is optimal/feasible.
     function: Function | None = field(default=None, repr=False, compare=False)
+    #: The spill code written before allocating (None when the values fit without it).
+    spilled: Spilled | None = field(default=None, repr=False, compare=False)
+    #: Waves per SIMD no allocation of the (spilled) program can exceed (0: not computed).
+    waves_bound: int = 0
 
 
 def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, PhysReg] | None = None,
-                   objective: str = "registers", timeout: float = 60.0, seed: int = 0) -> SolverAllocation:
-    """Allocate the pre-RA function `fn` optimally (see the module docstring) and verify it."""
+                   objective: str = "registers", timeout: float = 60.0, seed: int = 0, waves: int | None = None,
+                   floor: bool = True, spill: bool = True) -> SolverAllocation:
+    """Allocate the pre-RA function `fn` optimally (see the module docstring) and verify it.
+
+    `waves`: allocate for that occupancy (its register budget) instead of the one the
+    function's attributes ask for. `floor`: occupancy first (the waves LLVM's greedy allocator
+    reaches are the floor), then the objective. `spill`: write spill code when the values do
+    not fit the budget (`verilocc.allocators.spill`)."""
     import z3
 
     if objective not in OBJECTIVES:
@@ -81,50 +93,70 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     def result(status: str, reason: str = "", **kw: object) -> SolverAllocation:
         return SolverAllocation(status, {}, round(time.perf_counter() - start, 3), reason=reason, **kw)  # type: ignore[arg-type]
 
+    budget = allocation_budget(fn, target, waves)
     try:
-        problem = build_problem(fn, target)
+        problem = build_problem(fn, target, budget)
     except Unsupported as e:
         return result("unsupported", str(e))
     striped = sgpr_striped(fn)
     if any(call_mask(ins, striped) is None for b in fn.blocks for ins in b.instructions
            if any(op.kind == "regmask" for op in ins.operands)):
         return result("unsupported", "a call's register mask is not one the verifier models (csr_amdgpu*)")
-    # The pressure bound proves some budgets too small before any search.
-    limits = problem.limits
-    vector_budget = limits.total_vector if target.unified_vgpr_file else limits.vgprs + limits.agprs
-    if problem.pressure["vgpr"] > limits.vgprs or problem.pressure["vector"] > vector_budget:
-        need = (f"{problem.pressure['vgpr']} VGPRs" if problem.pressure["vgpr"] > limits.vgprs
-                else f"{problem.pressure['vector']} vector registers")
-        return result("infeasible", f"values needing {need} are live at once (near line {problem.pressure['line']}), "
-                                    f"beyond this function's budget ({limits.vgprs} VGPRs, {vector_budget} vector "
-                                    "registers in all): it needs spill code, which an assignment cannot express")
-    ctx = z3.Context()
-    try:
-        enc = Encoding(problem, ctx)
-    except NoRegister as e:
-        cls = problem.values[e.vreg].cls
-        return result("infeasible", f"no register of class {cls.name} for %{e.vreg} is allocatable within this "
-                                    "function's budget and reservations")
     units = max(1, int(timeout * RLIMIT_PER_SECOND))
-    search = Search(enc, seed, units, start + _WALL_FACTOR * timeout)
-    answer = "unknown"
-    start_point = greedy_assignment(problem)
-    if start_point is not None:
-        answer = search.check(enc.pinned(start_point))
-    if answer != "sat":
-        answer = search.check()
-    if answer == "unsat":
-        return result("infeasible", f"the values live at once do not fit in the budget ({limits.vgprs} VGPRs, "
-                                    f"{limits.agprs} AGPRs, {limits.sgprs} SGPRs) without spill code, which an "
-                                    "assignment cannot express")
-    if answer == "unknown":
-        return result("unknown", f"no assignment found: {search.reason}")
+    cpu_deadline = time.process_time() + _CPU_FACTOR * timeout
 
-    # (1) Keep as many preferred registers as possible. Each step gets an equal share of the
-    # time left for steps (1)-(2); time a step does not use goes to the next.
+    # (0) Fit: an assignment of the program, or of the program with spill code. Each try with
+    # spill code asks for more room below the budget (reload registers and tuple alignment
+    # need some); a search that finds no assignment in its share spills more.
+    spilled: Spilled | None = None
+    spent = 0
+    why = ""
+    search: Search | None = None
+    enc: Encoding | None = None
+    for attempt in range(len(_SPILL_MARGINS) + 1):
+        over = _over_budget(problem)
+        if over is None:
+            ctx = z3.Context()
+            try:
+                enc = Encoding(problem, ctx)
+            except NoRegister as e:
+                cls = problem.values[e.vreg].cls
+                return result("infeasible", f"no register of class {cls.name} for %{e.vreg} is allocatable within "
+                                            "this function's budget and reservations")
+            search = Search(enc, seed, units, cpu_deadline)
+            search.spent = spent
+            answer = "unknown"
+            start_point = greedy_assignment(problem)
+            if start_point is not None:
+                answer = search.check(enc.pinned(start_point), pinned=True)
+            if answer != "sat":
+                last = not spill or attempt == len(_SPILL_MARGINS)
+                answer = search.check(None, None if last else search.spent + _FIT_SHARE * units)
+            spent = search.spent
+            if answer == "sat":
+                break
+            why = ("the values live at once do not fit in the budget" if answer == "unsat"
+                   else f"no assignment found: {search.reason}")
+            if answer == "unknown" and search.remaining() <= 0:
+                return result("unknown", why)
+        else:
+            why = over
+        if not spill or attempt == len(_SPILL_MARGINS):
+            status = "infeasible" if over is not None or "do not fit" in why else "unknown"
+            return result(status, why + ("" if spill else "; spill code is off (--no-spill)"))
+        try:
+            spilled = spill_to_fit(fn, target, budget, _SPILL_MARGINS[attempt])
+        except CannotSpill as e:
+            return result("infeasible", f"{why}; spilling cannot make it fit: {e}")
+        problem = build_problem(spilled.fn, target, budget)
+    assert search is not None and enc is not None
+
+    # (1) Occupancy first when it is the floor; keep as many preferred registers as
+    # possible; then the objective. Each step gets an equal share of the time left for the
+    # steps; time a step does not use goes to the next.
     kept = 0
     descent_end = _DESCENT_SHARE * units
-    kinds = ("waves", "vector", "sgpr") if objective == "waves" else ("vector", "sgpr")
+    kinds = ("waves", "vector", "sgpr") if objective == "waves" or floor else ("vector", "sgpr")
     steps = len(kinds) + (1 if prefer else 0)
 
     def share() -> float:
@@ -134,21 +166,30 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
         steps -= 1
         return until
 
-    if prefer:
-        soft = [t for v, reg in sorted(prefer.items(), key=lambda kv: vreg_key(kv[0]))
-                if (t := enc.matches(v, reg)) is not None]
-        kept = search.maxsat(soft, share())
-    # (2) The objective, lexicographically.
-    for kind in kinds:
+    def descend(kind: str) -> None:
+        assert enc is not None and search is not None
         bound = Bound(enc, kind)
         current = bound.current(search)
         if kind == "vector":
             lower = problem.pressure["vector"]
+            # Occupancy thresholds are likely answers: try them before bisecting.
+            probes = sorted({wave_limits(target, w)[0] for w in range(1, target.max_waves_per_simd + 1)}
+                            & set(range(lower, current)), reverse=True)
         elif kind == "sgpr":
-            lower = problem.pressure["sgpr"]
+            lower, probes = problem.pressure["sgpr"], []
         else:
-            lower = -target.max_waves_per_simd
-        search.descend(bound, current, lower, share())
+            lower, probes = -waves_bound(problem), []
+        search.descend(bound, current, lower, share(), probes)
+
+    if floor and "waves" in kinds:
+        descend("waves")
+    if prefer:
+        soft = [t for v, reg in sorted(prefer.items(), key=lambda kv: vreg_key(kv[0]))
+                if (t := enc.matches(v, reg)) is not None]
+        kept = search.maxsat(soft, share())
+    for kind in kinds:
+        if not (floor and kind == "waves"):
+            descend(kind)
     proved = search.proved
     # (3) Copy hints: as many identity copies as possible (best effort, not part of "optimal").
     hints = [h for dst, doff, src, soff, _ in problem.copies if (h := enc.copy_hint(dst, doff, src, soff)) is not None]
@@ -157,23 +198,64 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     assert search.model is not None
     assignment = {v: enc.register_of(v, search.model) for v in sorted(problem.values, key=vreg_key)}
     kept = sum(1 for v, reg in (prefer or {}).items() if assignment.get(v) == reg)
-    return _checked(fn, target, assignment, "optimal" if proved else "feasible", kept, start,
-                    "" if proved else f"not proved optimal: {search.reason or 'z3 could not decide a bound'}")
+    reason = "" if proved else f"not proved optimal: {search.reason or 'z3 could not decide a bound'}"
+    status = "optimal" if proved else "feasible"
+    if spilled is not None and spilled.homes:
+        status = "feasible"
+        reason = "the assignment of the program with spill code is " + ("proved optimal" if proved else
+                                                                         "not proved optimal")
+    got = _checked(fn, target, assignment, status, kept, start, reason, problem.fn)
+    got.spilled = spilled if spilled is not None and spilled.homes else None
+    got.waves_bound = waves_bound(problem)
+    return got
+
+
+#: Margins below the budget (registers) the spiller aims for, one per try.
+_SPILL_MARGINS = (0, 2, 4, 8, 16, 32)
+#: Share of the time limit one try may spend looking for a first assignment before spilling more.
+_FIT_SHARE = 0.15
+
+
+def _over_budget(problem: Problem) -> str | None:
+    """Why the pressure bound alone proves that `problem` needs spill code (None if it does not)."""
+    limits = problem.limits
+    vector_budget = limits.total_vector if problem.target.unified_vgpr_file else limits.vgprs + limits.agprs
+    p = problem.pressure
+    if p["vgpr"] > limits.vgprs or p["vector"] > vector_budget:
+        need = f"{p['vgpr']} VGPRs" if p["vgpr"] > limits.vgprs else f"{p['vector']} vector registers"
+        return (f"values needing {need} are live at once (near line {p['line']}), beyond this function's budget "
+                f"({limits.vgprs} VGPRs, {vector_budget} vector registers in all)")
+    if p["sgpr"] > limits.sgprs:
+        return f"values needing {p['sgpr']} SGPRs are live at once, beyond this function's budget of {limits.sgprs}"
+    return None
+
+
+def waves_bound(problem: Problem) -> int:
+    """Waves per SIMD no allocation of `problem` can exceed: the pressure bound (and the
+    registers fixed operands use) as the only registers."""
+    t = problem.target
+    p, fixed = problem.pressure, problem.fixed_top
+    vector = max(p["vector"] if t.unified_vgpr_file else p["vgpr"], fixed.get(VGPR_FILE.code, 0))
+    sgprs = max(p["sgpr"], fixed.get(SGPR_FILE.code, 0))
+    return t.waves_per_simd(vector, 0, sgprs + t.reserved_num_sgprs())
 
 
 def _checked(fn: Function, target: Target, assignment: dict[int | str, PhysReg], status: str, kept: int,
-             start: float, reason: str) -> SolverAllocation:
-    """Materialise and verify `assignment`; only a VERIFIED one keeps `status`."""
+             start: float, reason: str, source: Function | None = None) -> SolverAllocation:
+    """Materialise `assignment` on `source` (`fn` with spill code, or `fn`) and verify the
+    result against `fn`, the program before spilling; only a VERIFIED one keeps `status`."""
     from verilocc.rewrite.assignment import Assignment, materialise
     from verilocc.rewrite.finish import finish_for_llc
     from verilocc.findings import Verdict
     from verilocc.verify import Options, verify_modules
 
+    source = source or fn
     pre = Module(fn.file, None, [fn])
-    post, findings = materialise(pre, Assignment(fn.file, dict(assignment), {v: 0 for v in assignment}))
+    post, findings = materialise(Module(fn.file, None, [source]),
+                                 Assignment(fn.file, dict(assignment), {v: 0 for v in assignment}))
     (post_fn,) = post.functions
     if not findings:
-        finish_for_llc(fn, post_fn, assignment)
+        finish_for_llc(source, post_fn, assignment)
     report = verify_modules(post, pre, Options(mcpu=target.name), extra_findings=findings)
     seconds = round(time.perf_counter() - start, 3)
     usage = register_usage(post_fn, target)

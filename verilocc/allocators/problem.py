@@ -116,11 +116,27 @@ class Problem:
     pressure: dict[str, int]  # lower bounds: "vector", "sgpr", "vgpr" (VGPR-only values) live at once
 
 
-def build_problem(fn: Function, target: Target) -> Problem:
-    """The allocation problem of `fn`; `InputError`/`TargetError` for what is not supported."""
+def allocation_budget(fn: Function, target: Target, waves: int | None = None) -> Limits:
+    """The registers an allocation of `fn` may use: what its attributes ask for
+    (``amdgpu-waves-per-eu``, ``amdgpu-num-vgpr``/``-sgpr``; LLVM's budget), or, with `waves`,
+    what that occupancy allows (as ``"amdgpu-waves-per-eu"="waves,waves"`` would)."""
+    from verilocc.target.limits import attribute_limits
+
+    if waves is None:
+        limits = function_limits(fn, target)
+    else:
+        attrs = {k: v for k, v in fn.ir_attributes.items() if k not in ("amdgpu-num-vgpr", "amdgpu-num-sgpr")}
+        attrs["amdgpu-waves-per-eu"] = f"{waves},{waves}"
+        limits = attribute_limits(target, attrs, fn.machine_function_info, fn.calling_convention)
+    return limits.hint or limits
+
+
+def build_problem(fn: Function, target: Target, budget: Limits | None = None) -> Problem:
+    """The allocation problem of `fn` within `budget` (default `allocation_budget`);
+    `InputError`/`TargetError` for what is not supported."""
     classes = vreg_classes(fn)
-    limits = function_limits(fn, target)
-    budget = limits.hint or limits
+    if budget is None:
+        budget = allocation_budget(fn, target)
     values: dict[VReg, Value] = {}
     used = {op.vreg for b in fn.blocks for ins in b.instructions for op in ins.operands if op.vreg is not None}
     for v in sorted(used, key=vreg_key):
@@ -367,8 +383,28 @@ def _fixed_top(fn: Function) -> dict[int, int]:
 # A greedy first assignment (the solver's starting point, never trusted on its own)
 # --------------------------------------------------------------------------------------------
 def greedy_assignment(p: Problem) -> dict[VReg, tuple[int, int]] | None:
-    """(file code, register index) per value by first-fit colouring in program order, trying
-    a copy partner's register first; None when some value finds no free register."""
+    """(file code, register index) per value by first-fit colouring, trying a copy partner's
+    register first, in two orders: program order, and most conflicts first (LLVM's greedy
+    allocator also takes the most constrained values first); the one with more waves per SIMD,
+    then fewer registers. When both run out of registers, widest values first with 32-bit
+    values filling the holes tuples leave (the other half of an aligned pair that a conflict
+    already takes). None when that runs out too."""
+    found = [a for a in (_first_fit(p, "program"), _first_fit(p, "conflicts")) if a is not None]
+    if not found:
+        return _first_fit(p, "widest")
+    return max(found, key=lambda a: _merit(p, a))
+
+
+def _merit(p: Problem, placed: dict[VReg, tuple[int, int]]) -> tuple[int, int, int]:
+    """(waves per SIMD, -vector registers, -SGPRs) of an assignment with the fixed registers."""
+    tops = {f.code: p.fixed_top.get(f.code, 0) for f in FILES}
+    for v, (code, r) in placed.items():
+        tops[code] = max(tops[code], r + p.values[v].width32)
+    u = usage_dict(p.target, tops[VGPR_FILE.code], tops[AGPR_FILE.code], tops[SGPR_FILE.code])
+    return u["waves"], -(u["vgpr"] + u["agpr"]), -u["sgpr"]
+
+
+def _first_fit(p: Problem, order_by: str) -> dict[VReg, tuple[int, int]] | None:
     adj: dict[VReg, list[tuple[Side, int, int, tuple[int, int] | None]]] = {v: [] for v in p.values}
     for a, am, b, bm, waiver in p.conflicts:
         if a.vreg is not None:
@@ -389,6 +425,12 @@ def greedy_assignment(p: Problem) -> dict[VReg, tuple[int, int]] | None:
                 if op.vreg is not None and op.vreg not in seen and op.vreg in p.values:
                     seen.add(op.vreg)
                     order.append(op.vreg)
+    position = {v: i for i, v in enumerate(order)}
+    if order_by == "widest":
+        order.sort(key=lambda v: (-p.values[v].width32, position[v]))
+    elif order_by == "conflicts":
+        degree = {v: len(adj[v]) for v in order}
+        order.sort(key=lambda v: (-degree[v], position[v]))
     placed: dict[VReg, tuple[int, int]] = {}
 
     def where(side: Side) -> tuple[int, int] | None:  # (file code, first slot)
@@ -415,11 +457,16 @@ def greedy_assignment(p: Problem) -> dict[VReg, tuple[int, int]] | None:
             loc = where(other)
             if loc is not None and (loc[1] + their_off - mine_off) % 2 == 0:
                 candidates.append((loc[0], (loc[1] + their_off - mine_off) // 2))
+        hinted = len(candidates)
         for code in sorted(val.allowed, key=lambda c: (c == VCC_FILE.code, c)):
             candidates.extend((code, r) for r in val.allowed[code])
         choice = next(((c, r) for c, r in candidates if r in val.allowed.get(c, ()) and fits(v, c, r)), None)
         if choice is None:
             return None
+        if order_by == "widest" and val.width32 == 1 and candidates.index(choice) >= hinted:
+            hole = next(((c, r) for c, r in candidates[hinted:] if (r ^ 1) in val.allowed.get(c, ())
+                         and fits(v, c, r) and not fits(v, c, r ^ 1)), None)
+            choice = hole or choice
         placed[v] = choice
     return placed
 

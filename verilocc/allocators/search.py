@@ -2,7 +2,8 @@
 an encoding (`verilocc.allocators.encoding`), and the lexicographic steps of `solve_function`.
 
 Budgets are z3 resource units, not seconds, so the same input gives the same allocation on
-every machine; a wall-clock deadline is only a safety net.
+every machine; a deadline in this process's CPU time is only a safety net (CPU time, so that
+other work on a shared machine does not change the result).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 #: z3 resource units ("rlimit count") per second of the time limit. Every query is limited in
 #: these units, which z3 counts the same way on every machine, so the same input gives the
 #: same allocation. Measured here (z3 5.4, 2 shared cores): 1 to 5 million per second, fewer on
-#: the largest kernels, where the wall-clock safety net can end a search first.
+#: the largest kernels, where the CPU-time safety net can end a search first.
 RLIMIT_PER_SECOND = 2_500_000
 
 
@@ -31,13 +32,13 @@ class Search:
     Budgets are z3 resource units, not seconds (see `RLIMIT_PER_SECOND`): `spent` counts
     what the queries used, and each step runs until a unit mark (`until`)."""
 
-    def __init__(self, enc: Encoding, seed: int, units: int, wall_deadline: float) -> None:
+    def __init__(self, enc: Encoding, seed: int, units: int, cpu_deadline: float) -> None:
         import z3
 
         self.enc = enc
         self.units = units
         self.spent = 0
-        self.wall_deadline = wall_deadline
+        self.cpu_deadline = cpu_deadline  # time.process_time() value
         self.solver = z3.Solver(ctx=enc.ctx)
         self.solver.set("random_seed", seed)
         self.solver.add(enc.hard)
@@ -53,12 +54,13 @@ class Search:
     def _limit(self, solver: z3.Solver | z3.Optimize, until: float | None) -> bool:
         """Give `solver` the units left before `until`; False when none are left."""
         left = int(self.remaining(until))
-        wall = self.wall_deadline - time.perf_counter()
-        if left <= 0 or wall <= 0:
+        cpu = self.cpu_deadline - time.process_time()
+        if left <= 0 or cpu <= 0:
             self.reason = "the time limit was reached"
             return False
         solver.set("rlimit", left)
-        solver.set("timeout", max(1, int(wall * 1000)))
+        # z3 counts wall time: allow for a machine that gives this process a tenth of a core.
+        solver.set("timeout", max(1, int(cpu * 10_000)))
         return True
 
     def _count(self, solver: z3.Solver | z3.Optimize) -> int:
@@ -66,12 +68,17 @@ class Search:
         return int(stats.get_key_value("rlimit count")) if "rlimit count" in stats.keys() else 0
 
     def check(self, extra: z3.BoolRef | None = None, until: float | None = None,
-              assumptions: tuple[z3.BoolRef, ...] = ()) -> str:
-        """"sat" (self.model updated), "unsat" or "unknown" for the hard constraints + `extra`."""
+              assumptions: tuple[z3.BoolRef, ...] = (), pinned: bool = False) -> str:
+        """"sat" (self.model updated), "unsat" or "unknown" for the hard constraints + `extra`.
+        `pinned`: `extra` fixes every unknown (a first-fit assignment), a check that needs no
+        search, so no limit applies: a found assignment is never lost to the clock."""
         import z3
 
         s = self.solver
-        if not self._limit(s, until):
+        if pinned:
+            s.set("rlimit", 0)
+            s.set("timeout", 4_294_967_295)
+        elif not self._limit(s, until):
             return "unknown"
         before = self._count(s)
         if extra is not None:
@@ -98,24 +105,32 @@ class Search:
         v = self.model.eval(term, model_completion=True)
         return v.as_long()  # type: ignore[union-attr]
 
-    def descend(self, bound: Bound, current: int, lower: int, until: float) -> int:
+    def descend(self, bound: Bound, current: int, lower: int, until: float, probes: list[int] | None = None) -> int:
         """Smallest k (>= `lower`) with `bound(k)` satisfiable, by bisection from the model's
-        `current`; fixes `bound(best)` and clears `proved` when a step could not decide."""
+        `current`; fixes `bound(best)` and clears `proved` when a step could not decide.
+        `probes` (descending) are tried after the lower bound and before bisecting, while
+        they are satisfiable: likely answers (another objective's thresholds)."""
         best, lo, floor = current, lower, lower
-        first = True
-        while floor < best and self.remaining(until) > 0:
-            # The pressure bound is often reached: try it first, then bisect. A query that
-            # cannot decide moves the next try up instead of ending the search.
-            mid = floor if first else (floor + best - 1) // 2
-            first = False
-            cap = self.spent + max(RLIMIT_PER_SECOND, self.remaining(until) / 3)
-            answer = self.check(bound(mid), min(until, cap))
+
+        def attempt(k: int) -> str:
+            nonlocal best, lo, floor
+            answer = self.check(bound(k), min(until, self.spent + max(RLIMIT_PER_SECOND, self.remaining(until) / 3)))
             if answer == "sat":
                 best = bound.current(self)
             elif answer == "unsat":
-                lo = floor = mid + 1
-            else:
-                floor = mid + 1
+                lo = floor = max(floor, k + 1)
+            else:  # a query that cannot decide moves the next try up instead of ending the search
+                floor = max(floor, k + 1)
+            return answer
+
+        # The pressure bound is often reached: try it first, then the probes, then bisect.
+        if floor < best and self.remaining(until) > 0:
+            attempt(floor)
+        for k in probes or []:
+            if floor <= k < best and self.remaining(until) > 0 and attempt(k) != "sat":
+                break
+        while floor < best and self.remaining(until) > 0:
+            attempt((floor + best - 1) // 2)
         if lo < best:
             self.proved = False
         self.fix(bound(best))

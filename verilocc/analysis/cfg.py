@@ -86,3 +86,41 @@ def build_cfg(fn: Function) -> CFG:
         for s in succ:
             g.add_edge(b.number, s)
     return CFG(function=fn, graph=g, order=order)
+
+
+def loop_depths(cfg: CFG) -> dict[int, int]:
+    """How many natural loops contain each block (0 outside loops; unreachable blocks 0).
+
+    A back edge u -> h is one whose head h dominates u; the loop of h is h and every block
+    that reaches a back edge's tail without passing h. Back edges to one head form one loop.
+    """
+    reachable = set(nx.descendants(cfg.graph, cfg.entry)) | {cfg.entry}
+    sub = cfg.graph.subgraph(reachable)
+    idom = nx.immediate_dominators(sub, cfg.entry)
+
+    def dominates(a: int, b: int) -> bool:
+        while True:
+            if a == b:
+                return True
+            up = idom.get(b, b)
+            if up == b:
+                return False
+            b = up
+
+    bodies: dict[int, set[int]] = {}
+    for u, h in sorted(sub.edges()):
+        if not dominates(h, u):
+            continue
+        body = bodies.setdefault(h, {h})
+        work = [u]
+        while work:
+            n = work.pop()
+            if n in body:
+                continue
+            body.add(n)
+            work.extend(p for p in sub.predecessors(n) if p not in body)
+    depth = {b: 0 for b in cfg.order}
+    for body in bodies.values():
+        for n in body:
+            depth[n] += 1
+    return depth

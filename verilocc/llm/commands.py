@@ -137,7 +137,8 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
         single = dataclasses.replace(pre, functions=[fn])
         results.append(run_loop(single, lm, samples=args.samples, rounds=args.rounds, constrained=args.constrained,
                                 repair=args.repair, seed=args.seed, timeout=args.timeout,
-                                over_budget=args.over_budget, log=console.print))
+                                over_budget=args.over_budget, waves=args.waves, floor=args.greedy_floor,
+                                spill=args.spill, log=console.print))
     names = [fn.name for fn in pre.functions]
     if args.transcript:
         docs = [{"function": name, "verified": res.verified, "reason": res.reason, "usage": res.usage,
@@ -151,8 +152,9 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
     for name, res in zip(names, results):
         u = res.usage
         if res.verified and res.post is not None:
+            spill = f"; {res.spilled.describe()}" if res.spilled is not None else ""
             console.print(f"[green]VERIFIED[/] {name}: {res.reason}; {u['vgpr']} VGPR, {u['agpr']} AGPR, "
-                          f"{u['sgpr']} SGPR, {u['waves']} waves/SIMD; {res.seconds:.1f}s")
+                          f"{u['sgpr']} SGPR, {u['waves']} waves/SIMD{spill}; {res.seconds:.1f}s")
         else:
             console.print(f"[red]FAILED[/] {name}: {res.reason}")
     if not all(r.verified and r.post is not None for r in results):
@@ -163,7 +165,9 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
     if args.assignment_out:
         from verilocc.rewrite.assignment import format_assignment
 
-        text = "".join((f"# {name}\n" if len(results) > 1 else "") + format_assignment(res.regs)
+        text = "".join((f"# {name}\n" if len(results) > 1 else "")
+                       + (f"# with spill code: {res.spilled.describe()}; registers of that program\n"
+                          if res.spilled is not None else "") + format_assignment(res.regs)
                        for name, res in zip(names, results))
         write_output(args.assignment_out, text, [args.pre, args.output])
     console.print(f"[green]VERIFIED[/] {args.pre} -> {args.output or 'stdout'}: {len(results)} function(s); "

@@ -13,11 +13,14 @@ VERIFIED module or an explicit failure: nothing unverified is ever returned as a
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from verilocc.allocators.problem import allocation_budget
+from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit
 from verilocc.rewrite.assignment import Assignment, materialise
 from verilocc.rewrite.finish import finish_for_llc
 from verilocc.analysis.operands import VReg
@@ -55,6 +58,7 @@ class LoopResult:
     usage: dict[str, int]
     seconds: float
     problem: AllocationProblem
+    spilled: Spilled | None = None  # the spill code of the program the model allocated
 
     @property
     def rounds(self) -> int:
@@ -62,19 +66,22 @@ class LoopResult:
 
 
 def verify_regs(pre: Module, problem: AllocationProblem, regs: dict[VReg, PhysReg], parse_findings: list[Finding],
-                opts: Options) -> tuple[Module, Report]:
+                opts: Options, reference: Module | None = None) -> tuple[Module, Report]:
+    """Materialise `regs` on `pre` (the program the model allocated, with any spill code) and
+    verify the result against `reference` (the program before spilling; default `pre`)."""
     asg = Assignment("<model>", dict(regs), {v: problem.dense[v] + 1 for v in regs})
     post, mat = materialise(pre, asg)
     if not mat:
         finish_for_llc(single_function(pre), single_function(post), regs)
-    post.file = pre.file.removesuffix(".mir").removesuffix(".pre") + ".alloc.mir"
+    reference = reference or pre
+    post.file = reference.file.removesuffix(".mir").removesuffix(".pre") + ".alloc.mir"
     # Layer 1 first: its errors already reject (and are what the next prompt needs); only a
     # proposal that passes it pays for value flow and equivalence, and only all three verify.
     extra = parse_findings + mat
-    first = verify_modules(post, pre, replace(opts, layers=("constraints",)), extra_findings=extra)
+    first = verify_modules(post, reference, replace(opts, layers=("constraints",)), extra_findings=extra)
     if first.verdict is Verdict.REJECTED:
         return post, first
-    return post, verify_modules(post, pre, opts, extra_findings=extra)
+    return post, verify_modules(post, reference, opts, extra_findings=extra)
 
 
 def bans_from(report: Report, problem: AllocationProblem, regs: dict[VReg, PhysReg],
@@ -97,19 +104,54 @@ def bans_from(report: Report, problem: AllocationProblem, regs: dict[VReg, PhysR
 
 def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, constrained: bool = True,
              repair: bool = True, seed: int = 0, timeout: float = 60.0, temperature: float = 0.7,
-             over_budget: bool = False, log: Callable[[str], None] = lambda s: None) -> LoopResult:
+             over_budget: bool = False, waves: int | None = None, floor: bool = True, spill: bool = True,
+             log: Callable[[str], None] = lambda s: None) -> LoopResult:
+    """The loop on the one function of `pre`. `waves`: allocate for that occupancy. `spill`:
+    when the values do not fit the budget, the model allocates the program with spill code
+    (`verilocc.allocators.spill`), more of it after a round in which constrained decoding ran
+    out of registers. `floor`: a VERIFIED proposal with fewer waves per SIMD than a first-fit
+    allocation reaches goes to the repair step, which puts occupancy first."""
     t0 = time.monotonic()
     fn = single_function(pre)
     target = function_target(fn, None, pre.file)
-    problem = build_problem(fn, target)
+    work_fn = fn if waves is None else with_waves(fn, waves)
+    margins = iter(SPILL_MARGINS)
+    spilled: Spilled | None = None
+
+    def respill() -> bool:
+        """Spill with the next margin; False when there is none or spilling is off."""
+        nonlocal spilled, work_fn
+        margin = next(margins, None)
+        if not spill or margin is None:
+            return False
+        base = fn if waves is None else with_waves(fn, waves)
+        try:
+            got = spill_to_fit(base, target, allocation_budget(base, target), margin)
+        except CannotSpill as e:
+            log(f"spilling: {e}")
+            return False
+        if not got.homes:
+            return margin == 0
+        spilled, work_fn = got, got.fn
+        log(f"spill code ({margin} register(s) below the budget): {got.describe()}")
+        return True
+
+    respill()
+    work = dataclasses.replace(pre, functions=[work_fn])
+    problem = build_problem(work_fn, target)
     problem.over_budget = over_budget
     opts = Options(timeout_s=timeout, seed=seed)
     attempts: list[Attempt] = []
     feedback = ""
     bans: dict[VReg, list[PhysReg]] = {}
     best: tuple[int, Proposal] | None = None
+
+    def done(post: Module, regs: dict[VReg, PhysReg], how: str, usage: dict[str, int]) -> LoopResult:
+        return LoopResult(True, post, regs, attempts, how, usage, time.monotonic() - t0, problem, spilled)
+
     for r in range(rounds if lm is not None else 0):
         round_best: tuple[int, Proposal, Report] | None = None
+        dead_ends = 0
         for s in range(samples):
             t1 = time.monotonic()
             temp = 0.0 if s == 0 else temperature  # the first sample of every round is greedy
@@ -117,23 +159,43 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
                            temperature=temp, seed=seed * 1_000_003 + r * 1009 + s)
             head = prompt_head(problem, feedback)
             if prop.dead_end is not None:
+                dead_ends += 1
                 attempts.append(Attempt(r, s, head, prop.text, "DEAD-END", 1, time.monotonic() - t1))
                 log(f"round {r + 1} sample {s + 1}: constrained decoding stopped: {prop.dead_end}")
                 continue
-            post, report = verify_regs(pre, problem, prop.regs, prop.findings, opts)
+            post, report = verify_regs(work, problem, prop.regs, prop.findings, opts, reference=pre)
             errors = sum(1 for f in report.findings if f.severity == "error")
             attempts.append(Attempt(r, s, head, prop.text, report.verdict.value, errors, time.monotonic() - t1,
                                     list(report.findings), feedback_read=reads_feedback(lm) or not feedback))  # type: ignore[arg-type]
             log(f"round {r + 1} sample {s + 1}: {report.verdict.value} ({errors} error(s), "
                 f"{time.monotonic() - t1:.1f}s)")
             if report.verdict is Verdict.VERIFIED and (over_budget or not _over_budget(report)):
-                return LoopResult(True, post, prop.regs, attempts, f"VERIFIED in round {r + 1}, sample {s + 1}",
-                                  problem.usage(prop.regs), time.monotonic() - t0, problem)
+                usage = problem.usage(prop.regs)
+                how = f"VERIFIED in round {r + 1}, sample {s + 1}"
+                if repair and floor and usage["waves"] < problem.floor_waves:
+                    raised = _repair(fn, target, prop.regs, timeout, seed, waves, floor, spill)
+                    if not isinstance(raised, str) and raised.usage.get("waves", 0) > usage["waves"]:
+                        assert raised.function is not None
+                        attempts.append(Attempt(r, s, "", "", "REPAIR-VERIFIED", 0, raised.seconds))
+                        log(f"repair step: {raised.usage['waves']} waves/SIMD instead of the proposal's {usage['waves']}")
+                        return done(_module_of(pre, raised.function), dict(raised.assignment),
+                                    how + f"; occupancy raised by the SMT repair step ({raised.status})", raised.usage)
+                    how += (f"; {usage['waves']} waves/SIMD, fewer than the {problem.floor_waves} a first-fit "
+                            "allocation reaches (the repair step could not raise it)")
+                return done(post, prop.regs, how, usage)
             if report.verdict is Verdict.VERIFIED:
                 log(f"round {r + 1} sample {s + 1}: VERIFIED but beyond the registers the function's attributes "
                     "request (llc-19 reserves them); not accepted without --over-budget")
             if round_best is None or errors < round_best[0]:
                 round_best = (errors, prop, report)
+        if dead_ends == samples and constrained and respill():
+            # Constrained decoding ran out of registers: the next round allocates the program
+            # with more spill code (its registers have new numbers: feedback starts afresh).
+            work = dataclasses.replace(pre, functions=[work_fn])
+            problem = build_problem(work_fn, target)
+            problem.over_budget = over_budget
+            feedback, bans, best = "", {}, None
+            continue
         if round_best is not None:
             errors, prop, report = round_best
             if best is None or errors <= best[0]:
@@ -143,41 +205,54 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     why = "no VERIFIED proposal in " + (f"{rounds} round(s) of {samples} sample(s)" if lm is not None else "0 rounds")
     dead = [a for a in attempts if a.verdict == "DEAD-END"]
     if dead and len(dead) == len(attempts):
-        why += ("; constrained decoding ran out of registers (the function needs spilling"
-                + ("" if over_budget else " within the registers its attributes request")
-                + ", which an assignment cannot express)")
+        why += ("; constrained decoding ran out of registers (the function needs "
+                + ("more spill code than the spiller wrote" if spill else "spill code, and --no-spill is set")
+                + ("" if over_budget else " within the registers its attributes request") + ")")
     if repair:
         t1 = time.monotonic()
-        got = _repair(fn, target, best[1].regs if best else {}, timeout, seed)
+        got = _repair(fn, target, best[1].regs if best else {}, timeout, seed, waves, floor, spill)
         if isinstance(got, str):
             attempts.append(Attempt(rounds, 0, "", "", "REPAIR-UNAVAILABLE", 0, time.monotonic() - t1))
             why += f"; repair: {got}"
         else:
-            status, regs = got
-            if regs:
-                post, report = verify_regs(pre, problem, regs, [], opts)
-                errors = sum(1 for f in report.findings if f.severity == "error")
-                attempts.append(Attempt(rounds, 0, "", "", "REPAIR-" + report.verdict.value, errors, time.monotonic() - t1,
-                                        list(report.findings)))
-                if report.verdict is Verdict.VERIFIED and (over_budget or not _over_budget(report)):
-                    return LoopResult(True, post, regs, attempts, f"VERIFIED after the SMT repair step ({status})",
-                                      problem.usage(regs), time.monotonic() - t0, problem)
-                why += f"; the repaired allocation was {report.verdict.value}"
-            else:
-                why += f"; repair: the solver answered {status}"
-    return LoopResult(False, None, {}, attempts, why, {}, time.monotonic() - t0, problem)
+            assert got.function is not None
+            attempts.append(Attempt(rounds, 0, "", "", "REPAIR-VERIFIED", 0, time.monotonic() - t1))
+            spilled = got.spilled
+            return done(_module_of(pre, got.function), dict(got.assignment),
+                        f"VERIFIED after the SMT repair step ({got.status})", got.usage)
+    return LoopResult(False, None, {}, attempts, why, {}, time.monotonic() - t0, problem, spilled)
+
+
+#: Margins below the budget (registers) the model loop's spill code aims for, one per try.
+SPILL_MARGINS = (0, 4, 16)
+
+
+def with_waves(fn: Any, waves: int) -> Any:
+    """A copy of `fn` whose attributes ask for `waves` waves per SIMD (the budget the model
+    loop allocates within; the written file keeps the attributes it had)."""
+    attrs = {k: v for k, v in fn.ir_attributes.items() if k not in ("amdgpu-num-vgpr", "amdgpu-num-sgpr")}
+    attrs["amdgpu-waves-per-eu"] = f"{waves},{waves}"
+    return dataclasses.replace(fn, ir_attributes=attrs)
+
+
+def _module_of(pre: Module, fn: Any) -> Module:
+    return dataclasses.replace(pre, functions=[fn])
 
 
 def _over_budget(report: Report) -> bool:
     return any(f.kind == "budget" for f in report.findings)
 
 
-def _repair(fn: Any, target: Any, prefer: dict[VReg, PhysReg], timeout: float, seed: int) -> str | tuple[str, dict[VReg, PhysReg]]:
+def _repair(fn: Any, target: Any, prefer: dict[VReg, PhysReg], timeout: float, seed: int, waves: int | None = None,
+            floor: bool = True, spill: bool = True) -> Any:
+    """The SMT allocator's VERIFIED allocation keeping as many of `prefer` as it can (a
+    `SolverAllocation`), or why there is none (a sentence)."""
     try:
         from verilocc.allocators.optimal import solve_function  # type: ignore[import-not-found]
     except ImportError:
         return "not available (verilocc.allocators.optimal, the SMT allocator, is not in this build)"
-    sol = solve_function(fn, target, prefer=prefer or None, objective="registers", timeout=timeout, seed=seed)
-    if sol.status not in ("optimal", "feasible"):
+    sol = solve_function(fn, target, prefer=prefer or None, objective="registers", timeout=timeout, seed=seed,
+                         waves=waves, floor=floor, spill=spill)
+    if sol.status not in ("optimal", "feasible") or sol.function is None:
         return sol.status + (f" ({sol.reason})" if sol.reason else "")
-    return sol.status, dict(sol.assignment)
+    return sol

@@ -87,6 +87,9 @@ class AllocationProblem:
     # The verifier only warns (LLVM 22 drops requests it cannot meet), but LLVM 19 reserves
     # those registers and llc-19 rejects an allocation that uses them: off by default.
     over_budget: bool = False
+    # Waves per SIMD of that first-fit allocation (0 when it runs out of registers): the
+    # occupancy the loop's repair step does not go below (`run_loop(floor=...)`).
+    floor_waves: int = 0
 
     @property
     def dense(self) -> dict[VReg, int]:
@@ -149,6 +152,7 @@ def occupancy_caps(problem: AllocationProblem) -> tuple[dict[RegFile, int], dict
             return {}, {}
         chosen[v] = allowed[0]
     usage = problem.usage(chosen)
+    problem.floor_waves = usage["waves"]
     tight = {RegFile.VGPR: usage["vgpr"], RegFile.AGPR: usage["agpr"]}
     target = problem.target
     most = target.max_vgprs_for_waves(usage["waves"])

@@ -746,3 +746,8 @@ def _classify(s: str) -> str:
     if s.startswith(("intpred(", "floatpred(")):
         return "predicate"
     return "other"
+
+
+def parse_instruction(text: str, file: str = "<input>", line: int = 0) -> Instruction:
+    """One instruction written in MIR's body syntax (what a pass that inserts code writes)."""
+    return _BodyParser([], 0, 0, file).parse_instruction(text, 1, line)

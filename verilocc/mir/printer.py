@@ -34,7 +34,10 @@ def print_instruction(ins: Instruction) -> str:
             defs.append(print_operand(op))
         else:
             explicit_defs = False
-            rest.append(print_operand(op))
+            # An explicit def among the other operands (INLINEASM outputs) keeps its `def`.
+            text = print_operand(op)
+            rest.append(f"def {text}" if op.kind == "reg" and "def" in op.flags and "implicit-def" not in op.flags
+                        else text)
     rest.extend(ins.trailer)
     head = ", ".join(defs) + " = " if defs else ""
     line = head + " ".join([*ins.instr_flags, ins.opcode])

@@ -1,0 +1,768 @@
+"""Spill and split code for a pre-RA function whose values do not fit its budget.
+
+Both allocation strategies share this: before they assign registers, `spill_to_fit` rewrites
+the virtual program into one whose register pressure fits the budget (the target's register
+file, ``amdgpu-waves-per-eu``, ``amdgpu-num-vgpr``/``-sgpr``, or an occupancy the user asks
+for), with the code LLVM itself writes at that point of the pipeline (after the last
+VirtRegRewriter, before prolog/epilog insertion; InlineSpiller and SILowerSGPRSpills):
+
+- **stack**: a vector value lives in a stack slot. After each def, ``SI_SPILL_V<bits>_SAVE %t,
+  %stack.N, $sgpr32, 0, implicit $exec :: (store (s<bits>) into %stack.N, addrspace 5)``;
+  before each use, ``%t = SI_SPILL_V<bits>_RESTORE %stack.N, ...`` (``A``/``AV`` opcodes for
+  AGPR and AV classes). The slot is a ``spill-slot`` entry of ``stack:``; frameInfo's
+  ``maxAlignment`` becomes at least 4 and machineFunctionInfo says ``hasSpilledVGPRs``.
+- **agpr** (gfx90a, gfx942, gfx950, where VGPRs and AGPRs share one file and the budget has
+  AGPRs): a VGPR value is split into a register of the ``av_*`` class of its width through
+  COPYs after each def and before each use; the allocator puts it in an AGPR (or in a VGPR
+  when one is free: a live-range split), as LLVM's class inflation does.
+- **lane**: an SGPR value lives in lanes of a VGPR, as SILowerSGPRSpills of LLVM 17 to 19
+  leaves it: ``%L:vgpr_32 = IMPLICIT_DEF`` at the top of the entry block, ``%L =
+  SI_SPILL_S32_TO_VGPR %t.subK, lane, %L(tied-def 0)`` per 32 bits after each def, ``%t.subK =
+  SI_RESTORE_S32_FROM_VGPR %L, lane`` before each use; machineFunctionInfo says
+  ``hasSpilledSGPRs``; no stack slot remains (LLVM deletes the SGPR slots it lowered).
+- **remat**: a constant (a pure def without register inputs, `is_constant_def`) is defined
+  again right before each use, and its original def goes, as LLVM rematerialises.
+
+Where: a spilled value lives in its home only in its *region*, the blocks with points over
+the budget where it is live, closed so that no block outside is entered both from the region
+and from outside it (`_region`). Outside, the value keeps its register: a block that enters
+the region ends with a store, a block entered from it starts with a reload (after the `$exec`
+restore that opens a join block, as LLVM's split points skip a block's prologue). Inside, a
+store follows each def and a reload precedes the first use after each point over the budget;
+accesses in between, or within `NEAR` instructions, share one register, and a run of partial
+defs (``undef %v.sub0 = ...; %v.sub1 = ...``) is stored once. A full COPY into or out of a
+spilled value becomes the store or reload itself (LLVM folds it). What is written is verified
+like any allocation, against the program before spilling.
+
+What, by cost: pressure is the lanes live after each instruction (`Liveness`, lane-granular,
+the relation the verifier reads; dead defs count) per kind (VGPR-only values, all vector
+values, SGPRs) against the budget. A value's cost is what spilling it writes, at block
+frequency (`LOOP_WEIGHT` per loop level): in its region, a store per def and a reload per run
+of accesses; the stores and reloads at the region's edges; a constant costs half a reload per
+use. At each point over the budget, from the most over, the live values with the lowest cost
+per over-budget point they span are spilled until the point fits. Rounds repeat on the
+rewritten program (reload registers are live near uses) until every point fits `margin`
+below the budget.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import re
+from dataclasses import dataclass, field
+
+from verilocc.analysis.cfg import CFG, build_cfg, loop_depths
+from verilocc.analysis.liveness import compute_liveness
+from verilocc.analysis.operands import VReg, vreg_classes
+from verilocc.analysis.wholewave import wwm_vregs
+from verilocc.mir.model import Function, Instruction, Operand, VRegDecl
+from verilocc.mir.parser import parse_instruction
+from verilocc.pairing.alignment import is_constant_def
+from verilocc.target import RegFile, RegisterClass, Target, get_class, index_for_range
+from verilocc.target.limits import Limits
+
+#: Accesses of a spilled value this close (instructions, same block) share one register even
+#: where the pressure is over the budget (a short range costs less than a reload; the next
+#: round spills something else if it must).
+NEAR = 12
+#: Estimated executions of a block per enclosing loop (LLVM's block frequency is similar).
+LOOP_WEIGHT = 8
+#: Widths of the vector spill pseudos (SI_SPILL_V<bits>_SAVE), in bits.
+SPILL_BITS = frozenset({32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 512, 1024})
+HOMES = ("stack", "agpr", "lane", "remat")
+
+_TERMINATORS = frozenset({
+    "S_BRANCH", "SI_IF", "SI_ELSE", "SI_LOOP", "SI_WATERFALL_LOOP", "S_ENDPGM", "SI_RETURN", "SI_RETURN_TO_EPILOG",
+    "S_SETPC_B64_return", "SI_TCRETURN", "SI_KILL_I1_TERMINATOR", "SI_KILL_F32_COND_IMM_TERMINATOR",
+    "SI_EARLY_TERMINATE_SCC0", "S_TRAP", "SI_CS_CHAIN_TC_W32", "SI_CS_CHAIN_TC_W64",
+})
+
+
+def is_terminator(ins: Instruction) -> bool:
+    op = ins.opcode
+    return (op in _TERMINATORS or op.startswith(("S_CBRANCH_", "S_SETPC_B64_return", "SI_TCRETURN"))
+            or op.endswith("_term"))
+
+
+def terminator_start(instructions: list[Instruction]) -> int:
+    """Index of the first instruction of the block's terminator group (len when none)."""
+    k = len(instructions)
+    while k > 0 and is_terminator(instructions[k - 1]):
+        k -= 1
+    return k
+
+
+# --------------------------------------------------------------------------------------------
+# Budget
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Caps:
+    """Registers (32-bit) one point may hold: VGPR-only values, all vector values, SGPRs."""
+
+    vgpr: int
+    vector: int
+    sgpr: int
+
+    def less(self, margin: int) -> Caps:
+        return Caps(self.vgpr - margin, self.vector - margin, self.sgpr - margin)
+
+
+def budget_caps(target: Target, limits: Limits) -> Caps:
+    vector = limits.total_vector if target.unified_vgpr_file else limits.vgprs + limits.agprs
+    if target.unified_vgpr_file and limits.agprs:
+        vector -= 3  # with AGPRs in use the VGPRs count rounded up to 4
+    return Caps(limits.vgprs, vector, limits.sgprs)
+
+
+def _kinds(cls: RegisterClass, limits: Limits) -> tuple[str, ...]:
+    files = set(cls.files)
+    if not limits.agprs:
+        files.discard(RegFile.AGPR)
+    if files and files <= {RegFile.VGPR, RegFile.AGPR}:
+        return ("vgpr", "vector") if files == {RegFile.VGPR} else ("vector",)
+    if RegFile.SGPR in files:
+        return ("sgpr",)
+    return ()
+
+
+# --------------------------------------------------------------------------------------------
+# The result
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Spilled:
+    """A pre-RA function rewritten with spill code, and what was done to it."""
+
+    fn: Function
+    homes: dict[VReg, str] = field(default_factory=dict)  # spilled value -> one of HOMES
+    slots: dict[VReg, int] = field(default_factory=dict)  # value -> stack slot id ("stack")
+    inserted: int = 0  # stores, reloads, split copies and lane moves written
+    rounds: int = 0
+
+    def describe(self) -> str:
+        if not self.homes:
+            return "no spill code"
+        counts = {h: sum(1 for x in self.homes.values() if x == h) for h in HOMES}
+        parts = [f"{n} to {'the stack' if h == 'stack' else 'AGPRs' if h == 'agpr' else 'VGPR lanes' if h == 'lane' else 'rematerialisation'}"
+                 for h, n in counts.items() if n]
+        return f"{len(self.homes)} value(s) spilled ({', '.join(parts)}), {self.inserted} spill instruction(s)"
+
+
+class CannotSpill(Exception):
+    """No value left to spill at a point over the budget."""
+
+
+def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, max_rounds: int = 16) -> Spilled:
+    """`fn` rewritten so that its pressure fits `margin` registers below the budget of
+    `limits` (the function itself, unchanged, when it already fits). `CannotSpill` when the
+    values at some point cannot be spilled (reload registers alone exceed the budget, or the
+    values there are not spillable)."""
+    caps = budget_caps(target, limits).less(margin)
+    work = copy.deepcopy(fn)
+    for v, cls in vreg_classes(work).items():
+        if v not in work.registers:
+            work.registers[v] = VRegDecl(v, cls.name, None)
+    state = _Rewriter(work, target, limits)
+    out = Spilled(state.fn)
+    for rounds in range(max_rounds):
+        chosen = _choose(state, caps)
+        if not chosen:
+            out.rounds = rounds
+            break
+        state.rewrite(chosen)
+    else:
+        if _choose(state, caps):
+            raise CannotSpill(f"the pressure still exceeds the budget after {max_rounds} rounds of spilling")
+        out.rounds = max_rounds
+    out.homes = dict(state.homes)
+    out.slots = dict(state.slot_of)
+    out.inserted = state.inserted
+    if out.homes:
+        state.finish_header()
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Choice by cost
+# --------------------------------------------------------------------------------------------
+def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
+    """Values to spill in this round and their homes (empty when every point fits)."""
+    fn, limits = state.fn, state.limits
+    classes = vreg_classes(fn)
+    kinds = {v: _kinds(c, limits) for v, c in classes.items()}
+    cfg = build_cfg(fn)
+    liveness = compute_liveness(fn, cfg, classes)
+    phys_kind = _phys_kinds()
+    over: list[tuple[int, int, str, dict[VReg, int]]] = []  # (excess, block, kind, live lanes per value)
+    cap = {"vgpr": caps.vgpr, "vector": caps.vector, "sgpr": caps.sgpr}
+    evict: dict[int, list[int]] = {}
+    for b in cfg.order:
+        for idx, live in liveness.walk_backward(b):
+            lanes = {"vgpr": 0, "vector": 0, "sgpr": 0}
+            for v, m in live.vregs.items():
+                n = m.bit_count()
+                for k in kinds.get(v, ()):
+                    lanes[k] += n
+            for d in liveness.effects[b][idx].defs:  # a dead def still takes its registers
+                if d.vreg is not None:
+                    n = (d.mask & ~live.vregs.get(d.vreg, 0)).bit_count()
+                    for k in kinds.get(d.vreg, ()):
+                        lanes[k] += n
+            for u in live.units:
+                k = phys_kind.get(u)
+                if k == "vgpr":
+                    lanes["vgpr"] += 1
+                    lanes["vector"] += 1
+                elif k is not None:
+                    lanes[k] += 1
+            lanes["sgpr"] = max(0, lanes["sgpr"] - 4)  # VCC holds two SGPR-class registers
+            for k, n in lanes.items():
+                excess = (n + 1) // 2 - cap[k]
+                if excess > 0:
+                    over.append((excess, b, k, {v: m for v, m in live.vregs.items() if k in kinds.get(v, ())}))
+                    if not evict.get(b) or evict[b][-1] != idx:
+                        evict.setdefault(b, []).append(idx)
+    if not over:
+        return {}
+    state.evict = {b: sorted(ix) for b, ix in evict.items()}
+    hot: dict[VReg, int] = {}
+    hot_blocks: dict[VReg, set[int]] = {}
+    for _, b, _, live in over:
+        for v in live:
+            hot[v] = hot.get(v, 0) + 1
+            hot_blocks.setdefault(v, set()).add(b)
+    live_in: dict[VReg, set[int]] = {}
+    for b, ls in liveness.live_in.items():
+        for v in ls.vregs:
+            live_in.setdefault(v, set()).add(b)
+    regions = {v: _region(hb, live_in.get(v, set()), cfg) for v, hb in hot_blocks.items()}
+    costs = state.costs(classes, regions, live_in, cfg)
+    chosen: dict[VReg, str] = {}
+    over.sort(key=lambda o: -o[0])
+    for excess, _, kind, live in over:
+        need = excess - sum((m.bit_count() + 1) // 2 for v, m in live.items() if v in chosen)
+        if need <= 0:
+            continue
+        cands = sorted((v for v in live if v not in chosen and v in costs),
+                       key=lambda v: (costs[v][0] / hot[v], _key(v)))
+        for v in cands:
+            if need <= 0:
+                break
+            chosen[v] = costs[v][1] or ("lane" if kind == "sgpr" else "agpr" if kind == "vgpr" and state.agpr_split(classes[v]) else "stack")
+            need -= (live[v].bit_count() + 1) // 2
+    if not chosen:
+        excess, _, kind, _ = over[0]
+        raise CannotSpill(f"{excess} {kind.upper()} register(s) over the budget where no live value can be spilled")
+    state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg)
+    return chosen
+
+
+def _region(hot: set[int], live_in: set[int], cfg: CFG) -> set[int]:
+    """Blocks where a value spilled at points over the budget in `hot` lives in its home: the
+    hot blocks, and every block it is live into from both a block inside and one outside
+    (entering there would need its home and its register to agree)."""
+    region = set(hot)
+    changed = True
+    while changed:
+        changed = False
+        for q in sorted(live_in - region):
+            ps = cfg.predecessors(q)
+            if any(p in region for p in ps) and any(p not in region for p in ps):
+                region.add(q)
+                changed = True
+    return region
+
+
+def _boundaries(region: set[int], live_in: set[int], cfg: CFG) -> tuple[list[int], list[int]]:
+    """Blocks outside `region` that end with a store (a successor in the region is entered
+    with the value live) and blocks outside it that start with a reload (entered from the
+    region with the value live; `_region` makes all their predecessors region blocks)."""
+    stores = sorted({p for h in region if h in live_in for p in cfg.predecessors(h) if p not in region})
+    reloads = sorted(q for q in live_in - region if cfg.predecessors(q) and all(p in region for p in cfg.predecessors(q)))
+    return stores, reloads
+
+
+def _phys_kinds() -> dict[int, str]:
+    from verilocc.allocators.problem import AGPR_FILE, SGPR_FILE, VGPR_FILE
+
+    out: dict[int, str] = {}
+    for f, k in ((VGPR_FILE, "vgpr"), (AGPR_FILE, "vector"), (SGPR_FILE, "sgpr")):
+        for u in range(f.unit_base, f.unit_base + 2 * f.size):
+            out[u] = k
+    return out
+
+
+def _key(v: VReg) -> tuple[int, int, str]:
+    return (0, v, "") if isinstance(v, int) else (1, 0, str(v))
+
+
+# --------------------------------------------------------------------------------------------
+# The rewriter
+# --------------------------------------------------------------------------------------------
+class _Rewriter:
+    """Rewrites one function round by round; keeps slots, lanes and new registers."""
+
+    def __init__(self, fn: Function, target: Target, limits: Limits) -> None:
+        self.fn = fn
+        self.target = target
+        self.limits = limits
+        self.homes: dict[VReg, str] = {}
+        self.slot_of: dict[VReg, int] = {}
+        self.slot_sizes: list[tuple[int, int]] = []  # (id, bytes) of the slots added
+        self.home_reg: dict[VReg, int] = {}  # value -> its av_* register ("agpr")
+        self.lane_of: dict[VReg, tuple[int, int]] = {}  # value -> (lane VGPR, first lane)
+        self.lane_vgprs: list[int] = []
+        self.lanes_used = 0
+        self.temps: set[VReg] = set()  # registers this spiller made: never spilled again
+        self.inserted = 0
+        used = [v for v in fn.registers if isinstance(v, int)]
+        used += [op.vreg for b in fn.blocks for ins in b.instructions for op in ins.operands if isinstance(op.vreg, int)]
+        self.next_vreg = max(used, default=-1) + 1
+        slots = [s.get("id") for s in fn.stack_slots]
+        self.next_slot = max((s for s in slots if isinstance(s, int)), default=-1) + 1
+        mfi = fn.machine_function_info
+        sp = str(mfi.get("stackPtrOffsetReg") or "$sgpr32").strip("'")
+        self.stack_pointer = sp if re.fullmatch(r"\$sgpr\d+", sp) else "$sgpr32"
+        self.wwm = wwm_vregs(fn)
+        self.depth = loop_depths(build_cfg(fn))
+        self.evict: dict[int, list[int]] = {}  # block -> instructions after which the pressure is over
+        self.region: dict[VReg, set[int]] = {}  # this round's values -> blocks where they live in their homes
+        self.tail_stores: dict[int, list[VReg]] = {}  # block -> values stored at its end (entering a region)
+        self.head_reloads: dict[int, list[VReg]] = {}  # block -> values reloaded at its start (leaving one)
+
+    # -- choice support ----------------------------------------------------------------------
+    def agpr_split(self, cls: RegisterClass) -> bool:
+        return self.target.unified_vgpr_file and self.limits.agprs > 0 and _av_class(cls) is not None
+
+    def costs(self, classes: dict[VReg, RegisterClass], regions: dict[VReg, set[int]], live_in: dict[VReg, set[int]],
+              cfg: CFG) -> dict[VReg, tuple[float, str | None]]:
+        """Spillable values: (cost, "remat" or None). The cost counts what spilling would write,
+        each at its block's frequency: in the blocks of its region, a store per def and a
+        reload per run of accesses not separated by a point over the budget; a store at the
+        end of each block that enters the region and a reload at the start of each block that
+        leaves it. A constant is rematerialised everywhere, at half the price of a reload."""
+        fn = self.fn
+        local: dict[VReg, dict[int, float]] = {}
+        uses: dict[VReg, float] = {}
+        barred: set[VReg] = set(self.temps) | set(self.homes) | set(self.wwm)
+        defs: dict[VReg, list[Instruction]] = {}
+        freq = self.frequencies()
+        for b in fn.blocks:
+            f = freq[b.number]
+            tstart = terminator_start(b.instructions)
+            last: dict[VReg, int] = {}
+            for i, ins in enumerate(b.instructions):
+                vs = _vregs_of(ins)
+                if not vs:
+                    continue
+                bad = ins.bundled or ins.opens_bundle or ins.opcode.startswith("DBG_") or ins.opcode == "BUNDLE"
+                writes_exec = any(op.is_def and op.phys in ("exec", "exec_lo", "exec_hi") for op in ins.operands
+                                  if op.kind == "reg")
+                defined: set[VReg] = set()
+                for op in ins.operands:
+                    if op.kind != "reg" or op.vreg is None:
+                        continue
+                    if op.is_def:
+                        defined.add(op.vreg)
+                        if i >= tstart or writes_exec:
+                            barred.add(op.vreg)
+                    if bad:
+                        barred.add(op.vreg)
+                for v in vs:
+                    if v in defined:
+                        defs.setdefault(v, []).append(ins)
+                    fresh = v not in last or self.crosses(b.number, last[v], i)
+                    n = (1 if v in defined else 0) + (1 if fresh else 0)
+                    per = local.setdefault(v, {})
+                    per[b.number] = per.get(b.number, 0.0) + f * n
+                    if fresh and v not in defined:
+                        uses[v] = uses.get(v, 0.0) + f
+                    last[v] = i
+        out: dict[VReg, tuple[float, str | None]] = {}
+        for v, region in regions.items():
+            cls = classes.get(v)
+            if v in barred or cls is None or not self._spillable_class(cls):
+                continue
+            d = defs.get(v, [])
+            if len(d) == 1 and is_constant_def(d[0], False) and not any(
+                    op.subreg for op in d[0].operands if op.kind == "reg" and op.vreg == v):
+                out[v] = (0.5 * uses.get(v, 0.0), "remat")
+                continue
+            stores, reloads = _boundaries(region, live_in.get(v, set()), cfg)
+            c = sum(x for b, x in local.get(v, {}).items() if b in region)
+            c += sum(freq[p] for p in stores) + sum(freq[q] for q in reloads)
+            out[v] = (c, None)
+        return out
+
+    def frequencies(self) -> dict[int, float]:
+        return {b.number: float(LOOP_WEIGHT ** min(self.depth.get(b.number, 0), 6)) for b in self.fn.blocks}
+
+    def plan(self, chosen: dict[VReg, str], regions: dict[VReg, set[int]], live_in: dict[VReg, set[int]],
+             cfg: CFG) -> None:
+        """Where this round's values live in their homes, and the stores and reloads at the
+        edges of those regions."""
+        self.region = {}
+        self.tail_stores = {}
+        self.head_reloads = {}
+        everywhere = {b.number for b in self.fn.blocks}
+        for v, home in chosen.items():
+            if home == "remat":
+                self.region[v] = everywhere
+                continue
+            self.region[v] = regions[v]
+            stores, reloads = _boundaries(regions[v], live_in.get(v, set()), cfg)
+            for p in stores:
+                self.tail_stores.setdefault(p, []).append(v)
+            for q in reloads:
+                self.head_reloads.setdefault(q, []).append(v)
+
+    def crosses(self, block: int, i: int, j: int) -> bool:
+        """Whether the register of a spilled value must not live from instruction i to j: a
+        point over the budget lies in between, and they are more than `NEAR` apart."""
+        if j - i <= NEAR:
+            return False
+        ix = self.evict.get(block)
+        if not ix:
+            return False
+        k = bisect.bisect_left(ix, i)
+        return k < len(ix) and ix[k] < j
+
+    def _spillable_class(self, cls: RegisterClass) -> bool:
+        if cls.width_units % 2 or not cls.width32 or cls.name == "vreg_1":
+            return False
+        if cls.files <= {RegFile.VGPR, RegFile.AGPR}:
+            return 32 * cls.width32 in SPILL_BITS
+        return RegFile.SGPR in cls.files
+
+    # -- rewriting ---------------------------------------------------------------------------
+    def new_vreg(self, cls: str) -> int:
+        v = self.next_vreg
+        self.next_vreg += 1
+        self.fn.registers[v] = VRegDecl(v, cls, None)
+        self.temps.add(v)
+        return v
+
+    def rewrite(self, chosen: dict[VReg, str]) -> None:
+        fn = self.fn
+        classes = vreg_classes(fn)
+        for v, home in sorted(chosen.items(), key=lambda kv: _key(kv[0])):
+            self.homes[v] = home
+            cls = classes[v]
+            if home == "stack":
+                self.slot_of[v] = self.next_slot
+                self.slot_sizes.append((self.next_slot, 4 * cls.width32))
+                self.next_slot += 1
+            elif home == "agpr":
+                av = _av_class(cls)
+                assert av is not None
+                self.home_reg[v] = self.new_vreg(av)
+            elif home == "lane":
+                wave = self.target.wavefront_size
+                if not self.lane_vgprs or self.lanes_used + cls.width32 > wave:
+                    self.lane_vgprs.append(self.new_vreg("vgpr_32"))
+                    self.lanes_used = 0
+                    entry = fn.blocks[0]
+                    entry.instructions.insert(0, self._parse(f"%{self.lane_vgprs[-1]}:vgpr_32 = IMPLICIT_DEF",
+                                                             entry.instructions[0].line if entry.instructions else fn.line))
+                self.lane_of[v] = (self.lane_vgprs[-1], self.lanes_used)
+                self.lanes_used += cls.width32
+        remat_defs: dict[VReg, Instruction] = {}
+        for b in fn.blocks:
+            for ins in b.instructions:
+                for op in ins.operands:
+                    if op.kind == "reg" and op.is_def and op.vreg in chosen and chosen[op.vreg] == "remat":
+                        remat_defs[op.vreg] = ins
+        for b in fn.blocks:
+            here = {v: h for v, h in chosen.items() if b.number in self.region[v]}
+            code = self._rewrite_block(b.number, b.instructions, here, classes, remat_defs)
+            tail = [ins for v in sorted(self.tail_stores.get(b.number, []), key=_key)
+                    for ins in self._store(v, v, classes[v], b.line)]
+            if tail:
+                t = terminator_start(code)
+                code[t:t] = tail
+            head = [ins for v in sorted(self.head_reloads.get(b.number, []), key=_key)
+                    for ins in self._reload(v, v, classes[v], b.line)]
+            if head:
+                k = 0  # after the block's prologue: the instructions that restore $exec at a join
+                while k < len(code) and not is_terminator(code[k]) and any(
+                        op.kind == "reg" and op.is_def and op.phys in ("exec", "exec_lo") for op in code[k].operands):
+                    k += 1
+                code[k:k] = head
+            b.instructions = code
+
+    def _rewrite_block(self, block: int, code: list[Instruction], chosen: dict[VReg, str], classes: dict[VReg, RegisterClass],
+                       remat_defs: dict[VReg, Instruction]) -> list[Instruction]:
+        tstart = terminator_start(code)
+        touches: dict[VReg, list[int]] = {}
+        for i, ins in enumerate(code):
+            for v in _vregs_of(ins):
+                if v in chosen:
+                    touches.setdefault(v, []).append(i)
+        if not touches:
+            return code
+        out: list[Instruction] = []
+        out_tstart: int | None = None
+        avail: dict[VReg, tuple[int, int]] = {}  # value -> (register holding it, index of last access)
+        for i, ins in enumerate(code):
+            if i == tstart:
+                out_tstart = len(out)
+            vs = [v for v in _vregs_of(ins) if v in chosen]
+            if not vs:
+                out.append(ins)
+                continue
+            if any(remat_defs.get(v) is ins for v in vs):
+                continue  # the original def of a rematerialised constant goes
+            folded = self._fold_copy(ins, vs, chosen, classes, remat_defs)
+            if folded is not None:
+                for v in vs:
+                    avail.pop(v, None)
+                self._emit(out, out_tstart, [], folded, [])
+                continue
+            before: list[Instruction] = []
+            after: list[Instruction] = []
+            rename: dict[VReg, int] = {}
+            for v in vs:
+                home = chosen[v]
+                cls = classes[v]
+                ops = [op for op in ins.operands if op.kind == "reg" and op.vreg == v]
+                reads = any((not op.is_def and not op.has("undef")) or (op.is_def and op.subreg and not op.has("undef"))
+                            for op in ops)
+                defines = any(op.is_def for op in ops)
+                if home == "remat":
+                    t = self.new_vreg(cls.name)
+                    before.append(self._remat(remat_defs[v], v, t))
+                    rename[v] = t
+                    continue
+                got = avail.get(v)
+                if reads and got is not None and not self.crosses(block, got[1], i):
+                    t = got[0]
+                else:
+                    t = self.new_vreg(cls.name)
+                    if reads:
+                        before.extend(self._reload(v, t, cls, ins.line))
+                rename[v] = t
+                if defines:
+                    if all(op.has("dead") for op in ops if op.is_def):
+                        avail.pop(v, None)
+                        continue
+                    nxt = next((j for j in touches[v] if j > i), None)
+                    if (nxt is not None and nxt < tstart and not self.crosses(block, i, nxt)
+                            and any(op.is_def for op in code[nxt].operands if op.kind == "reg" and op.vreg == v)):
+                        avail[v] = (t, i)  # the next partial def stores
+                    else:
+                        after.extend(self._store(v, t, cls, ins.line))
+                        avail[v] = (t, i)
+                else:
+                    avail[v] = (t, i)
+            for op in ins.operands:
+                if op.kind == "reg" and op.vreg in rename:
+                    _set_vreg(op, rename[op.vreg])
+            self._emit(out, out_tstart if i >= tstart else None, before, [ins], after)
+        return out
+
+    def _emit(self, out: list[Instruction], at: int | None, before: list[Instruction], body: list[Instruction],
+              after: list[Instruction]) -> None:
+        if at is not None and before:
+            out[at:at] = before  # reloads for a terminator go before the terminator group
+        else:
+            out.extend(before)
+        out.extend(body)
+        out.extend(after)
+
+    def _fold_copy(self, ins: Instruction, vs: list[VReg], chosen: dict[VReg, str], classes: dict[VReg, RegisterClass],
+                   remat_defs: dict[VReg, Instruction]) -> list[Instruction] | None:
+        """A full COPY between a spilled value and an unspilled virtual register of the same
+        register file becomes the store or the reload itself."""
+        if ins.opcode != "COPY" or len(vs) != 1 or len(ins.operands) != 2:
+            return None
+        dst, src = ins.operands
+        if (dst.vreg is None or src.vreg is None or dst.subreg or src.subreg or src.has("undef")
+                or dst.has("dead") or dst.vreg == src.vreg):
+            return None
+        v = vs[0]
+        other = src if dst.vreg == v else dst
+        cls, ocls = classes[v], classes[other.vreg]
+        if cls.width_units != ocls.width_units:
+            return None
+        home = chosen[v]
+        same_file = (cls.files <= {RegFile.VGPR, RegFile.AGPR}) == (ocls.files <= {RegFile.VGPR, RegFile.AGPR})
+        if not same_file or home == "remat" and dst.vreg == v:
+            return None
+        o = other.vreg
+        assert o is not None
+        if dst.vreg == v:  # a store
+            return self._store(v, o, ocls, ins.line)
+        if home == "remat":
+            return [self._remat(remat_defs[v], v, o)]
+        return self._reload(v, o, ocls, ins.line)
+
+    def _store(self, v: VReg, t: VReg, cls: RegisterClass, line: int) -> list[Instruction]:
+        """Instructions that put `t` (a register of class `cls`) into `v`'s home."""
+        home = self.homes[v]
+        if home == "stack":
+            n, bits, mem = self._slot(v, cls)
+            out = [f"{_spill_opcode(cls)}{bits}_SAVE %{t}, %stack.{n}, {self.stack_pointer}, 0, implicit $exec :: "
+                   f"(store (s{bits}) into {mem})"]
+        elif home == "agpr":
+            h = self.home_reg[v]
+            out = [f"%{h}:{self.fn.registers[h].reg_class} = COPY %{t}"]
+        else:
+            lane_vgpr, first = self.lane_of[v]
+            out = [f"%{lane_vgpr}:vgpr_32 = SI_SPILL_S32_TO_VGPR %{t}{_part(cls, k)}, {first + k}, %{lane_vgpr}(tied-def 0)"
+                   for k in range(cls.width32)]
+        return self._written(out, line)
+
+    def _reload(self, v: VReg, t: VReg, cls: RegisterClass, line: int) -> list[Instruction]:
+        """Instructions that define `t` (class `cls`) from `v`'s home."""
+        home = self.homes[v]
+        if home == "stack":
+            n, bits, mem = self._slot(v, cls)
+            out = [f"%{t}:{cls.name} = {_spill_opcode(cls)}{bits}_RESTORE %stack.{n}, {self.stack_pointer}, 0, "
+                   f"implicit $exec :: (load (s{bits}) from {mem})"]
+        elif home == "agpr":
+            out = [f"%{t}:{cls.name} = COPY %{self.home_reg[v]}"]
+        else:
+            lane_vgpr, first = self.lane_of[v]
+            out = [("undef " if cls.width32 > 1 and k == 0 else "") + f"%{t}{_part(cls, k)}:{cls.name} = "
+                   f"SI_RESTORE_S32_FROM_VGPR %{lane_vgpr}, {first + k}" for k in range(cls.width32)]
+        return self._written(out, line)
+
+    def _slot(self, v: VReg, cls: RegisterClass) -> tuple[int, int, str]:
+        """`v`'s stack slot, its width in bits and the memory operand's place, as LLVM prints it."""
+        n, bits = self.slot_of[v], 32 * cls.width32
+        return n, bits, f"%stack.{n}{', align 4' if bits > 32 else ''}, addrspace 5"
+
+    def _written(self, texts: list[str], line: int) -> list[Instruction]:
+        self.inserted += len(texts)
+        return [self._parse(t, line) for t in texts]
+
+    def _remat(self, origin: Instruction, v: VReg, t: VReg) -> Instruction:
+        ins = copy.deepcopy(origin)
+        for op in ins.operands:
+            if op.kind == "reg" and op.vreg == v:
+                _set_vreg(op, t)
+        return ins
+
+    def _parse(self, text: str, line: int) -> Instruction:
+        return parse_instruction(text, self.fn.file, line)
+
+    # -- the function's header ---------------------------------------------------------------
+    def finish_header(self) -> None:
+        fn = self.fn
+        text = fn.header_text
+        if self.slot_sizes:
+            entries = "".join(
+                f"\n  - {{ id: {n}, name: '', type: spill-slot, offset: 0, size: {size}, alignment: 4, \n"
+                "      stack-id: default, callee-saved-register: '', callee-saved-restored: true, \n"
+                "      debug-info-variable: '', debug-info-expression: '', debug-info-location: '' }"
+                for n, size in self.slot_sizes)
+            text = _add_stack_entries(text, entries)
+            text = re.sub(r"(?m)^(  maxAlignment:\s+)(\d+)$", lambda m: m.group(1) + str(max(4, int(m.group(2)))), text)
+            text = re.sub(r"(?m)^(  hasSpilledVGPRs:\s+)false$", r"\1true", text)
+            stack = list(fn.header.get("stack") or [])
+            stack += [{"id": n, "name": "", "type": "spill-slot", "offset": 0, "size": size, "alignment": 4,
+                       "stack-id": "default"} for n, size in self.slot_sizes]
+            fn.header["stack"] = stack
+        if self.lane_of:
+            text = re.sub(r"(?m)^(  hasSpilledSGPRs:\s+)false$", r"\1true", text)
+        fn.header_text = text
+
+
+def _add_stack_entries(text: str, entries: str) -> str:
+    lines = text.split("\n")
+    for k, ln in enumerate(lines):
+        if ln.startswith("stack:"):
+            if ln.rstrip().endswith("[]"):
+                lines[k] = "stack:" + entries
+                return "\n".join(lines)
+            end = k + 1
+            while end < len(lines) and (lines[end].startswith((" ", "-")) or not lines[end].strip()):
+                end += 1
+            lines[end - 1] += entries
+            return "\n".join(lines)
+    return text
+
+
+def _spill_opcode(cls: RegisterClass) -> str:
+    if cls.files == {RegFile.AGPR}:
+        return "SI_SPILL_A"
+    if RegFile.AGPR in cls.files:
+        return "SI_SPILL_AV"
+    return "SI_SPILL_V"
+
+
+def _av_class(cls: RegisterClass) -> str | None:
+    """The ``av_*`` class a VGPR value of `cls` may be split into (None when there is none)."""
+    if cls.files != {RegFile.VGPR}:
+        return None
+    bits = 32 * cls.width32
+    for name in ((f"av_{bits}_align2", f"av_{bits}") if bits > 32 else ("av_32",)):
+        try:
+            get_class(name)
+        except Exception:  # noqa: BLE001 - a width without an AV class
+            continue
+        return name
+    return None
+
+
+def _part(cls: RegisterClass, k: int) -> str:
+    """`.subK` for the k-th 32 bits of a tuple; nothing for a 32-bit class."""
+    return "" if cls.width32 == 1 else "." + index_for_range(2 * k, 2)
+
+
+def _vregs_of(ins: Instruction) -> list[VReg]:
+    out: list[VReg] = []
+    for op in ins.operands:
+        if op.kind == "reg" and op.vreg is not None and op.vreg not in out:
+            out.append(op.vreg)
+    return out
+
+
+def _set_vreg(op: Operand, v: VReg) -> None:
+    """Rename a register operand; its class comes from `registers:` (every value has an entry)."""
+    op.vreg = v
+    op.reg_class = None
+    op.flags = op.flags - {"killed"}
+    op.text = op.register_text
+
+
+def spill_instructions(fn: Function) -> int:
+    """Spill code in an allocated function: stack stores and reloads, SGPR lane moves, and
+    COPYs between the VGPR and AGPR files."""
+    from verilocc.errors import TargetError
+    from verilocc.target import parse_physreg
+
+    n = 0
+    for b in fn.blocks:
+        for ins in b.instructions:
+            if ins.opcode.startswith(("SI_SPILL_", "SI_RESTORE_")):
+                n += 1
+            elif ins.opcode == "COPY":
+                files = []
+                for op in ins.operands:
+                    if op.kind == "reg" and not op.is_implicit and op.phys:
+                        try:
+                            files.append(parse_physreg(op.phys).file)
+                        except TargetError:
+                            pass
+                if len(files) == 2 and set(files) == {RegFile.VGPR, RegFile.AGPR}:
+                    n += 1
+    return n
+
+
+def cross_file_copies(fn: Function) -> int:
+    """COPYs between VGPR-only and AGPR-only classes in a virtual program (not spill code)."""
+    classes = vreg_classes(fn)
+    n = 0
+    for b in fn.blocks:
+        for ins in b.instructions:
+            if ins.opcode != "COPY":
+                continue
+            files = [classes[op.vreg].files for op in ins.operands if op.kind == "reg" and op.vreg is not None]
+            if len(files) == 2 and {frozenset(f) for f in files} == {frozenset({RegFile.VGPR}), frozenset({RegFile.AGPR})}:
+                n += 1
+    return n
+
+
+__all__ = ["Caps", "CannotSpill", "HOMES", "Spilled", "budget_caps", "cross_file_copies", "is_terminator",
+           "spill_instructions", "spill_to_fit", "terminator_start"]
