@@ -140,14 +140,50 @@ def test_defs_of_one_instruction_meet_each_other() -> None:
     assert (f.defined.vreg, f.other.vreg, f.live_vreg) == (0, 1, None)  # type: ignore[union-attr]
 
 
-def test_implicit_def_and_kill_interfere_with_nothing() -> None:
+def test_kill_interferes_with_nothing_and_implicit_def_like_any_def() -> None:
+    """An IMPLICIT_DEF writes its register as far as LLVM and value flow are concerned, so a
+    live value may not sit on it; a KILL defines nothing."""
     facts = _facts("""
         %0:vgpr_32 = V_MOV_B32_e32 0, implicit $exec
         %1:vgpr_32 = IMPLICIT_DEF
         KILL %1
         S_ENDPGM 0, implicit %0, implicit %1
     """, {0: "vgpr_32", 1: "vgpr_32"})
-    assert not [f for f in facts if f.index in (1, 2)]
+    assert _between(facts, 1, 1, 0)
+    assert not [f for f in facts if f.index == 2]
+
+
+def test_implicit_def_on_a_live_value_is_rejected_by_every_layer_that_reads_it() -> None:
+    """The allocation the relation used to allow: an IMPLICIT_DEF on the register of a value
+    read after it. Layer 1 and value flow both refuse it."""
+    head = "---\nname: f\ntracksRegLiveness: true\n"
+    pre = parse_module(head + """registers:
+  - { id: 0, class: vgpr_32 }
+  - { id: 1, class: vgpr_32 }
+  - { id: 2, class: vgpr_32 }
+body: |
+  bb.0:
+    liveins: $vgpr2_vgpr3
+    %0:vgpr_32 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, implicit $exec
+    %1:vgpr_32 = IMPLICIT_DEF
+    %2:vgpr_32 = V_ADD_U32_e32 %0, %1, implicit $exec
+    S_ENDPGM 0, implicit %2
+...
+""", "pre.mir")
+    post = parse_module(head + """body: |
+  bb.0:
+    liveins: $vgpr2_vgpr3
+    renamable $vgpr0 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, implicit $exec
+    renamable $vgpr0 = IMPLICIT_DEF
+    renamable $vgpr0 = V_ADD_U32_e32 $vgpr0, $vgpr0, implicit $exec
+    S_ENDPGM 0, implicit $vgpr0
+...
+""", "post.mir")
+    opts = Options(mcpu="gfx90a")
+    for layer, kind in (("constraints", "interference"), ("value-flow", "wrong-value")):
+        report = verify_modules(post, pre, Options(mcpu="gfx90a", layers=(layer,)))
+        assert any(f.kind == kind for f in report.findings), (layer, [f.message for f in report.findings])
+    assert verify_modules(post, pre, opts).verdict is Verdict.REJECTED
 
 
 SMALL = sorted(p for p in (FIXTURES / "targets" / "llvm19").glob("gfx*/vadd.pre.mir")

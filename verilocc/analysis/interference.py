@@ -36,8 +36,10 @@ registers are their units. At each instruction with defs:
    the definitions that follow: a later def of %5 or of $vcc while the other is live is a
    fact of rule 1, and value flow checks every read. Other moves (`V_MOV_B32`) are not
    copies: their operands interfere as usual.
-5. `IMPLICIT_DEF` and `KILL` define no value that can be clobbered: they interfere with
-   nothing (LLVM gives them no live range of their own to protect).
+5. `KILL` defines no value: it interferes with nothing. `IMPLICIT_DEF` is a def like any
+   other: it writes no bits, but its register is written in LLVM's reading of the program
+   (a later pass may drop an earlier def of the register as dead), and value flow takes it
+   as a write after which the units hold no value; so a live value may not sit on its lanes.
 
 Facts are yielded in a fixed order (blocks in CFG order, instructions last to first, defs in
 operand order; for each def the live virtual lanes, the live physical units, the early-clobber
@@ -56,7 +58,7 @@ from verilocc.mir.model import Function, Instruction, Operand
 from verilocc.target import PhysReg
 
 #: Instructions whose defs interfere with nothing (rule 5).
-NO_INTERFERENCE_OPCODES = frozenset({"IMPLICIT_DEF", "KILL"})
+NO_INTERFERENCE_OPCODES = frozenset({"KILL"})
 
 
 @dataclass(frozen=True, slots=True)
