@@ -1,4 +1,4 @@
-"""The control-flow graph of a machine function (networkx).
+"""The control-flow graph of a machine function.
 
 Edges come from the `successors:` lists llc writes. When a block has none written (hand-made
 MIR), they are inferred as llc's MIR parser does: the targets of branch operands, plus the
@@ -7,9 +7,7 @@ fall-through block unless the block ends in an unconditional branch or a return.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import networkx as nx
+from dataclasses import dataclass, field
 
 from verilocc.mir.model import Block, Function
 
@@ -21,15 +19,28 @@ _NO_FALLTHROUGH = frozenset(
 
 @dataclass
 class CFG:
+    """Edges as adjacency lists without repeats, each in the order the edges were first met
+    (blocks in layout order, each block's successors as written)."""
+
     function: Function
-    graph: nx.DiGraph
     order: list[int]  # block numbers in layout order
+    succ: dict[int, list[int]] = field(default_factory=dict)
+    pred: dict[int, list[int]] = field(default_factory=dict)
+
+    def add_edge(self, a: int, b: int) -> None:
+        for node in (a, b):
+            if node not in self.succ:
+                self.succ[node] = []
+                self.pred[node] = []
+        if b not in self.succ[a]:
+            self.succ[a].append(b)
+            self.pred[b].append(a)
 
     def successors(self, block: int) -> list[int]:
-        return list(self.graph.successors(block))
+        return list(self.succ[block])
 
     def predecessors(self, block: int) -> list[int]:
-        return list(self.graph.predecessors(block))
+        return list(self.pred[block])
 
     @property
     def entry(self) -> int:
@@ -74,15 +85,13 @@ def _inferred_successors(block: Block, next_block: Block | None) -> list[int]:
 
 
 def build_cfg(fn: Function) -> CFG:
-    g: nx.DiGraph = nx.DiGraph()
     order = [b.number for b in fn.blocks]
-    for b in fn.blocks:
-        g.add_node(b.number)
+    cfg = CFG(function=fn, order=order, succ={n: [] for n in order}, pred={n: [] for n in order})
     for i, b in enumerate(fn.blocks):
         if b.successors_written:
             succ = [n for n, _ in b.successors]
         else:
             succ = _inferred_successors(b, fn.blocks[i + 1] if i + 1 < len(fn.blocks) else None)
         for s in succ:
-            g.add_edge(b.number, s)
-    return CFG(function=fn, graph=g, order=order)
+            cfg.add_edge(b.number, s)
+    return cfg
