@@ -15,7 +15,8 @@ An undefined input of the virtual program (never written, IMPLICIT_DEF, an `unde
 refined by any value: it takes the value the allocated program reads there.
 
 Obligations whose two sides are the same term are discharged by identity (terms are
-hash-consed); the rest go to z3 in one query per function: assumptions /\\ not (O1 /\\ ... ).
+hash-consed, `verilocc.semantics.terms`); the rest, with the assumptions, are translated into
+z3 and go to z3 in one query per function: assumptions /\\ not (O1 /\\ ... ).
 Unsat proves equivalence; sat gives a concrete input under which the programs differ; a
 timeout is UNKNOWN.
 """
@@ -34,11 +35,24 @@ from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction, Operand
 from verilocc.semantics.interpretation import RandomInterpretation
 from verilocc.semantics.ops import Semantics, has_side_effects, reads_memory
+from verilocc.semantics.terms import Term, ToZ3
 from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
 from verilocc.smt.solver import Answer, check_z3_terms
 from verilocc.target import RegisterClass, Target
 
 LAYER = "equivalence"
+
+_SORTED: dict[frozenset[Tag], list[Tag]] = {}
+
+
+def by_repr(tags: frozenset[Tag]) -> list[Tag]:
+    """`sorted(tags, key=repr)`, remembered: the same sets of tags come back at every edge."""
+    got = _SORTED.get(tags)
+    if got is None:
+        if len(_SORTED) > 1 << 16:
+            _SORTED.clear()
+        got = _SORTED[tags] = sorted(tags, key=repr)
+    return got
 
 
 @dataclass
@@ -59,7 +73,6 @@ class _BlockRun:
 
     def __init__(self, eq: EquivalenceChecker, b: int, entry: State) -> None:
         self.eq = eq
-        self.z3 = eq.z3
         self.b = b
         self.entry = entry
         self.pv: dict[Tag, Any] = {}  # virtual program: tag -> value set in this block
@@ -69,9 +82,9 @@ class _BlockRun:
         self.qv: dict[object, Any] = {}  # allocated program: location -> value
         self.qlanes: dict[object, dict[tuple[int, int], Any]] = {}
         self.written: set[object] = set()
-        self.ptoken = self.z3.Const(f"mem_b{b}", eq.sem.token_sort)
+        self.ptoken = eq.sem.token_const(f"mem_b{b}")
         self.qtoken = self.ptoken
-        self.assumptions: list[Any] = []
+        self.assumptions: list[tuple[Term, Term]] = []  # pairs of equal terms
         self.fresh = 0
 
     # --- values --------------------------------------------------------------------------
@@ -129,14 +142,14 @@ class _BlockRun:
 
     def representative(self, tags: frozenset[Tag]) -> Any | None:
         """The entry value of a location that holds `tags`: the tags are equal, so assume it."""
-        defined = sorted((t for t in tags if self.entry.is_defined(t)), key=repr)
+        defined = [t for t in by_repr(tags) if self.entry.is_defined(t)]
         if not defined:
             return None
         first = self.pentry_value(defined[0])
         for t in defined[1:]:
             other = self.pentry_value(t)
-            if other is not None and not other.eq(first):
-                self.assumptions.append(other == first)
+            if other is not None and other is not first:
+                self.assumptions.append((other, first))
         return first
 
     def loc_entry(self, loc: object) -> Any:
@@ -389,16 +402,22 @@ class _BlockRun:
             if target is None or out is None:
                 continue
             locs = set(target.locs) | set(self.entry.locs) | self.written
+            eq, pget, qget, defined = self.eq, self.pget, self.qget, out.is_defined
             for loc in sorted(locs, key=repr):
                 if isinstance(loc, tuple) and loc[0] != "slot":
                     continue
-                for t in sorted(target.holds(loc), key=repr):
-                    if not out.is_defined(t):
+                for t in by_repr(target.holds(loc)):
+                    if not defined(t):
                         continue
-                    pv = self.pget(t)
+                    pv = pget(t)
                     if pv is None:
                         continue
-                    self.eq.oblige(place, self.edge_text, [pv], [self.qget(loc)], s, loc, t)
+                    qv = qget(loc)
+                    if pv is qv:  # `oblige` would discharge it by identity
+                        eq.made += 1
+                        eq.identical += 1
+                        continue
+                    eq.oblige(place, self.edge_text, [pv], [qv], s, loc, t)
             # The recipes value flow gives at s's entry (used there instead of fresh symbols)
             # must hold here too, or they would be unproved assumptions.
             for t, recipe in sorted(target.remat.items(), key=repr):
@@ -427,10 +446,10 @@ class EquivalenceChecker:
     def __init__(self, pre: Function, post: Function, target: Target, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, cfg: CFG, vf: ValueFlowChecker | None = None,
                  timeout_s: float = 60.0, seed: int = 0) -> None:
-        import z3
-
-        self.z3 = z3
-        self.ctx = z3.Context()  # a fresh context: no state shared between runs, same bytes out
+        # z3 and its context are made only when an obligation needs the solver (`decide`);
+        # a fresh context then: no state shared between runs, same bytes out.
+        self.z3: Any = None
+        self.ctx: Any = None
         self.pre = pre
         self.post = post
         self.target = target
@@ -440,13 +459,15 @@ class EquivalenceChecker:
             vf = ValueFlowChecker(pre, post, classes, alignment, cfg)
             vf.fixed_point()
         self.vf = vf
-        self.sem = Semantics(z3, self.ctx)
+        self.sem = Semantics()
         self.timeout_s = timeout_s
         self.seed = seed
-        self.obligations: list[Obligation] = []
+        self.obligations: list[Obligation] = []  # those not discharged by identity
+        self.identical = 0  # obligations discharged by identity
+        self.made = 0  # obligations made
         self._classes: dict[int, dict[Tag, Tag]] = {}
         self._find: dict[int, Any] = {}
-        self.assumptions: list[Any] = []
+        self.assumptions: list[tuple[Term, Term]] = []  # pairs of equal terms
         self.findings: list[Finding] = []
         self.stats: dict[str, object] = {}
         # The exact assertions sent to z3 (None when no obligation needed the solver): a
@@ -478,8 +499,13 @@ class EquivalenceChecker:
             self._find[block] = find
         return self._find[block](tag)
 
-    def oblige(self, place: Place, what: Any, lhs: list[Any], rhs: list[Any], *args: Any) -> None:
-        """Record lhs == rhs; `what` is a sentence, or a function formatting one from args."""
+    def oblige(self, place: Place, what: Any, lhs: list[Term], rhs: list[Term], *args: Any) -> None:
+        """Record lhs == rhs; `what` is a sentence, or a function formatting one from args.
+        When both sides are the same terms, lane by lane, it holds: only counted."""
+        self.made += 1
+        if len(lhs) == len(rhs) and all(a is b for a, b in zip(lhs, rhs)):
+            self.identical += 1
+            return
         self.obligations.append(Obligation(place, (what, *args), lhs, rhs))
 
     def unknown(self, ins: Instruction, block: int, msg: str) -> None:
@@ -502,32 +528,39 @@ class EquivalenceChecker:
         return self.findings
 
     def decide(self) -> None:
-        z3 = self.z3
         pending: list[tuple[Obligation, Any]] = []
-        identical = 0
         for ob in self.obligations:
             if len(ob.lhs) != len(ob.rhs):
                 self.findings.append(Finding("not-equivalent", LAYER, ob.place,
                                              f"bb.{ob.place.block}: {ob.what}: the programs pass {len(ob.lhs)} and {len(ob.rhs)} lanes"))
                 continue
-            diff = [(a, b) for a, b in zip(ob.lhs, ob.rhs) if not a.eq(b)]
-            if not diff:
-                identical += 1
-                continue
-            pending.append((ob, z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]))
-        self.stats.update({"obligations": len(self.obligations), "discharged_by_identity": identical,
+            pending.append((ob, None))
+        self.stats.update({"obligations": self.made, "discharged_by_identity": self.identical,
                            "sent_to_solver": len(pending)})
         if not pending:
             return
+        import z3
+
+        self.z3 = z3
+        self.ctx = z3.Context()
+        to_z3 = ToZ3(z3, self.ctx)
+        translated: list[tuple[Obligation, Any]] = []
+        for ob, _ in pending:
+            lhs, rhs = [to_z3(t) for t in ob.lhs], [to_z3(t) for t in ob.rhs]
+            diff = [(a, b) for a, b, x, y in zip(lhs, rhs, ob.lhs, ob.rhs) if x is not y]
+            f = z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]
+            translated.append((Obligation(ob.place, ob.what_parts, lhs, rhs), f))
+        pending = translated
+        assumptions = [to_z3(a) == to_z3(b) for a, b in self.assumptions]
         # Opcodes are uninterpreted, so one interpretation under which the assumptions hold
         # and an obligation fails refutes the claim as a solver's model would: try a few
         # random ones before the solver (a wrong allocation is found in microseconds).
         for attempt in range(3):
             interp = RandomInterpretation(z3, f"{self.seed}/{attempt}")
-            if interp.holds(self.assumptions) and self.report_failures(pending, interp.value):
+            if interp.holds(assumptions) and self.report_failures(pending, interp.value):
                 self.stats["refuted_by"] = "random interpretation"
                 return
-        self.query = [*self.assumptions, z3.Not(z3.And([f for _, f in pending]))]
+        self.query = [*assumptions, z3.Not(z3.And([f for _, f in pending]))]
         outcome, value = check_z3_terms(z3, self.ctx, self.query, timeout_s=self.timeout_s, seed=self.seed)
         if outcome.answer is Answer.UNSAT:
             return
