@@ -136,15 +136,34 @@ class Liveness:
         """
         live = self.live_out[block].copy()
         effs = self.effects[block]
-        for i in range(len(effs) - 1, -1, -1):
-            out = LiveSet({}, live.units)
-            for v, m in live.vregs.items():
-                m &= self.defined_after(block, i, v)
+        if not effs:
+            return
+        # `restricted` is the live set after instruction i restricted to the lanes that may be
+        # defined there. Going from i to i - 1, a register's live lanes change only where
+        # instruction i reads or writes it, and its defined lanes only where i writes it: only
+        # the registers instruction i names are recomputed.
+        last = len(effs) - 1
+        restricted: dict[VReg, int] = {}
+        for v, m in live.vregs.items():
+            m &= self.defined_after(block, last, v)
+            if m:
+                restricted[v] = m
+        for i in range(last, -1, -1):
+            # In the order of `live` (callers' facts come out in a fixed order).
+            yield i, LiveSet({v: m for v in live.vregs if (m := restricted.get(v))}, set(live.units))
+            eff = effs[i]
+            eff.apply_backward(live)
+            for ref in (*eff.defs, *eff.uses):
+                v = ref.vreg
+                if v is None:
+                    continue
+                m = live.vregs.get(v, 0)
                 if m:
-                    out.vregs[v] = m
-            yield i, out
-            effs[i].apply_backward(live)
-            live = LiveSet(dict(live.vregs), set(live.units))
+                    m &= self.defined_after(block, i - 1, v) if i else self.defined_in[block].get(v, 0)
+                if m:
+                    restricted[v] = m
+                else:
+                    restricted.pop(v, None)
 
 
 def compute_liveness(fn: Function, cfg: CFG, classes: dict[VReg, RegisterClass] | None = None,
