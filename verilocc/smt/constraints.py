@@ -308,30 +308,35 @@ class ConstraintChecker:
         seen: set[tuple[object, ...]] = set()
         pre_blocks = {b.number: b for b in self.pre.blocks}
         unit_runs: dict[frozenset[int], list[tuple[int, int]]] = {}
+        with_var = {v for v in self.homes if f"h_{v}" in self.values}
+        made: dict[object, list[tuple[Side, int]]] = {}
 
         def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
+            got = made.get(side)
+            if got is not None:
+                return got
             if isinstance(side, VirtualLanes):
-                var = f"h_{side.vreg}"
-                return [(Side(f"%{side.vreg}", var=var), side.slots)] if var in self.values else []
-            runs = unit_runs.get(side.units)
-            if runs is None:
-                runs = []
-                for u in sorted(side.units):
-                    if runs and runs[-1][0] + runs[-1][1] == u:
-                        runs[-1] = (runs[-1][0], runs[-1][1] + 1)
-                    else:
-                        runs.append((u, 1))
-                unit_runs[side.units] = runs
-            label = f"${side.reg.name}" if side.reg is not None else None
-            return [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1) for s, n in runs]
+                # Only registers with a variable reach here (`interferences(only=...)`).
+                got = [(Side(f"%{side.vreg}", var=f"h_{side.vreg}"), side.slots)]
+            else:
+                runs = unit_runs.get(side.units)
+                if runs is None:
+                    runs = []
+                    for u in sorted(side.units):
+                        if runs and runs[-1][0] + runs[-1][1] == u:
+                            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+                        else:
+                            runs.append((u, 1))
+                    unit_runs[side.units] = runs
+                label = f"${side.reg.name}" if side.reg is not None else None
+                got = [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1) for s, n in runs]
+            made[side] = got
+            return got
 
-        for fact in interferences(self.pre, self.liveness):
+        # Facts with a side that has no variable make no constraint: `only` leaves them out.
+        for fact in interferences(self.pre, self.liveness, only=with_var):
             a_sides = sides(fact.defined)
-            if not a_sides:
-                continue
             b_sides = sides(fact.other)
-            if not b_sides:
-                continue
             ins = pre_blocks[fact.block].instructions[fact.index]
             place = Place(self.pre.file, self.pre.name, fact.block, fact.index, ins.line, ins.column)
             # The identity position names units relative to a fixed side's lowest unit, which
