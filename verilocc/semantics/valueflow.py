@@ -76,10 +76,14 @@ class State:
     # Physical registers whose virtual-program value is undefined here (the high half after a
     # 16-bit COPY widened into them, an IMPLICIT_DEF, a copy of an undefined lane).
     undef_fixed: set[Tag] = field(default_factory=set)
+    # The inverse of `locs` (tag -> the locations in `locs` holding it), kept by `_Walker`;
+    # None until a walker needs it. Its sets are never changed in place, so a copy of the
+    # state shares them.
+    index: dict[Tag, frozenset[Loc]] | None = None
 
     def copy(self) -> State:
         return State(dict(self.locs), {k: dict(v) for k, v in self.lanes.items()}, set(self.defined), dict(self.remat),
-                     set(self.undef_fixed))
+                     set(self.undef_fixed), dict(self.index) if self.index is not None else None)
 
     def holds(self, loc: Loc) -> frozenset[Tag]:
         got = self.locs.get(loc)
@@ -112,12 +116,17 @@ def meet(states: list[State]) -> State:
     all_locs: set[Loc] = set()
     for s in states:
         all_locs.update(s.locs)
+    rest = states[1:]
     for loc in all_locs:
-        cand: set[Tag] = set()
-        for s in states:
-            cand |= s.holds(loc)
-        keep = frozenset(t for t in cand if all(t in s.holds(loc) or not s.is_defined(t) for s in states))
-        if isinstance(loc, int) and keep == frozenset({("$", loc)}):
+        first = states[0].holds(loc)
+        others = [s.holds(loc) for s in rest]
+        if all(h is first or h == first for h in others):
+            keep = first  # held on every path: kept whatever is defined where
+        else:
+            sets = [first, *others]
+            keep = frozenset(t for t in first.union(*others)
+                             if all(t in h or not s.is_defined(t) for h, s in zip(sets, states)))
+        if isinstance(loc, int) and len(keep) == 1 and ("$", loc) in keep:
             continue
         out.locs[loc] = keep
     lane_locs: set[Loc] = set()
@@ -149,10 +158,15 @@ class _Walker:
         self.block = block
         self.s = state
         self.report = report
-        self.index: dict[Tag, set[Loc]] = defaultdict(set)
-        for loc, tags in state.locs.items():
-            for t in tags:
-                self.index[t].add(loc)
+        self.found: list[Finding] = []  # with `report`: the errors of this walk
+        self.anomalies: list[Anomaly] = []  # with `report`: the harmless wrong reads of this walk
+        if state.index is None:
+            index: dict[Tag, set[Loc]] = defaultdict(set)
+            for loc, tags in state.locs.items():
+                for t in tags:
+                    index[t].add(loc)
+            state.index = {t: frozenset(locs) for t, locs in index.items()}
+        self.index = state.index
         self.rdeps: dict[Tag, set[Tag]] = defaultdict(set)  # input tag -> lanes computed from it
         for t, (_, inputs, _) in state.remat.items():
             for x in inputs:
@@ -160,17 +174,27 @@ class _Walker:
 
     # --- primitive updates -------------------------------------------------------------
     def set_loc(self, loc: Loc, tags: frozenset[Tag]) -> None:
-        for t in self.s.holds(loc):
-            self.index[t].discard(loc)
+        index = self.index
+        old = self.s.locs.get(loc)
+        if old:
+            for t in old:
+                if t not in tags:
+                    got = index.get(t)
+                    if got is not None and loc in got:
+                        index[t] = got - {loc}
         self.s.locs[loc] = tags
         for t in tags:
-            self.index[t].add(loc)
+            got = index.get(t)
+            if got is None:
+                index[t] = frozenset((loc,))
+            elif loc not in got:
+                index[t] = got | {loc}
 
     def forget_tag(self, tag: Tag) -> None:
         """The virtual program redefines `tag`: no location holds its new value yet."""
-        locs = self.index.pop(tag, set())
+        locs: frozenset[Loc] = self.index.pop(tag, frozenset())
         if tag[0] == "$":
-            locs = set(locs) | {tag[1]}
+            locs = locs | {tag[1]}
         for loc in locs:
             held = self.s.holds(loc)
             if tag in held:
@@ -316,9 +340,11 @@ class _Walker:
             lanes = self.c.lane_name(po, [t for t, _ in bad])
             what = ", ".join(held) if held else "no value of the virtual program"
             slots = [k for k, (t, u) in enumerate(zip(tags, units)) if (t, u) in bad]
-            if pi is not None and self.c.discharge(block, post_index, pi, qi, position, slots,
-                                                   f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, "
-                                                   f"but it holds {what}"):
+            anomaly = self.c.discharge(block, post_index, pi, qi, position, slots,
+                                       f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, "
+                                       f"but it holds {what}") if pi is not None else None
+            if anomaly is not None:
+                self.anomalies.append(anomaly)
                 return
             self.error(
                 "wrong-value", block, post_index, qi, qo,
@@ -451,7 +477,7 @@ class _Walker:
         ins = s.ins
         if self.report:
             index = s.step.post if s.step.post is not None else -1
-            self.c.findings.append(self.c.finding(
+            self.found.append(self.c.finding(
                 "unsupported", self.block, index, ins, None,
                 f"`{ins.opcode}` is {s.reason} this checker does not model", severity="unknown", pre_line=s.in_pre))
         if s.in_pre:
@@ -464,8 +490,8 @@ class _Walker:
     def error(self, kind: str, block: int, index: int | None, ins: Instruction, op: Operand | None,
               msg: str, vregs: tuple[Operand, ...] = (), pre_line: bool = False) -> None:
         if self.report:
-            self.c.findings.append(self.c.finding(kind, block, index if index is not None else -1, ins, op, msg,
-                                                  vregs=vregs, pre_line=pre_line))
+            self.found.append(self.c.finding(kind, block, index if index is not None else -1, ins, op, msg,
+                                             vregs=vregs, pre_line=pre_line))
 
 
 @dataclass(frozen=True)
@@ -496,7 +522,9 @@ class ValueFlowChecker:
         self.cfg = cfg
         self.findings: list[Finding] = []
         self.anomalies: list[Anomaly] = []
-        self._units: dict[int, tuple[int, ...]] = {}
+        self._units: dict[int, tuple[Operand, tuple[int, ...]]] = {}
+        self._tags: dict[int, tuple[Operand, list[Tag]]] = {}
+        self._ignores: dict[tuple[int, int, tuple[int, ...]], tuple[Instruction, bool]] = {}
         self.remat_instructions: dict[tuple[object, ...], Instruction] = {}
         self.entry_states: dict[int, State] = {}
         self.out_states: dict[int, State] = {}
@@ -517,21 +545,27 @@ class ValueFlowChecker:
 
     # operands -> tags / units
     def tags_of(self, op: Operand) -> list[Tag]:
+        """The tags an operand of the virtual program names (the list is shared: not to be changed)."""
+        got = self._tags.get(id(op))
+        if got is not None and got[0] is op:
+            return got[1]
+        tags: list[Tag] = []
         if op.vreg is not None:
             ref = resolve_operand(self.pre, op, self.classes)
             assert ref is not None
-            return [(op.vreg, slot) for slot in mask_to_slots(ref.mask)]
-        if op.phys is not None:
-            return [("$", u) for u in physreg_at(self.pre, op, op.phys).units]
-        return []
+            tags = [(op.vreg, slot) for slot in mask_to_slots(ref.mask)]
+        elif op.phys is not None:
+            tags = [("$", u) for u in physreg_at(self.pre, op, op.phys).units]
+        self._tags[id(op)] = (op, tags)  # the operand is kept, so that its id stays its own
+        return tags
 
     def units_of(self, op: Operand) -> tuple[int, ...]:
-        key = id(op)
-        got = self._units.get(key)
-        if got is None:
-            got = physreg_at(self.post, op, op.phys).units if op.phys is not None else ()
-            self._units[key] = got
-        return got
+        got = self._units.get(id(op))
+        if got is not None and got[0] is op:
+            return got[1]
+        units = physreg_at(self.post, op, op.phys).units if op.phys is not None else ()
+        self._units[id(op)] = (op, units)
+        return units
 
     def tag_name(self, tag: Tag) -> str:
         if tag[0] == "$":
@@ -612,9 +646,14 @@ class ValueFlowChecker:
         order = [b for b in self.cfg.reverse_postorder() if b in self.alignment.steps]
         return pre_blocks, post_blocks, order
 
-    def fixed_point(self) -> bool:
-        """Phase 1: block-entry states to a fixed point. False if it did not converge."""
+    def fixed_point(self, report: bool = False) -> bool:
+        """Phase 1: block-entry states to a fixed point. False if it did not converge.
+
+        With `report`, also phase 2: each block's errors and anomalies from its last walk, which
+        started from its final entry state (a block's entry state changes only when it is
+        walked), in block order, as replaying every block from its entry state would find them."""
         pre_blocks, post_blocks, order = self._blocks()
+        walks: dict[int, _Walker] = {}
         entry_state: dict[int, State] = {}
         out_state: dict[int, State] = {}
         pos = {b: i for i, b in enumerate(order)}
@@ -628,8 +667,9 @@ class ValueFlowChecker:
             preds = [out_state[p] for p in self.cfg.predecessors(b) if p in out_state]
             state = State() if b == self.cfg.entry or not preds else meet(preds)
             entry_state[b] = state
-            walker = _Walker(self, b, state.copy(), report=False)
+            walker = _Walker(self, b, state.copy(), report=report)
             ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
+            walks[b] = walker
             new = walker.s
             old = out_state.get(b)
             rounds += 1
@@ -643,26 +683,31 @@ class ValueFlowChecker:
                 return False
         self.entry_states = entry_state
         self.out_states = out_state
+        for b in order:
+            self.findings.extend(walks[b].found)
+            self.anomalies.extend(walks[b].anomalies)
         return True
 
     def discharge(self, block: int, post_index: int, pi: Instruction, qi: Instruction, position: int,
-                  slots: list[int], what: str) -> bool:
+                  slots: list[int], what: str) -> Anomaly | None:
         """Whether a wrong read of `slots` of operand `position` is harmless: the results of the
         instruction are the same whatever those slots hold (proved with its bit-precise
-        semantics). Recorded as an `Anomaly`; the equivalence layer then reads those slots as
-        the virtual program does, and layer 1 takes them as not read."""
+        semantics). If so, the `Anomaly` to record; the equivalence layer then reads those slots
+        as the virtual program does, and layer 1 takes them as not read."""
         from verilocc.semantics.bitvector import ignores_slots
 
-        widths = {k: 16 * len(self.tags_of(op)) for k, op in enumerate(pi.operands)
-                  if op.kind == "reg" and not op.is_def and not op.is_noreg}
-        if ignores_slots(pi, position, slots, widths) is not True:
-            return False
+        key = (id(pi), position, tuple(slots))
+        ignored = self._ignores.get(key)
+        if ignored is None or ignored[0] is not pi:
+            widths = {k: 16 * len(self.tags_of(op)) for k, op in enumerate(pi.operands)
+                      if op.kind == "reg" and not op.is_def and not op.is_noreg}
+            ignored = self._ignores[key] = (pi, ignores_slots(pi, position, slots, widths) is True)
+        if not ignored[1]:
+            return None
         pre_index = next((st.pre for st in self.alignment.steps.get(block, ())
                           if st.post == post_index and st.pre is not None), -1)
         op = qi.operands[position]
-        self.anomalies.append(Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode,
-                                      op.line, op.column, what))
-        return True
+        return Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode, op.line, op.column, what)
 
     @property
     def discharged(self) -> dict[tuple[int, int, int], frozenset[int]]:
@@ -670,13 +715,7 @@ class ValueFlowChecker:
         return {(a.block, a.post_index, a.position): frozenset(a.slots) for a in self.anomalies}
 
     def run(self) -> list[Finding]:
-        if not self.fixed_point():
+        if not self.fixed_point(report=True):
             self.findings.append(Finding("no-fixed-point", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
                                          "value flow did not reach a fixed point", severity="unknown"))
-            return self.findings
-        # Phase 2: replay once, collecting every error.
-        pre_blocks, post_blocks, order = self._blocks()
-        for b in order:
-            walker = _Walker(self, b, self.entry_states[b].copy(), report=True)
-            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
         return self.findings
