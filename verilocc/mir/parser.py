@@ -399,25 +399,31 @@ def _strip_comment(s: str) -> str:
     return s
 
 
+# What `_split_top` stops at: escapes, quotes and brackets, and each separator it splits at.
+_SPLIT_STOPS = {sep: re.compile(r'[\\"()<>{}\[\]]|' + re.escape(sep)) for sep in (",", " :: ", " = ")}
+
+
 def _split_top(s: str, sep: str, base_col: int, file: str, line: int) -> list[tuple[str, int]]:
     """Split at `sep` outside parentheses, angle brackets, braces and strings.
 
-    Returns (piece, column of the piece's first non-blank character) pairs.
+    Returns (piece, column of the piece's first non-blank character) pairs. Only the
+    characters that matter are visited (`_SPLIT_STOPS`): everything else is plain text.
     """
     out: list[tuple[str, int]] = []
     depth = 0
     in_str = False
     piece_start = 0
     opens: list[int] = []
-    i = 0
-    n = len(s)
-    while i < n:
+    stops = _SPLIT_STOPS[sep].search
+    pos = 0
+    while (m := stops(s, pos)) is not None:
+        i = m.start()
         ch = s[i]
+        pos = i + 1
         if in_str:
             if ch == "\\":
-                i += 2
-                continue
-            if ch == '"':
+                pos = i + 2  # the escaped character is text
+            elif ch == '"':
                 in_str = False
         elif ch == '"':
             in_str = True
@@ -429,17 +435,14 @@ def _split_top(s: str, sep: str, base_col: int, file: str, line: int) -> list[tu
                 raise InputError(f"unbalanced `{ch}`", file, line, base_col + i)
             depth -= 1
             opens.pop()
-        elif depth == 0 and s.startswith(sep, i):
+        elif ch != "\\" and depth == 0:  # the separator
             out.append(_piece(s, piece_start, i, base_col))
-            i += len(sep)
-            piece_start = i
-            continue
-        i += 1
+            pos = piece_start = i + len(sep)
     if in_str:
         raise InputError("unterminated string", file, line, base_col + s.rfind('"'))
     if depth:
         raise InputError("unclosed bracket", file, line, base_col + opens[-1])
-    out.append(_piece(s, piece_start, n, base_col))
+    out.append(_piece(s, piece_start, len(s), base_col))
     return out
 
 
@@ -647,6 +650,20 @@ class _BodyParser:
                 raise self.error(f"`tied-def {op.tied_def}` does not name a def operand", op.line, op.column)
 
     def parse_operand(self, text: str, col: int, lineno: int) -> Operand:
+        """One operand; the same text always gives the same parts (only line and column
+        differ), so the parts of each text read without error are remembered."""
+        got = _OPERANDS.get(text)
+        if got is not None:
+            off, kind, rest, vreg, phys, subreg, cls, llt, flags, tied = got
+            return Operand(kind, rest, lineno, col + off, vreg, phys, subreg, cls, llt, flags, tied)
+        op = self._parse_operand(text, col, lineno)
+        if len(_OPERANDS) > 1 << 16:
+            _OPERANDS.clear()
+        _OPERANDS[text] = (op.column - col, op.kind, op.text, op.vreg, op.phys, op.subreg, op.reg_class, op.llt,
+                           op.flags, op.tied_def)
+        return op
+
+    def _parse_operand(self, text: str, col: int, lineno: int) -> Operand:
         flags: set[str] = set()
         rest = text
         off = 0
@@ -710,6 +727,9 @@ class _BodyParser:
             tied_def=tied,
         )
 
+
+# Operand text -> (column offset, and the other fields of `Operand` in order): see `parse_operand`.
+_OPERANDS: dict[str, tuple[Any, ...]] = {}
 
 _SPECIAL_PERCENT = ("%bb.", "%stack.", "%fixed-stack.", "%subreg.", "%ir.", "%ir-block.", "%const.", "%jump-table.")
 
