@@ -139,31 +139,60 @@ class Liveness:
         if not effs:
             return
         # `restricted` is the live set after instruction i restricted to the lanes that may be
-        # defined there. Going from i to i - 1, a register's live lanes change only where
-        # instruction i reads or writes it, and its defined lanes only where i writes it: only
-        # the registers instruction i names are recomputed.
+        # defined there, in the order of `live` (so that callers' facts come out in a fixed
+        # order). Going from i to i - 1, a register's live lanes change only where instruction
+        # i reads or writes it, and its defined lanes only where i writes it: only the
+        # registers instruction i names are recomputed.
+        vregs = live.vregs
+
+        def lanes(v: VReg, i: int) -> int:
+            m = vregs.get(v, 0)
+            return m & self.defined_after(block, i, v) if m else 0
+
         last = len(effs) - 1
-        restricted: dict[VReg, int] = {}
-        for v, m in live.vregs.items():
-            m &= self.defined_after(block, last, v)
-            if m:
-                restricted[v] = m
+        restricted = {v: m for v in vregs if (m := lanes(v, last))}
         for i in range(last, -1, -1):
-            # In the order of `live` (callers' facts come out in a fixed order).
-            yield i, LiveSet({v: m for v in live.vregs if (m := restricted.get(v))}, set(live.units))
+            yield i, LiveSet(dict(restricted), set(live.units))
             eff = effs[i]
-            eff.apply_backward(live)
+            # `Effect.apply_backward`, noting the registers that leave `live` and come back at
+            # its end (their place in the order changes).
+            appended: list[VReg] = []
+            for d in eff.defs:
+                if d.vreg is not None:
+                    m = vregs.get(d.vreg, 0) & ~d.mask
+                    if m:
+                        vregs[d.vreg] = m
+                    else:
+                        vregs.pop(d.vreg, None)
+                else:
+                    live.units.difference_update(d.units)
+            for u in eff.uses:
+                if u.vreg is not None:
+                    if u.vreg in vregs:
+                        vregs[u.vreg] |= u.mask
+                    else:
+                        vregs[u.vreg] = u.mask
+                        appended.append(u.vreg)
+                else:
+                    live.units.update(u.units)
+            rebuild = False
             for ref in (*eff.defs, *eff.uses):
                 v = ref.vreg
-                if v is None:
+                if v is None or v in appended:
                     continue
-                m = live.vregs.get(v, 0)
-                if m:
-                    m &= self.defined_after(block, i - 1, v) if i else self.defined_in[block].get(v, 0)
-                if m:
+                m = lanes(v, i - 1)
+                if m and v not in restricted and v in vregs:
+                    rebuild = True  # it takes a place in the middle of the order
+                elif m:
                     restricted[v] = m
                 else:
                     restricted.pop(v, None)
+            for v in appended:
+                restricted.pop(v, None)
+                if m := lanes(v, i - 1):
+                    restricted[v] = m
+            if rebuild:
+                restricted = {v: m for v in vregs if (m := lanes(v, i - 1))}
 
 
 def compute_liveness(fn: Function, cfg: CFG, classes: dict[VReg, RegisterClass] | None = None,
