@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 
-from verilocc.analysis.interference import FixedUnits, Interference, VirtualLanes, interferences
+from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.liveness import Liveness
 from verilocc.analysis.operands import VReg, function_limits, physreg_at, resolve_operand, slot_mask
 from verilocc.analysis.wholewave import wwm_vregs
@@ -337,23 +337,21 @@ class ConstraintChecker:
         for fact in interferences(self.pre, self.liveness, only=with_var):
             a_sides = sides(fact.defined)
             b_sides = sides(fact.other)
-            ins = pre_blocks[fact.block].instructions[fact.index]
-            place = Place(self.pre.file, self.pre.name, fact.block, fact.index, ins.line, ins.column)
+            place: Place | None = None
             # The identity position names units relative to a fixed side's lowest unit, which
             # is its only run when the relation gives one (a physical def).
             identity = fact.identity if len(a_sides) == 1 and len(b_sides) == 1 else None
             for sa, ma in a_sides:
                 for sb, mb in b_sides:
-                    self._add(seen, fact, sa, ma, sb, mb, place, identity)
-
-    def _add(self, seen: set[tuple[object, ...]], fact: Interference, a: Side, am: int, b: Side, bm: int,
-             place: Place, identity: tuple[int, int] | None) -> None:
-        key = (a.var, a.const, am, b.var, b.const, bm, identity)
-        if key in seen:
-            return
-        seen.add(key)
-        self.disjoint.append(Disjoint(a, am, b, bm, place, fact.kind, fact.def_op.register_text, fact.live_vreg,
-                                      identity))
+                    key = (sa.var, sa.const, ma, sb.var, sb.const, mb, identity)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    if place is None:
+                        ins = pre_blocks[fact.block].instructions[fact.index]
+                        place = Place(self.pre.file, self.pre.name, fact.block, fact.index, ins.line, ins.column)
+                    self.disjoint.append(Disjoint(sa, ma, sb, mb, place, fact.kind, fact.def_op.register_text,
+                                                  fact.live_vreg, identity))
 
     # --- evaluation and proof ------------------------------------------------------------
     def evaluate(self) -> int:
@@ -465,7 +463,7 @@ class ConstraintChecker:
             names.append(f"m{i}")
         for i, d in enumerate(self.disjoint):
             out.append(f"(define-fun d{i} () Bool {d.smt()}) ; {d.kind} {d.a.label} {d.b.label} bb.{d.place.block} line {d.place.line}")
-            names.append(f"d{i}")
+        names += [f"d{i}" for i in range(len(self.disjoint))]
         # SMT-LIB's `and` takes two or more arguments (cvc5 rejects a unary one).
         conj = "true" if not names else names[0] if len(names) == 1 else "(and " + " ".join(names) + ")"
         out.append(f"(assert (not {conj}))")
