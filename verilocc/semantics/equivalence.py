@@ -33,9 +33,8 @@ from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction, Operand
-from verilocc.semantics.interpretation import RandomInterpretation
-from verilocc.semantics.ops import Semantics, has_side_effects, reads_memory
-from verilocc.semantics.terms import Term, ToZ3
+from verilocc.semantics.ops import Semantics, Z3Semantics, has_side_effects, reads_memory
+from verilocc.semantics.terms import ToZ3
 from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
 from verilocc.smt.solver import Answer, check_z3_terms
 from verilocc.target import RegisterClass, Target
@@ -84,8 +83,9 @@ class _BlockRun:
         self.written: set[object] = set()
         self.ptoken = eq.sem.token_const(f"mem_b{b}")
         self.qtoken = self.ptoken
-        self.assumptions: list[tuple[Term, Term]] = []  # pairs of equal terms
+        self.assumptions: list[Any] = []  # `Semantics.equal` of terms assumed equal
         self.fresh = 0
+        self._plain: dict[frozenset[Tag], bool] = {}  # entry tags of a location -> none has a recipe
 
     # --- values --------------------------------------------------------------------------
     def entry_value(self, tag: Tag) -> Any:
@@ -148,9 +148,28 @@ class _BlockRun:
         first = self.pentry_value(defined[0])
         for t in defined[1:]:
             other = self.pentry_value(t)
-            if other is not None and other is not first:
-                self.assumptions.append((other, first))
+            if other is not None and not self.eq.sem.same(other, first):
+                self.assumptions.append(self.eq.sem.equal(other, first))
         return first
+
+    def unchanged(self, loc: object, t: Tag) -> bool:
+        """Whether `pget(t)` and `qget(loc)` are sure to be one term, the symbol of t at block
+        entry, without making them: the allocated program did not write loc in this block, the
+        virtual program did not redefine t, loc held t at entry where t was defined, and no tag
+        loc held at entry has a recipe (a recomputed value instead of its entry symbol).
+        Then `pget(t)` is `entry_value(t)`, and `qget(loc)` is `representative` of what loc
+        held, `entry_value` of a tag that `canonical` puts in t's class: the same symbol, and
+        no assumption is made. Computing them would change nothing but the memos."""
+        if loc in self.written or t in self.pv or t in self.undef_tags:
+            return False
+        entry = self.entry
+        holds = entry.holds(loc)
+        if t not in holds or not entry.is_defined(t):
+            return False
+        plain = self._plain.get(holds)
+        if plain is None:
+            plain = self._plain[holds] = not any(x in entry.remat for x in holds)
+        return plain
 
     def loc_entry(self, loc: object) -> Any:
         v = self.representative(self.entry.holds(loc))
@@ -402,18 +421,31 @@ class _BlockRun:
             if target is None or out is None:
                 continue
             locs = set(target.locs) | set(self.entry.locs) | self.written
-            eq, pget, qget, defined = self.eq, self.pget, self.qget, out.is_defined
+            # `pget(t) == qget(loc)` for each defined tag t that loc holds at s's entry. Most
+            # pairs are untouched by the block (`unchanged`): their two sides are one entry
+            # symbol, so they are counted as discharged by identity without making the terms
+            # (when the terms are z3's, every one is made, as that construction requires).
+            eq, pget, qget = self.eq, self.pget, self.qget
+            fast = not eq.in_z3
+            out_defined, out_undef_fixed, held = out.defined, out.undef_fixed, target.locs
             for loc in sorted(locs, key=repr):
                 if isinstance(loc, tuple) and loc[0] != "slot":
                     continue
-                for t in by_repr(target.holds(loc)):
-                    if not defined(t):
+                tags = held.get(loc)
+                if tags is None:
+                    tags = frozenset({("$", loc)}) if isinstance(loc, int) else frozenset()
+                for t in by_repr(tags):
+                    if not ((t[0] == "$" and t not in out_undef_fixed) or t in out_defined):
+                        continue
+                    if fast and self.unchanged(loc, t):
+                        eq.made += 1
+                        eq.identical += 1
                         continue
                     pv = pget(t)
                     if pv is None:
                         continue
                     qv = qget(loc)
-                    if pv is qv:  # `oblige` would discharge it by identity
+                    if fast and pv is qv:  # `oblige` would discharge it by identity
                         eq.made += 1
                         eq.identical += 1
                         continue
@@ -445,11 +477,20 @@ class _BlockRun:
 class EquivalenceChecker:
     def __init__(self, pre: Function, post: Function, target: Target, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, cfg: CFG, vf: ValueFlowChecker | None = None,
-                 timeout_s: float = 60.0, seed: int = 0) -> None:
-        # z3 and its context are made only when an obligation needs the solver (`decide`);
-        # a fresh context then: no state shared between runs, same bytes out.
+                 timeout_s: float = 60.0, seed: int = 0, in_z3: bool = False) -> None:
+        # Terms are Python terms, and z3 and its context are made only when an obligation
+        # needs the solver (`decide`); with `in_z3`, every term is a z3 term from the start
+        # (`Z3Semantics`), the construction whose model a counterexample reports. A fresh
+        # context either way: no state shared between runs, same bytes out.
+        self.in_z3 = in_z3
         self.z3: Any = None
         self.ctx: Any = None
+        if in_z3:
+            import z3
+
+            self.z3 = z3
+            self.ctx = z3.Context()
+        self.classes = classes
         self.pre = pre
         self.post = post
         self.target = target
@@ -459,15 +500,15 @@ class EquivalenceChecker:
             vf = ValueFlowChecker(pre, post, classes, alignment, cfg)
             vf.fixed_point()
         self.vf = vf
-        self.sem = Semantics()
+        self.sem = Z3Semantics(self.z3, self.ctx) if in_z3 else Semantics()
         self.timeout_s = timeout_s
         self.seed = seed
-        self.obligations: list[Obligation] = []  # those not discharged by identity
+        self.obligations: list[Obligation] = []  # those not discharged by identity (all, `in_z3`)
         self.identical = 0  # obligations discharged by identity
         self.made = 0  # obligations made
         self._classes: dict[int, dict[Tag, Tag]] = {}
         self._find: dict[int, Any] = {}
-        self.assumptions: list[tuple[Term, Term]] = []  # pairs of equal terms
+        self.assumptions: list[Any] = []  # `Semantics.equal` of terms assumed equal
         self.findings: list[Finding] = []
         self.stats: dict[str, object] = {}
         # The exact assertions sent to z3 (None when no obligation needed the solver): a
@@ -499,11 +540,11 @@ class EquivalenceChecker:
             self._find[block] = find
         return self._find[block](tag)
 
-    def oblige(self, place: Place, what: Any, lhs: list[Term], rhs: list[Term], *args: Any) -> None:
+    def oblige(self, place: Place, what: Any, lhs: list[Any], rhs: list[Any], *args: Any) -> None:
         """Record lhs == rhs; `what` is a sentence, or a function formatting one from args.
-        When both sides are the same terms, lane by lane, it holds: only counted."""
+        When both sides are the same Python terms, lane by lane, it holds: only counted."""
         self.made += 1
-        if len(lhs) == len(rhs) and all(a is b for a, b in zip(lhs, rhs)):
+        if not self.in_z3 and len(lhs) == len(rhs) and all(a is b for a, b in zip(lhs, rhs)):
             self.identical += 1
             return
         self.obligations.append(Obligation(place, (what, *args), lhs, rhs))
@@ -524,10 +565,19 @@ class EquivalenceChecker:
             last = qb.instructions[-1] if qb.instructions else None
             run.close(self.vf.entry_states, self.cfg.successors(b), last, len(qb.instructions) - 1)
             self.assumptions.extend(run.assumptions)
-        self.decide()
+        if not self.decide():
+            # z3 did not prove the obligations: the counterexample (or the unknown) reported is
+            # the one of z3 terms made as the executor makes them. Run again that way.
+            again = EquivalenceChecker(self.pre, self.post, self.target, self.classes, self.alignment, self.cfg,
+                                       vf=self.vf, timeout_s=self.timeout_s, seed=self.seed, in_z3=True)
+            again.run()
+            self.__dict__.update(again.__dict__)
         return self.findings
 
-    def decide(self) -> None:
+    def decide(self) -> bool:
+        """Decide the obligations that identity did not discharge; findings for those that
+        fail. False when Python terms went to z3 and z3 did not prove them: then the caller
+        runs again with z3 terms (`in_z3`) for the counterexample."""
         pending: list[tuple[Obligation, Any]] = []
         for ob in self.obligations:
             if len(ob.lhs) != len(ob.rhs):
@@ -535,40 +585,58 @@ class EquivalenceChecker:
                                              f"bb.{ob.place.block}: {ob.what}: the programs pass {len(ob.lhs)} and {len(ob.rhs)} lanes"))
                 continue
             pending.append((ob, None))
+        if self.in_z3:
+            z3 = self.z3
+            found = pending
+            pending = []
+            for ob, _ in found:
+                diff = [(a, b) for a, b in zip(ob.lhs, ob.rhs) if not a.eq(b)]
+                if not diff:
+                    self.identical += 1
+                    continue
+                pending.append((ob, z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]))
+            assumptions = self.assumptions
         self.stats.update({"obligations": self.made, "discharged_by_identity": self.identical,
                            "sent_to_solver": len(pending)})
         if not pending:
-            return
-        import z3
+            return True
+        if not self.in_z3:
+            import z3
 
-        self.z3 = z3
-        self.ctx = z3.Context()
-        to_z3 = ToZ3(z3, self.ctx)
-        translated: list[tuple[Obligation, Any]] = []
-        for ob, _ in pending:
-            lhs, rhs = [to_z3(t) for t in ob.lhs], [to_z3(t) for t in ob.rhs]
-            diff = [(a, b) for a, b, x, y in zip(lhs, rhs, ob.lhs, ob.rhs) if x is not y]
-            f = z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]
-            translated.append((Obligation(ob.place, ob.what_parts, lhs, rhs), f))
-        pending = translated
-        assumptions = [to_z3(a) == to_z3(b) for a, b in self.assumptions]
+            self.z3 = z3
+            self.ctx = z3.Context()
+            to_z3 = ToZ3(z3, self.ctx)
+            translated: list[tuple[Obligation, Any]] = []
+            for ob, _ in pending:
+                lhs, rhs = [to_z3(t) for t in ob.lhs], [to_z3(t) for t in ob.rhs]
+                diff = [(a, b) for a, b, x, y in zip(lhs, rhs, ob.lhs, ob.rhs) if x is not y]
+                f = z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]
+                translated.append((Obligation(ob.place, ob.what_parts, lhs, rhs), f))
+            pending = translated
+            assumptions = [to_z3(a) == to_z3(b) for a, b in self.assumptions]
+        from verilocc.semantics.interpretation import RandomInterpretation
+
         # Opcodes are uninterpreted, so one interpretation under which the assumptions hold
         # and an obligation fails refutes the claim as a solver's model would: try a few
-        # random ones before the solver (a wrong allocation is found in microseconds).
+        # random ones before the solver (a wrong allocation is found in microseconds). The
+        # values depend on the terms only, not on how they were made.
         for attempt in range(3):
             interp = RandomInterpretation(z3, f"{self.seed}/{attempt}")
             if interp.holds(assumptions) and self.report_failures(pending, interp.value):
                 self.stats["refuted_by"] = "random interpretation"
-                return
+                return True
         self.query = [*assumptions, z3.Not(z3.And([f for _, f in pending]))]
         outcome, value = check_z3_terms(z3, self.ctx, self.query, timeout_s=self.timeout_s, seed=self.seed)
         if outcome.answer is Answer.UNSAT:
-            return
+            return True
+        if not self.in_z3:
+            return False
         if value is None:
             self.findings.append(Finding("solver", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
                                          f"z3 could not decide equivalence: {outcome.reason}", severity="unknown"))
-            return
+            return True
         self.report_failures(pending, value)
+        return True
 
     def report_failures(self, pending: list[tuple[Obligation, Any]],
                         value: Callable[[Any], int | bool | None]) -> bool:
