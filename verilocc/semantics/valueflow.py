@@ -77,9 +77,9 @@ class State:
     # 16-bit COPY widened into them, an IMPLICIT_DEF, a copy of an undefined lane).
     undef_fixed: set[Tag] = field(default_factory=set)
     # The inverse of `locs` (tag -> the locations in `locs` holding it), kept by `_Walker`;
-    # None until a walker needs it. Its sets are never changed in place, so a copy of the
-    # state shares them.
-    index: dict[Tag, frozenset[Loc]] | None = None
+    # None until a walker needs it. A copy of the state shares the sets: a walker changes
+    # only the sets it made or copied itself (`_Walker.own`).
+    index: dict[Tag, set[Loc]] | None = None
 
     def copy(self) -> State:
         return State(dict(self.locs), {k: dict(v) for k, v in self.lanes.items()}, set(self.defined), dict(self.remat),
@@ -123,9 +123,7 @@ def meet(states: list[State]) -> State:
         if all(h is first or h == first for h in others):
             keep = first  # held on every path: kept whatever is defined where
         else:
-            sets = [first, *others]
-            keep = frozenset(t for t in first.union(*others)
-                             if all(t in h or not s.is_defined(t) for h, s in zip(sets, states)))
+            keep = _kept([first, *others], states)
         if isinstance(loc, int) and len(keep) == 1 and ("$", loc) in keep:
             continue
         out.locs[loc] = keep
@@ -150,6 +148,19 @@ def meet(states: list[State]) -> State:
     return out
 
 
+def _kept(sets: list[frozenset[Tag]], states: list[State]) -> frozenset[Tag]:
+    """The tags of `sets` (what one location holds on each path) that every path holds or
+    leaves undefined: all of them but those some path defines and does not hold there."""
+    union = sets[0].union(*sets[1:])
+    lost: set[Tag] = set()
+    for h, s in zip(sets, states):
+        missing = union - h
+        if missing:
+            lost |= missing & s.defined  # defined lanes of virtual registers
+            lost.update(t for t in missing - s.defined if t[0] == "$" and t not in s.undef_fixed)
+    return union - lost if lost else union
+
+
 class _Walker:
     """Applies the transfer rules to a state; records findings when `report` is set."""
 
@@ -160,12 +171,14 @@ class _Walker:
         self.report = report
         self.found: list[Finding] = []  # with `report`: the errors of this walk
         self.anomalies: list[Anomaly] = []  # with `report`: the harmless wrong reads of this walk
+        self.own: set[Tag] = set()  # tags whose set in `index` this walker made or copied
         if state.index is None:
             index: dict[Tag, set[Loc]] = defaultdict(set)
             for loc, tags in state.locs.items():
                 for t in tags:
                     index[t].add(loc)
-            state.index = {t: frozenset(locs) for t, locs in index.items()}
+            state.index = dict(index)
+            self.own.update(index)
         self.index = state.index
         self.rdeps: dict[Tag, set[Tag]] = defaultdict(set)  # input tag -> lanes computed from it
         for t, (_, inputs, _) in state.remat.items():
@@ -174,25 +187,32 @@ class _Walker:
 
     # --- primitive updates -------------------------------------------------------------
     def set_loc(self, loc: Loc, tags: frozenset[Tag]) -> None:
-        index = self.index
+        index, own = self.index, self.own
         old = self.s.locs.get(loc)
         if old:
             for t in old:
                 if t not in tags:
                     got = index.get(t)
                     if got is not None and loc in got:
-                        index[t] = got - {loc}
+                        if t not in own:
+                            got = index[t] = set(got)
+                            own.add(t)
+                        got.discard(loc)
         self.s.locs[loc] = tags
         for t in tags:
             got = index.get(t)
             if got is None:
-                index[t] = frozenset((loc,))
+                index[t] = {loc}
+                own.add(t)
             elif loc not in got:
-                index[t] = got | {loc}
+                if t not in own:
+                    got = index[t] = set(got)
+                    own.add(t)
+                got.add(loc)
 
     def forget_tag(self, tag: Tag) -> None:
         """The virtual program redefines `tag`: no location holds its new value yet."""
-        locs: frozenset[Loc] = self.index.pop(tag, frozenset())
+        locs: set[Loc] = self.index.pop(tag, set())
         if tag[0] == "$":
             locs = locs | {tag[1]}
         for loc in locs:
