@@ -400,6 +400,7 @@ def _strip_comment(s: str) -> str:
 
 
 # What `_split_top` stops at: escapes, quotes and brackets, and each separator it splits at.
+_NESTING = re.compile(r'[\\"()<>{}\[\]]')
 _SPLIT_STOPS = {sep: re.compile(r'[\\"()<>{}\[\]]|' + re.escape(sep)) for sep in (",", " :: ", " = ")}
 
 
@@ -410,6 +411,12 @@ def _split_top(s: str, sep: str, base_col: int, file: str, line: int) -> list[tu
     characters that matter are visited (`_SPLIT_STOPS`): everything else is plain text.
     """
     out: list[tuple[str, int]] = []
+    if _NESTING.search(s) is None:  # no quotes or brackets: every separator splits
+        at = base_col
+        for text in s.split(sep):
+            out.append((text.strip(), at + len(text) - len(text.lstrip())))
+            at += len(text) + len(sep)
+        return out
     depth = 0
     in_str = False
     piece_start = 0

@@ -85,7 +85,7 @@ class _BlockRun:
         self.qtoken = self.ptoken
         self.assumptions: list[Any] = []  # `Semantics.equal` of terms assumed equal
         self.fresh = 0
-        self._plain: dict[frozenset[Tag], bool] = {}  # entry tags of a location -> none has a recipe
+        self._alike: dict[frozenset[Tag], frozenset[Tag]] = {}  # for `entry_alike`
 
     # --- values --------------------------------------------------------------------------
     def entry_value(self, tag: Tag) -> Any:
@@ -152,24 +152,23 @@ class _BlockRun:
                 self.assumptions.append(self.eq.sem.equal(other, first))
         return first
 
-    def unchanged(self, loc: object, t: Tag) -> bool:
-        """Whether `pget(t)` and `qget(loc)` are sure to be one term, the symbol of t at block
-        entry, without making them: the allocated program did not write loc in this block, the
-        virtual program did not redefine t, loc held t at entry where t was defined, and no tag
-        loc held at entry has a recipe (a recomputed value instead of its entry symbol).
-        Then `pget(t)` is `entry_value(t)`, and `qget(loc)` is `representative` of what loc
-        held, `entry_value` of a tag that `canonical` puts in t's class: the same symbol, and
-        no assumption is made. Computing them would change nothing but the memos."""
-        if loc in self.written or t in self.pv or t in self.undef_tags:
-            return False
+    def entry_alike(self, loc: object) -> frozenset[Tag]:
+        """The tags t for which `qget(loc)` is sure to be `pentry_value(t)`, made without an
+        assumption, while the allocated program has not written loc in this block.
+
+        `qget(loc)` is then `representative` of what loc held at entry: `pentry_value` of
+        its first defined tag, with assumptions that the others equal it. When no tag loc held
+        has a recipe, each defined tag's `pentry_value` is `entry_value`, the symbol that
+        `canonical` gives the whole class, so all are the same term and no assumption is
+        made: every defined tag is alike. When some have recipes, only a sole defined tag is."""
         entry = self.entry
         holds = entry.holds(loc)
-        if t not in holds or not entry.is_defined(t):
-            return False
-        plain = self._plain.get(holds)
-        if plain is None:
-            plain = self._plain[holds] = not any(x in entry.remat for x in holds)
-        return plain
+        got = self._alike.get(holds)
+        if got is None:
+            defined = frozenset(x for x in holds if entry.is_defined(x))
+            plain = len(defined) == 1 or not any(x in entry.remat for x in holds)
+            got = self._alike[holds] = defined if plain else frozenset()
+        return got
 
     def loc_entry(self, loc: object) -> Any:
         v = self.representative(self.entry.holds(loc))
@@ -422,11 +421,14 @@ class _BlockRun:
                 continue
             locs = set(target.locs) | set(self.entry.locs) | self.written
             # `pget(t) == qget(loc)` for each defined tag t that loc holds at s's entry. Most
-            # pairs are untouched by the block (`unchanged`): their two sides are one entry
-            # symbol, so they are counted as discharged by identity without making the terms
-            # (when the terms are z3's, every one is made, as that construction requires).
+            # pairs are untouched by the block: the allocated program did not write loc, the
+            # virtual program did not redefine t, and `qget(loc)` would be `pentry_value(t)`
+            # (`entry_alike`). Their two sides are one term, so they are counted as discharged
+            # by identity without making it (when the terms are z3's, every one is made, as
+            # that construction requires). The memos of `pget` and `qget` are read inline.
             eq, pget, qget = self.eq, self.pget, self.qget
             fast = not eq.in_z3
+            pv_set, undef_tags, q_set, written = self.pv, self.undef_tags, self.qv, self.written
             out_defined, out_undef_fixed, held = out.defined, out.undef_fixed, target.locs
             for loc in sorted(locs, key=repr):
                 if isinstance(loc, tuple) and loc[0] != "slot":
@@ -434,17 +436,22 @@ class _BlockRun:
                 tags = held.get(loc)
                 if tags is None:
                     tags = frozenset({("$", loc)}) if isinstance(loc, int) else frozenset()
+                alike = self.entry_alike(loc) if fast and loc not in written else frozenset()
                 for t in by_repr(tags):
                     if not ((t[0] == "$" and t not in out_undef_fixed) or t in out_defined):
                         continue
-                    if fast and self.unchanged(loc, t):
-                        eq.made += 1
-                        eq.identical += 1
-                        continue
-                    pv = pget(t)
+                    pv = pv_set.get(t)
                     if pv is None:
-                        continue
-                    qv = qget(loc)
+                        if t in alike and t not in undef_tags:
+                            eq.made += 1
+                            eq.identical += 1
+                            continue
+                        pv = pget(t)
+                        if pv is None:
+                            continue
+                    qv = q_set.get(loc)
+                    if qv is None:
+                        qv = qget(loc)
                     if fast and pv is qv:  # `oblige` would discharge it by identity
                         eq.made += 1
                         eq.identical += 1
@@ -452,12 +459,10 @@ class _BlockRun:
                     eq.oblige(place, self.edge_text, [pv], [qv], s, loc, t)
             # The recipes value flow gives at s's entry (used there instead of fresh symbols)
             # must hold here too, or they would be unproved assumptions.
-            for t, recipe in sorted(target.remat.items(), key=repr):
-                if not out.is_defined(t):
-                    continue
-                if self.entry.remat.get(t) == recipe and t not in self.pwritten and \
-                        self.pwritten.isdisjoint(recipe[1]):
-                    continue  # proved where the recipe was established; nothing here changed it
+            # (Proved where the recipe was established when nothing here changed it.)
+            changed = [(t, recipe) for t, recipe in target.remat.items() if out.is_defined(t) and not (
+                self.entry.remat.get(t) == recipe and t not in self.pwritten and self.pwritten.isdisjoint(recipe[1]))]
+            for t, recipe in sorted(changed, key=repr):
                 pv = self.pget(t)
                 again = self.recompute(recipe, self.pget)
                 if pv is not None and again is not None:

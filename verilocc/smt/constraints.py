@@ -312,7 +312,8 @@ class ConstraintChecker:
         made: dict[object, list[tuple[Side, int]]] = {}
 
         def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
-            got = made.get(side)
+            key = (side.vreg, side.slots) if isinstance(side, VirtualLanes) else (side.units, side.reg)
+            got = made.get(key)
             if got is not None:
                 return got
             if isinstance(side, VirtualLanes):
@@ -330,7 +331,7 @@ class ConstraintChecker:
                     unit_runs[side.units] = runs
                 label = f"${side.reg.name}" if side.reg is not None else None
                 got = [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1) for s, n in runs]
-            made[side] = got
+            made[key] = got
             return got
 
         # Facts with a side that has no variable make no constraint: `only` leaves them out.
