@@ -132,8 +132,11 @@ def align_block(pre: list[Instruction], post: list[Instruction],
     ]
     a = [instruction_key(pre[i]) for i in pre_real]
     b = [instruction_key(post[i]) for i in post_real]
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    pairs = [(blk.a + k, blk.b + k) for blk in matcher.get_matching_blocks() for k in range(blk.size)]
+    if a == b:  # what the matcher finds for equal sequences: one block, all of them
+        pairs = [(k, k) for k in range(len(a))]
+    else:
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        pairs = [(blk.a + k, blk.b + k) for blk in matcher.get_matching_blocks() for k in range(blk.size)]
     pair_of_pre: dict[int, int] = {}
     prev_b = -1
     for ai, bi in pairs:

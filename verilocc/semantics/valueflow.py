@@ -352,8 +352,12 @@ class _Walker:
                        vregs=(po,))
             return
         bad: list[tuple[Tag, int]] = []
+        locs, defined, undef_fixed = self.s.locs, self.s.defined, self.s.undef_fixed
         for t, u in zip(tags, units):
-            if self.s.is_defined(t) and t not in self.s.holds(u):
+            held = locs.get(u)  # `State.holds(u)`, which has ("$", u) when u is not in `locs`
+            if t in held if held is not None else t == ("$", u):
+                continue
+            if (t[0] == "$" and t not in undef_fixed) or t in defined:  # `State.is_defined(t)`
                 bad.append((t, u))
         if bad and self.report:
             held = self.c.held_names({x for _, u in bad for x in self.s.holds(u)})

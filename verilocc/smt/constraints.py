@@ -458,16 +458,18 @@ class ConstraintChecker:
         # rewriting instead of by substitution.
         for var in sorted(self.values, key=_var_key):
             out.append(f"(define-fun {var} () Int {self.values[var]})")
-        names: list[str] = []
-        for i, m in enumerate(self.members):
-            out.append(f"(define-fun m{i} () Bool {m.smt()}) ; {m.vreg} in {m.cls}")
-            names.append(f"m{i}")
-        for i, d in enumerate(self.disjoint):
-            out.append(f"(define-fun d{i} () Bool {d.smt()}) ; {d.kind} {d.a.label} {d.b.label} bb.{d.place.block} line {d.place.line}")
-        names += [f"d{i}" for i in range(len(self.disjoint))]
-        # SMT-LIB's `and` takes two or more arguments (cvc5 rejects a unary one).
-        conj = "true" if not names else names[0] if len(names) == 1 else "(and " + " ".join(names) + ")"
-        out.append(f"(assert (not {conj}))")
+        # The constraints inline, one per line with what it says as a comment: naming each
+        # with a definition of its own triples the time solvers take to read the text.
+        lines = [f"  {m.smt()} ; {m.vreg} in {m.cls}" for m in self.members]
+        lines += [f"  {d.smt()} ; {d.kind} {d.a.label} {d.b.label} bb.{d.place.block} line {d.place.line}"
+                  for d in self.disjoint]
+        if not lines:
+            out.append("(assert (not true))")
+        else:
+            # SMT-LIB's `and` takes two or more arguments (cvc5 rejects a unary one).
+            out.append("(assert (not (and" if len(lines) > 1 else "(assert (not")
+            out += lines
+            out.append(")))" if len(lines) > 1 else "))")
         out.append("(check-sat)")
         return "\n".join(out) + "\n"
 
