@@ -168,7 +168,7 @@ def interferences(fn: Function, liveness: Liveness, only: Set[VReg] | None = Non
     lanes_of: dict[tuple[VReg, int], VirtualLanes] = {}
     for b in liveness.cfg.order:
         effects = liveness.effects[b]
-        for idx, live in liveness.walk_backward(b):
+        for idx, live in liveness.walk_backward(b, only):
             ins = blocks[b].instructions[idx]
             eff = effects[idx]
             if not eff.defs or ins.opcode in NO_INTERFERENCE_OPCODES:
@@ -182,9 +182,7 @@ def interferences(fn: Function, liveness: Liveness, only: Set[VReg] | None = Non
                 continue
             copy = copied_lanes(ins, eff.uses, eff.defs)
             live_vregs = []
-            for w, m in live.vregs.items():
-                if only is not None and w not in only:
-                    continue
+            for w, m in live.vregs.items():  # only registers of `only`, when given
                 ls = lanes_of.get((w, m))
                 if ls is None:
                     ls = lanes_of[(w, m)] = VirtualLanes(w, slot_mask(m))

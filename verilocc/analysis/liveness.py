@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass, field
 
 from verilocc.analysis.cfg import CFG
@@ -128,11 +128,11 @@ class Liveness:
                 mask = (mask & keep[k - 1]) | gen[k - 1]
         return mask
 
-    def walk_backward(self, block: int) -> Iterator[tuple[int, LiveSet]]:
+    def walk_backward(self, block: int, only: Set[VReg] | None = None) -> Iterator[tuple[int, LiveSet]]:
         """Yield (instruction index, live set after it), last instruction first.
 
-        Virtual lanes are restricted to those that may be defined there. The yielded set is
-        a fresh copy each time: callers may keep it.
+        Virtual lanes are restricted to those that may be defined there, and registers to
+        `only` when it is given. The yielded set is a fresh copy each time: callers may keep it.
         """
         live = self.live_out[block].copy()
         effs = self.effects[block]
@@ -146,7 +146,7 @@ class Liveness:
         vregs = live.vregs
 
         def lanes(v: VReg, i: int) -> int:
-            m = vregs.get(v, 0)
+            m = vregs.get(v, 0) if only is None or v in only else 0
             return m & self.defined_after(block, i, v) if m else 0
 
         last = len(effs) - 1
