@@ -310,6 +310,7 @@ class ConstraintChecker:
         unit_runs: dict[frozenset[int], list[tuple[int, int]]] = {}
         with_var = {v for v in self.homes if f"h_{v}" in self.values}
         made: dict[object, list[tuple[Side, int]]] = {}
+        places: dict[tuple[int, int], Place] = {}  # one per instruction
 
         def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
             key = (side.vreg, side.slots) if isinstance(side, VirtualLanes) else (side.units, side.reg)
@@ -338,7 +339,7 @@ class ConstraintChecker:
         for fact in interferences(self.pre, self.liveness, only=with_var):
             a_sides = sides(fact.defined)
             b_sides = sides(fact.other)
-            place: Place | None = None
+            place = places.get((fact.block, fact.index))
             # The identity position names units relative to a fixed side's lowest unit, which
             # is its only run when the relation gives one (a physical def).
             identity = fact.identity if len(a_sides) == 1 and len(b_sides) == 1 else None
@@ -350,7 +351,8 @@ class ConstraintChecker:
                     seen.add(key)
                     if place is None:
                         ins = pre_blocks[fact.block].instructions[fact.index]
-                        place = Place(self.pre.file, self.pre.name, fact.block, fact.index, ins.line, ins.column)
+                        place = places[(fact.block, fact.index)] = Place(
+                            self.pre.file, self.pre.name, fact.block, fact.index, ins.line, ins.column)
                     self.disjoint.append(Disjoint(sa, ma, sb, mb, place, fact.kind, fact.def_op.register_text,
                                                   fact.live_vreg, identity))
 

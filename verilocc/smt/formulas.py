@@ -56,7 +56,7 @@ class Member:
         return _member_smt(self.var, self.allowed)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Disjoint:
     a: Side
     a_mask: int
