@@ -41,6 +41,7 @@ from verilocc.target import RegisterClass, Target
 
 LAYER = "equivalence"
 
+_NOT_READ = frozenset({"debug-use", "internal"})  # use operands the executor does not read
 _SORTED: dict[frozenset[Tag], list[Tag]] = {}
 
 
@@ -288,7 +289,7 @@ class _BlockRun:
             if po.is_def:
                 pdefs.append(po)
                 qdefs.append(qo)
-            elif not (po.has("debug-use") or po.has("internal")):
+            elif not (po.flags & _NOT_READ):
                 ql = self.post_read(qo)
                 pl = self.pre_read(po, ql)
                 ignored = discharged.get((self.b, qidx, position)) if discharged else None
@@ -305,8 +306,9 @@ class _BlockRun:
         if has_side_effects(pi):
             lhs = [v for _, lanes in preads for v in lanes]
             rhs = [v for _, lanes in qreads for v in lanes]
-            self.eq.oblige(Place(self.eq.post.file, self.eq.post.name, self.b, qidx, qi.line, qi.column),
-                           f"`{qi.opcode}` at line {qi.line} sees the same inputs", lhs, rhs)
+            if not self.eq.by_identity(lhs, rhs):
+                self.eq.record(Place(self.eq.post.file, self.eq.post.name, self.b, qidx, qi.line, qi.column),
+                               f"`{qi.opcode}` at line {qi.line} sees the same inputs", lhs, rhs)
         for d, lanes in zip(pdefs, pres):
             self.pre_write(d, lanes)
         for d, lanes in zip(qdefs, qres):
@@ -546,12 +548,22 @@ class EquivalenceChecker:
         return self._find[block](tag)
 
     def oblige(self, place: Place, what: Any, lhs: list[Any], rhs: list[Any], *args: Any) -> None:
-        """Record lhs == rhs; `what` is a sentence, or a function formatting one from args.
-        When both sides are the same Python terms, lane by lane, it holds: only counted."""
+        """The obligation lhs == rhs; `what` is a sentence, or a function formatting one from
+        args. When both sides are the same Python terms, lane by lane, it holds: only counted."""
+        if not self.by_identity(lhs, rhs):
+            self.record(place, what, lhs, rhs, *args)
+
+    def by_identity(self, lhs: list[Any], rhs: list[Any]) -> bool:
+        """Count an obligation lhs == rhs; whether it is discharged by identity here (with
+        Python terms: the same terms lane by lane), so that it need not be recorded."""
         self.made += 1
         if not self.in_z3 and len(lhs) == len(rhs) and all(a is b for a, b in zip(lhs, rhs)):
             self.identical += 1
-            return
+            return True
+        return False
+
+    def record(self, place: Place, what: Any, lhs: list[Any], rhs: list[Any], *args: Any) -> None:
+        """Record a counted obligation (`by_identity`) for `decide`."""
         self.obligations.append(Obligation(place, (what, *args), lhs, rhs))
 
     def unknown(self, ins: Instruction, block: int, msg: str) -> None:

@@ -149,7 +149,7 @@ class Semantics:
         uses such as $exec do not change a move's result in LLVM's model of registers).
         """
         op = ins.opcode
-        if len(def_widths) != 1:
+        if len(def_widths) != 1 or (op not in IMMEDIATE_MOVES and op not in _PURE_MOVES):
             return None
         width = def_widths[0]
         others = [o for o in ins.operands if o.kind != "reg"]

@@ -60,6 +60,7 @@ from verilocc.mir.model import Block, Function, Instruction, Operand
 from verilocc.target import RegisterClass, mask_to_slots, register_for_units, slots_to_mask
 
 LAYER = "value-flow"
+_NOT_READ = frozenset({"undef", "debug-use", "internal"})  # use operands that read no value
 
 Tag = tuple[object, ...]
 Loc = object  # int unit, ("slot", n, k)
@@ -319,7 +320,7 @@ class _Walker:
                 continue
             if po.is_def:
                 defs.append((po, qo))
-            elif not (po.has("undef") or po.has("debug-use") or po.has("internal")) and not po.is_noreg:
+            elif not (po.flags & _NOT_READ) and not po.is_noreg:
                 self.check_use(block, post_index, qi, po, qo, pi, position)
         for po, qo in defs:
             if po.is_noreg:
