@@ -35,8 +35,10 @@ Transfer, one rule per kind of decoded step (`verilocc.pairing.steps`, which thi
   units still hold; deleted original (pre only): the lanes are redefined, with their recipe.
 - added / dropped instruction: a finding; its effect is approximated so that one error does
   not cascade.
-Phase 1 computes block-entry states to a fixed point without reporting; phase 2 replays every
-block once and collects every error with its place, not just the first. A wrong read whose
+Phase 1 computes block-entry states to a fixed point; phase 2 collects every error with its
+place, not just the first, from each block walked from its final entry state (its last walk
+in phase 1, which records what it finds: a block's entry state changes only when it is
+walked, so no block is walked again for it). A wrong read whose
 lanes the instruction provably ignores is recorded as an `Anomaly` instead of an error
 (`ValueFlowChecker.discharge`).
 
