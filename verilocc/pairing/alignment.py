@@ -48,9 +48,14 @@ class Step:
 
 def instruction_key(ins: Instruction) -> tuple[object, ...]:
     """What must be equal for a pre and a post instruction to be the same instruction."""
-    others = tuple(op.text for op in ins.operands if op.kind != "reg")
-    explicit_regs = sum(1 for op in ins.operands if op.kind == "reg" and not op.is_implicit)
-    return (ins.opcode, ins.instr_flags, others, explicit_regs, ins.mem)
+    others: list[str] = []
+    explicit_regs = 0
+    for op in ins.operands:
+        if op.kind != "reg":
+            others.append(op.text)
+        elif not op.is_implicit:
+            explicit_regs += 1
+    return (ins.opcode, ins.instr_flags, tuple(others), explicit_regs, ins.mem)
 
 
 def is_spill_code(ins: Instruction) -> bool:

@@ -215,19 +215,21 @@ class _Walker:
 
     def forget_tag(self, tag: Tag) -> None:
         """The virtual program redefines `tag`: no location holds its new value yet."""
-        locs: set[Loc] = self.index.pop(tag, set())
+        locs: set[Loc] | None = self.index.pop(tag, None)
         if tag[0] == "$":
-            locs = locs | {tag[1]}
-        for loc in locs:
-            held = self.s.holds(loc)
-            if tag in held:
-                self.s.locs[loc] = held - {tag}
+            locs = (locs or set()) | {tag[1]}
+        if locs:
+            s_locs, holds = self.s.locs, self.s.holds
+            for loc in locs:
+                held = holds(loc)
+                if tag in held:
+                    s_locs[loc] = held - {tag}
         for store in self.s.lanes.values():
             for k, v in list(store.items()):
                 if tag in v:
                     store[k] = v - {tag}
-        self.drop_remat(tag)
-        for dep in self.rdeps.pop(tag, set()):
+        self.s.remat.pop(tag, None)  # `drop_remat`
+        for dep in self.rdeps.pop(tag, ()):
             # `rdeps` keeps every lane ever computed from `tag`; a lane redefined since then
             # has a recipe of its own, which this redefinition leaves alone.
             recipe = self.s.remat.get(dep)
