@@ -153,7 +153,7 @@ def _split_documents(lines: list[str], file: str) -> list[tuple[int, list[str]]]
             if cur_start is not None:
                 docs.append((cur_start, lines[cur_start:i]))
             cur_start = i + 1
-        elif ln.rstrip() == "..." :
+        elif ln.startswith("...") and ln.rstrip() == "...":
             if cur_start is None:
                 raise InputError("`...` without an open document", file, i + 1, 1)
             docs.append((cur_start, lines[cur_start:i]))
@@ -213,6 +213,8 @@ def _parse_function(
     end = start + count
     body_at: int | None = None
     for i in range(start, end):
+        if not lines[i].startswith("body:"):
+            continue
         if re.match(r"body:\s*[|>]", lines[i]):
             body_at = i
             break
