@@ -36,7 +36,7 @@ from verilocc.mir.model import Function, Instruction, Operand
 from verilocc.semantics.ops import Semantics, Z3Semantics, has_side_effects, reads_memory
 from verilocc.semantics.terms import ToZ3
 from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
-from verilocc.smt.solver import Answer, check_z3_terms
+from verilocc.smt.solver import DEFAULT_RLIMIT, Answer, check_z3_terms
 from verilocc.target import RegisterClass, Target
 
 LAYER = "equivalence"
@@ -643,11 +643,17 @@ class EquivalenceChecker:
                 self.stats["refuted_by"] = "random interpretation"
                 return True
         self.query = [*assumptions, z3.Not(z3.And([f for _, f in pending]))]
+        if not self.in_z3:
+            # Only unsat is taken from here; anything else is decided again with z3 terms and
+            # the full limits. A proof needs little (a few thousand of z3's resource units for
+            # the corpus), a refutation may need millions (about a million per second): this
+            # first try stops at 1/200 of the limit.
+            outcome, value = check_z3_terms(z3, self.ctx, self.query, timeout_s=self.timeout_s,
+                                            rlimit=DEFAULT_RLIMIT // 200, seed=self.seed)
+            return outcome.answer is Answer.UNSAT
         outcome, value = check_z3_terms(z3, self.ctx, self.query, timeout_s=self.timeout_s, seed=self.seed)
         if outcome.answer is Answer.UNSAT:
             return True
-        if not self.in_z3:
-            return False
         if value is None:
             self.findings.append(Finding("solver", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
                                          f"z3 could not decide equivalence: {outcome.reason}", severity="unknown"))
