@@ -34,8 +34,8 @@ def stub_verify(post: Module, pre: Module) -> tuple[str, tuple[str, ...]]:
 
 
 def recording(real: Any, tag: str, show: Any) -> Any:
-    def wrapper(*args: Any) -> Any:
-        out = real(*args)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
         record.append(f"{tag}:{show(args, out)}")
         return out
     return wrapper

@@ -1,86 +1,227 @@
 #!/usr/bin/env python3
-"""Benchmark: `verilocc verify` beside `llc -run-pass=none -verify-machineinstrs`, one run.
+"""Benchmark: `verilocc verify` beside llc's MachineVerifier, start-up, a size sweep, fuzzing.
 
-For each pair (default: the largest corpus kernel, gfx90a/fa_d128_kv4, and a few smaller ones)
-this runs both commands in child processes, `--repeat` times each, and prints a table of the
-median wall time and the peak resident memory (from wait4) of each, their ratio, and where
-verilocc's time goes (seconds per layer, from its own `--timings` JSON).
+    python bench/verify_bench.py [--repeat 3] [--llc llc-19] [--fuzz-examples 100] [--no-fuzz]
+                                 [--plot bench/verify_sweep.png]
 
-    python bench/verify_bench.py [--repeat 3] [--llc llc-19] [PAIR ...]
+One run prints, measured in child processes (`--repeat` times each, medians):
+1. gfx90a/fa_d128_kv4 (2,481 instructions, the largest corpus kernel for gfx90a):
+   `verilocc verify POST --pre PRE` (all layers) beside
+   `llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx90a -run-pass=none -verify-machineinstrs POST`:
+   wall and CPU seconds, peak resident memory (from wait4), their ratios, and where
+   verilocc's time goes (seconds per layer, from its own `--timings` JSON);
+2. a size sweep over corpus kernels of 100 to 2,600 instructions, the same two commands:
+   a table of seconds and microseconds per instruction, the exponent of a power-law fit
+   (1.0 is linear) and a PNG plot (`--plot`, matplotlib);
+3. start-up: `verilocc --version`, `verilocc verify --help` and verifying
+   examples/gfx90a/vadd (29 instructions);
+4. fuzzing (`bench/batch_bench.py`): the same `verilocc fuzz` chunk with 1 and 2 local worker
+   processes and on a Dask LocalCluster of 2 workers, examples per second; the three must
+   print the same summary (the same examples and verdicts).
 
-PAIR is `<target>/<kernel>` under ../shared/corpus. Ratios are measured in this one run on
-this machine; compare them, not the absolute numbers, across machines.
+Pairs are `<target>/<kernel>` under ../shared/corpus. The package is byte-compiled first, so
+that start-up is measured as an installed verilocc starts. Ratios are measured in this one
+run on this machine; compare them, not absolute numbers, across machines. On a machine that
+other work shares, CPU seconds vary less than wall seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
+import math
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from verilocc.mir.parser import read_module  # noqa: E402
+
 CORPUS = ROOT.parent / "shared" / "corpus"
-DEFAULT_PAIRS = ["gfx90a/fa_d128_kv4", "gfx1100/fa_d128_kv4", "gfx942/sgemm_256x128_t16x8", "gfx90a/sgemm_naive"]
+HEADLINE = "gfx90a/fa_d128_kv4"
+SWEEP = ["gfx90a/sgemm_naive", "gfx90a/reduce_sum", "gfx90a/softmax_row", "gfx90a/sgemm_128x128_t8x8",
+         "gfx90a/fa_mfma_d128", "gfx90a/hgemm_mfma32_w128x64", "gfx90a/fa_d64_kv8", "gfx90a/fa_d128_kv4",
+         "gfx1100/fa_d128_kv4"]
+SMALL = ROOT / "examples" / "gfx90a" / "vadd"
+FUZZ_SEED = 139763
 
 
-def measure(cmd: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MiB, stdout) of one child process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    out = proc.stdout.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss / 1024.0, out
+class Run:
+    """Medians of repeated runs of one command."""
+
+    def __init__(self, runs: list[tuple[float, float, float, str]]) -> None:
+        self.wall = statistics.median(r[0] for r in runs)
+        self.cpu = statistics.median(r[1] for r in runs)
+        self.mib = max(r[2] for r in runs)
+        self.out = runs[-1][3]
+
+
+def measure(cmd: list[str], repeat: int) -> Run:
+    """Wall seconds, CPU seconds (user + system) and peak RSS in MiB of `cmd`, `repeat` times."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT)
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+        assert proc.stdout is not None
+        out = proc.stdout.read().decode()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1, 3):
+            sys.exit(f"{' '.join(cmd)}: exit {code}")
+        runs.append((wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, out))
+    return Run(runs)
+
+
+def instructions(post: Path) -> int:
+    return sum(len(b.instructions) for f in read_module(post).functions for b in f.blocks)
+
+
+def verify_cmd(pair: str, timings: bool = False) -> list[str]:
+    post, pre = CORPUS / f"{pair}.post.mir", CORPUS / f"{pair}.pre.mir"
+    return [sys.executable, "-m", "verilocc", "verify", str(post), "--pre", str(pre),
+            *(["--format", "json", "--timings"] if timings else [])]
+
+
+def llc_cmd(llc: str, pair: str) -> list[str]:
+    cpu = pair.split("/")[0]
+    return [llc, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-run-pass=none", "-verify-machineinstrs",
+            str(CORPUS / f"{pair}.post.mir"), "-o", os.devnull]
+
+
+def headline(llc: str | None, repeat: int) -> None:
+    v = measure(verify_cmd(HEADLINE, timings=True), repeat)
+    doc = json.loads(v.out)
+    stats = doc["functions"][0]["stats"]
+    n = instructions(CORPUS / f"{HEADLINE}.post.mir")
+    print(f"## {HEADLINE} ({n:,} instructions): verilocc verify (all layers) beside llc's MachineVerifier\n")
+    print("| command | wall s | CPU s | peak MiB |\n|---|---:|---:|---:|")
+    print(f"| `verilocc verify {HEADLINE}.post.mir --pre {HEADLINE}.pre.mir` ({doc['verdict']}) | "
+          f"{v.wall:.3f} | {v.cpu:.3f} | {v.mib:.0f} |")
+    if llc is None:
+        print("\nllc not found: no ratio")
+    else:
+        lr = measure(llc_cmd(llc, HEADLINE), repeat)
+        print(f"| `{Path(llc).name} -mcpu={HEADLINE.split('/')[0]} -run-pass=none -verify-machineinstrs` | "
+              f"{lr.wall:.3f} | {lr.cpu:.3f} | {lr.mib:.0f} |")
+        print(f"| ratio | {v.wall / lr.wall:.1f}x | {v.cpu / lr.cpu:.1f}x | {v.mib / lr.mib:.1f}x |")
+    layers = " ".join(f"{k[len('seconds_'):]} {stats[k]:.3f} s" for k in
+                      ("seconds_prepare", "seconds_constraints", "seconds_value_flow", "seconds_equivalence")
+                      if k in stats)
+    print(f"\nverilocc's own seconds per layer (wall, parsing and start-up not included): {layers}; "
+          f"z3 in layer 1 {stats.get('solver_seconds', 0):.3f} s; {stats.get('disjoint_constraints')} disjointness "
+          f"constraints; {stats.get('obligations')} equivalence obligations, "
+          f"{stats.get('sent_to_solver')} sent to z3")
+
+
+def sweep(llc: str | None, repeat: int, plot: Path | None) -> None:
+    print("\n## Size sweep: seconds and microseconds per instruction\n")
+    print("| pair | instructions | verilocc wall s | CPU s | MiB | us/instr (wall) | llc wall s | llc CPU s | "
+          "ratio wall | ratio CPU |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
+    for pair in SWEEP:
+        if not (CORPUS / f"{pair}.post.mir").exists():
+            print(f"| {pair} | not in {CORPUS} |")
+            continue
+        n = instructions(CORPUS / f"{pair}.post.mir")
+        v = measure(verify_cmd(pair), repeat)
+        lr = measure(llc_cmd(llc, pair), repeat) if llc else None
+        rows.append((pair, n, v, lr))
+        llc_cells = f"{lr.wall:.3f} | {lr.cpu:.3f} | {v.wall / lr.wall:.1f}x | {v.cpu / lr.cpu:.1f}x" if lr else "- | - | - | -"
+        print(f"| {pair} | {n:,} | {v.wall:.3f} | {v.cpu:.3f} | {v.mib:.0f} | {1e6 * v.wall / n:.0f} | {llc_cells} |",
+              flush=True)
+    if len(rows) >= 2:
+        xs = [math.log(n) for _, n, _, _ in rows]
+        for what, pick in (("wall", lambda r: r.wall), ("CPU", lambda r: r.cpu)):
+            ys = [math.log(pick(v)) for _, _, v, _ in rows]
+            mx, my = statistics.fmean(xs), statistics.fmean(ys)
+            slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+            print(f"\nverilocc {what} time ~ instructions^{slope:.2f} over the sweep (1.00 is linear)", end="")
+        print()
+    if plot is not None and rows:
+        draw(rows, plot)
+        print(f"\nplot: {plot.relative_to(ROOT) if plot.is_relative_to(ROOT) else plot}")
+
+
+def draw(rows: list[tuple[str, int, Run, Run | None]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+    ns = [n for _, n, _, _ in rows]
+    ax.plot(ns, [1e6 * v.wall / n for _, n, v, _ in rows], "o-", label="verilocc verify, wall")
+    ax.plot(ns, [1e6 * v.cpu / n for _, n, v, _ in rows], "s--", label="verilocc verify, CPU")
+    if all(lr is not None for *_, lr in rows):
+        ax.plot(ns, [1e6 * lr.wall / n for _, n, _, lr in rows if lr is not None], "^-",
+                label="llc -verify-machineinstrs, wall")
+    ax.set_xlabel("instructions (allocated program)")
+    ax.set_ylabel("microseconds per instruction")
+    ax.set_ylim(bottom=0)
+    ax.set_title("time per instruction over corpus kernels", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def startup(repeat: int) -> None:
+    print("\n## Start-up and a small kernel (wall, median)\n")
+    print("| command | wall s | CPU s | MiB |\n|---|---:|---:|---:|")
+    small = [sys.executable, "-m", "verilocc", "verify", str(SMALL) + ".post.mir", "--pre", str(SMALL) + ".pre.mir"]
+    for label, cmd in (("verilocc --version", [sys.executable, "-m", "verilocc", "--version"]),
+                       ("verilocc verify --help", [sys.executable, "-m", "verilocc", "verify", "--help"]),
+                       ("verilocc verify examples/gfx90a/vadd.post.mir --pre examples/gfx90a/vadd.pre.mir", small)):
+        r = measure(cmd, max(repeat, 5))
+        print(f"| `{label}` | {r.wall:.3f} | {r.cpu:.3f} | {r.mib:.0f} |")
+
+
+def fuzz(examples: int) -> None:
+    import batch_bench  # bench/batch_bench.py: the same chunk through each runner, same bytes required
+
+    with tempfile.TemporaryDirectory() as save:
+        batch_bench.table(f"## Fuzzing: verilocc fuzz, {examples} examples from seed {FUZZ_SEED}", "examples",
+                          examples, ["fuzz", "--examples", str(examples), "--seed", str(FUZZ_SEED), "--save", save])
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("pairs", nargs="*", default=DEFAULT_PAIRS, metavar="PAIR")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--llc", default="llc-19")
+    ap.add_argument("--fuzz-examples", type=int, default=100, metavar="N")
+    ap.add_argument("--no-fuzz", action="store_true", help="leave out the fuzzing section")
+    ap.add_argument("--no-sweep", action="store_true", help="leave out the size sweep")
+    ap.add_argument("--plot", type=Path, default=ROOT / "bench" / "verify_sweep.png", help="the sweep's PNG plot")
     args = ap.parse_args()
-    verilocc = [sys.executable, "-m", "verilocc.cli"]
+    if not (CORPUS / f"{HEADLINE}.post.mir").exists():
+        print(f"{CORPUS} not found: the benchmark needs ../shared/corpus", file=sys.stderr)
+        return 2
+    compileall.compile_dir(ROOT / "verilocc", quiet=1)
     llc = shutil.which(args.llc)
-    rows = []
-    for pair in args.pairs:
-        post, pre = CORPUS / f"{pair}.post.mir", CORPUS / f"{pair}.pre.mir"
-        if not post.exists():
-            print(f"skip {pair}: {post} not found", file=sys.stderr)
-            continue
-        v_runs = [measure([*verilocc, "verify", str(post), "--pre", str(pre), "--format", "json", "--timings"])
-                  for _ in range(args.repeat)]
-        doc = json.loads(v_runs[-1][2])
-        stats = doc["functions"][0]["stats"]
-        l_runs = ([measure([llc, "-mtriple=amdgcn-amd-amdhsa", "-run-pass=none", "-verify-machineinstrs", str(post),
-                            "-o", os.devnull]) for _ in range(args.repeat)] if llc else [])
-        vw, vm = statistics.median(r[0] for r in v_runs), max(r[1] for r in v_runs)
-        lw = statistics.median(r[0] for r in l_runs) if l_runs else float("nan")
-        lm = max(r[1] for r in l_runs) if l_runs else float("nan")
-        instrs = sum(len(b.instructions) for f in read_module(post).functions for b in f.blocks)
-        rows.append((pair, instrs, doc["verdict"], vw, vm, lw, lm, stats))
-    header = (f"{'pair':28} {'instrs':>6} {'verdict':9} {'verilocc s':>10} {'MiB':>6} {'llc s':>7} {'MiB':>6} "
-              f"{'time x':>7} {'mem x':>6}  {'prepare':>7} {'constr':>7} {'vflow':>7} {'equiv':>7} {'z3':>6}")
-    print(header)
-    print("-" * len(header))
-    for pair, instrs, verdict, vw, vm, lw, lm, st in rows:
-        print(f"{pair:28} {instrs:6d} {verdict:9} {vw:10.2f} {vm:6.0f} {lw:7.3f} {lm:6.0f} {vw / lw:7.1f} {vm / lm:6.1f}  "
-              f"{st.get('seconds_prepare', 0):7.2f} {st.get('seconds_constraints', 0):7.2f} "
-              f"{st.get('seconds_value_flow', 0):7.2f} {st.get('seconds_equivalence', 0):7.2f} "
-              f"{st.get('solver_seconds', 0):6.2f}")
-    print(f"\nmedian of {args.repeat} runs; verilocc runs all three layers (--pre); llc = {llc or 'not found'};"
-          " prepare..equiv = verilocc's own seconds per layer (parse and start-up not included).")
+    print(f"# verilocc verify benchmark: median of {args.repeat} runs; llc = {llc or 'not found'}; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start\n")
+    headline(llc, args.repeat)
+    if not args.no_sweep:
+        sweep(llc, args.repeat, args.plot)
+    startup(args.repeat)
+    if not args.no_fuzz:
+        fuzz(args.fuzz_examples)
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "bench"))
     sys.exit(main())

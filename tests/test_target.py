@@ -321,6 +321,13 @@ def test_class_shapes_and_order() -> None:
     assert get_class("sreg_32").files == frozenset({RegFile.SGPR, RegFile.SPECIAL})
 
 
+def test_defined_class_table_is_consistent() -> None:
+    from verilocc.target.classes import _BASE, _check_bases
+
+    _check_bases()  # every defined class, also those no kernel here uses
+    assert len(_BASE) > 100
+
+
 def test_allocatable_members_drop_reserved() -> None:
     names = {r.name for r in get_class("sreg_32").allocatable_members(GFX90A)}
     assert {"vcc_lo", "vcc_hi", "sgpr101"} <= names

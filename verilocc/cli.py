@@ -7,6 +7,7 @@ Heavy imports (z3, networkx, torch) happen inside the commands that need them.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -375,6 +376,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # The layers build large graphs of small objects that reference counting frees; at the
+    # default thresholds the cycle collector would walk all of them again and again.
+    gc.set_threshold(100_000, 50, 100)
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "layers", "unset") is None:

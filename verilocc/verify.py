@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from verilocc import __version__
 from verilocc.pairing.alignment import FunctionAlignment, align_functions
 from verilocc.pairing.blocks import pair_blocks, renumbered, renumbering_note
-from verilocc.rewrite.assignment import materialise, read_assignment
 from verilocc.analysis.calls import call_mask, expand_calls, sgpr_striped
 from verilocc.analysis.cfg import CFG, build_cfg
 from verilocc.analysis.liveness import compute_liveness
@@ -66,6 +65,8 @@ def load_inputs(
             raise InputError("--assignment needs the virtual program: pass --pre PRE.mir", assignment_path, 0, 0)
         if post_path is not None:
             raise InputError("give either ALLOC.mir or --assignment, not both", assignment_path, 0, 0)
+        from verilocc.rewrite.assignment import materialise, read_assignment
+
         post, findings = materialise(pre, read_assignment(assignment_path))
         return post, pre, findings
     if post_path is None:

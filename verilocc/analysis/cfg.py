@@ -1,4 +1,4 @@
-"""The control-flow graph of a machine function (networkx).
+"""The control-flow graph of a machine function.
 
 Edges come from the `successors:` lists llc writes. When a block has none written (hand-made
 MIR), they are inferred as llc's MIR parser does: the targets of branch operands, plus the
@@ -7,9 +7,7 @@ fall-through block unless the block ends in an unconditional branch or a return.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import networkx as nx
+from dataclasses import dataclass, field
 
 from verilocc.mir.model import Block, Function
 
@@ -21,15 +19,28 @@ _NO_FALLTHROUGH = frozenset(
 
 @dataclass
 class CFG:
+    """Edges as adjacency lists without repeats, each in the order the edges were first met
+    (blocks in layout order, each block's successors as written)."""
+
     function: Function
-    graph: nx.DiGraph
     order: list[int]  # block numbers in layout order
+    succ: dict[int, list[int]] = field(default_factory=dict)
+    pred: dict[int, list[int]] = field(default_factory=dict)
+
+    def add_edge(self, a: int, b: int) -> None:
+        for node in (a, b):
+            if node not in self.succ:
+                self.succ[node] = []
+                self.pred[node] = []
+        if b not in self.succ[a]:
+            self.succ[a].append(b)
+            self.pred[b].append(a)
 
     def successors(self, block: int) -> list[int]:
-        return list(self.graph.successors(block))
+        return list(self.succ[block])
 
     def predecessors(self, block: int) -> list[int]:
-        return list(self.graph.predecessors(block))
+        return list(self.pred[block])
 
     @property
     def entry(self) -> int:
@@ -74,18 +85,60 @@ def _inferred_successors(block: Block, next_block: Block | None) -> list[int]:
 
 
 def build_cfg(fn: Function) -> CFG:
-    g: nx.DiGraph = nx.DiGraph()
     order = [b.number for b in fn.blocks]
-    for b in fn.blocks:
-        g.add_node(b.number)
+    cfg = CFG(function=fn, order=order, succ={n: [] for n in order}, pred={n: [] for n in order})
     for i, b in enumerate(fn.blocks):
         if b.successors_written:
             succ = [n for n, _ in b.successors]
         else:
             succ = _inferred_successors(b, fn.blocks[i + 1] if i + 1 < len(fn.blocks) else None)
         for s in succ:
-            g.add_edge(b.number, s)
-    return CFG(function=fn, graph=g, order=order)
+            cfg.add_edge(b.number, s)
+    return cfg
+
+
+def _immediate_dominators(cfg: CFG) -> dict[int, int]:
+    """Immediate dominators of the blocks reachable from the entry (the entry maps to itself),
+    by the iterative algorithm of Cooper, Harvey and Kennedy over reverse postorder."""
+    rpo = cfg.reverse_postorder()
+    reachable = _reachable(cfg)
+    rpo = [b for b in rpo if b in reachable]
+    index = {b: i for i, b in enumerate(rpo)}
+    idom: dict[int, int] = {cfg.entry: cfg.entry}
+
+    def intersect(a: int, b: int) -> int:
+        while a != b:
+            while index[a] > index[b]:
+                a = idom[a]
+            while index[b] > index[a]:
+                b = idom[b]
+        return a
+
+    changed = True
+    while changed:
+        changed = False
+        for b in rpo[1:]:
+            preds = [p for p in cfg.pred[b] if p in idom]
+            if not preds:
+                continue
+            new = preds[0]
+            for p in preds[1:]:
+                new = intersect(p, new)
+            if idom.get(b) != new:
+                idom[b] = new
+                changed = True
+    return idom
+
+
+def _reachable(cfg: CFG) -> set[int]:
+    seen = {cfg.entry}
+    work = [cfg.entry]
+    while work:
+        for s in cfg.succ[work.pop()]:
+            if s not in seen:
+                seen.add(s)
+                work.append(s)
+    return seen
 
 
 def loop_depths(cfg: CFG) -> dict[int, int]:
@@ -94,21 +147,20 @@ def loop_depths(cfg: CFG) -> dict[int, int]:
     A back edge u -> h is one whose head h dominates u; the loop of h is h and every block
     that reaches a back edge's tail without passing h. Back edges to one head form one loop.
     """
-    reachable = set(nx.descendants(cfg.graph, cfg.entry)) | {cfg.entry}
-    sub = cfg.graph.subgraph(reachable)
-    idom = nx.immediate_dominators(sub, cfg.entry)
+    idom = _immediate_dominators(cfg)
 
     def dominates(a: int, b: int) -> bool:
         while True:
             if a == b:
                 return True
-            up = idom.get(b, b)
+            up = idom[b]
             if up == b:
                 return False
             b = up
 
     bodies: dict[int, set[int]] = {}
-    for u, h in sorted(sub.edges()):
+    edges = sorted((u, h) for u in idom for h in cfg.succ[u])
+    for u, h in edges:
         if not dominates(h, u):
             continue
         body = bodies.setdefault(h, {h})
@@ -118,7 +170,7 @@ def loop_depths(cfg: CFG) -> dict[int, int]:
             if n in body:
                 continue
             body.add(n)
-            work.extend(p for p in sub.predecessors(n) if p not in body)
+            work.extend(p for p in cfg.pred[n] if p in idom and p not in body)
     depth = {b: 0 for b in cfg.order}
     for body in bodies.values():
         for n in body:

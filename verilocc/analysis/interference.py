@@ -49,8 +49,9 @@ deterministic. Facts are not deduplicated; masks are never empty.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from verilocc.analysis.liveness import Liveness
 from verilocc.analysis.operands import RegRef, VReg, slot_mask
@@ -84,9 +85,10 @@ class FixedUnits:
 Side = VirtualLanes | FixedUnits
 
 
-@dataclass(frozen=True, slots=True)
-class Interference:
+class Interference(NamedTuple):
     """`defined` (written by the instruction at `block`/`index`) and `other` share no unit.
+    (A named tuple: there are many, and it is made several times faster than a frozen
+    dataclass.)
 
     `meets`: "live" (other is live after the instruction), "def" (another def of it) or
     "use" (an early-clobber def against a use). `identity`: for the copied lanes of a COPY,
@@ -161,25 +163,38 @@ def _against_live_units(b: int, idx: int, ds: VirtualLanes, d: RegRef, live: Fix
         yield Interference(b, idx, ds, other, "live", d.op, (_first_slot(ds.slots), 0) if whole else None)
 
 
-def interferences(fn: Function, liveness: Liveness) -> Iterator[Interference]:
-    """Every interference fact of `fn` (see the module docstring for the rules and order)."""
+def interferences(fn: Function, liveness: Liveness, only: Set[VReg] | None = None) -> Iterator[Interference]:
+    """Every interference fact of `fn` (see the module docstring for the rules and order).
+
+    `only`: the facts whose virtual sides are all registers of this set (the same facts, in
+    the same order, as filtering the whole relation afterwards)."""
     blocks = {b.number: b for b in fn.blocks}
+    lanes_of: dict[tuple[VReg, int], VirtualLanes] = {}
     for b in liveness.cfg.order:
         effects = liveness.effects[b]
-        for idx, live in liveness.walk_backward(b):
+        for idx, live in liveness.walk_backward(b, only):
             ins = blocks[b].instructions[idx]
             eff = effects[idx]
             if not eff.defs or ins.opcode in NO_INTERFERENCE_OPCODES:
                 continue
-            copy = copied_lanes(ins, eff.uses, eff.defs)
-            live_vregs = [VirtualLanes(w, slot_mask(m)) for w, m in live.vregs.items()]
-            live_units = FixedUnits(frozenset(live.units)) if live.units else None
             def_sides: list[tuple[Side, RegRef]] = []
             for d in eff.defs:
                 side = _def_side(d)
                 if side is not None:
                     def_sides.append((side, d))
+            if only is not None and all(isinstance(ds, VirtualLanes) and ds.vreg not in only for ds, _ in def_sides):
+                continue
+            copy = copied_lanes(ins, eff.uses, eff.defs)
+            live_vregs = []
+            for w, m in live.vregs.items():  # only registers of `only`, when given
+                ls = lanes_of.get((w, m))
+                if ls is None:
+                    ls = lanes_of[(w, m)] = VirtualLanes(w, slot_mask(m))
+                live_vregs.append(ls)
+            live_units = FixedUnits(frozenset(live.units)) if live.units else None
             for ds, d in def_sides:
+                if only is not None and isinstance(ds, VirtualLanes) and ds.vreg not in only:
+                    continue
                 for ls in live_vregs:
                     if _same(ds, ls):
                         continue
@@ -204,11 +219,15 @@ def interferences(fn: Function, liveness: Liveness) -> Iterator[Interference]:
                         us = u.mask & (liveness.defined_after(b, idx - 1, u.vreg) if idx else
                                        liveness.defined_in[b].get(u.vreg, 0))
                         use_side = VirtualLanes(u.vreg, slot_mask(us))
+                        if only is not None and u.vreg not in only:
+                            continue
                         if us and not _same(ds, use_side):
                             yield Interference(b, idx, ds, use_side, "use", d.op)
             for i in range(len(def_sides)):
                 for j in range(i + 1, len(def_sides)):
                     (a, d), (c, _) = def_sides[i], def_sides[j]
+                    if only is not None and any(isinstance(x, VirtualLanes) and x.vreg not in only for x in (a, c)):
+                        continue
                     if not _same(a, c):
                         yield Interference(b, idx, a, c, "def", d.op)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass, field
 
 from verilocc.analysis.cfg import CFG
@@ -128,23 +128,71 @@ class Liveness:
                 mask = (mask & keep[k - 1]) | gen[k - 1]
         return mask
 
-    def walk_backward(self, block: int) -> Iterator[tuple[int, LiveSet]]:
+    def walk_backward(self, block: int, only: Set[VReg] | None = None) -> Iterator[tuple[int, LiveSet]]:
         """Yield (instruction index, live set after it), last instruction first.
 
-        Virtual lanes are restricted to those that may be defined there. The yielded set is
-        a fresh copy each time: callers may keep it.
+        Virtual lanes are restricted to those that may be defined there, and registers to
+        `only` when it is given. The yielded set is a fresh copy each time: callers may keep it.
         """
         live = self.live_out[block].copy()
         effs = self.effects[block]
-        for i in range(len(effs) - 1, -1, -1):
-            out = LiveSet({}, live.units)
-            for v, m in live.vregs.items():
-                m &= self.defined_after(block, i, v)
-                if m:
-                    out.vregs[v] = m
-            yield i, out
-            effs[i].apply_backward(live)
-            live = LiveSet(dict(live.vregs), set(live.units))
+        if not effs:
+            return
+        # `restricted` is the live set after instruction i restricted to the lanes that may be
+        # defined there, in the order of `live` (so that callers' facts come out in a fixed
+        # order). Going from i to i - 1, a register's live lanes change only where instruction
+        # i reads or writes it, and its defined lanes only where i writes it: only the
+        # registers instruction i names are recomputed.
+        vregs = live.vregs
+
+        def lanes(v: VReg, i: int) -> int:
+            m = vregs.get(v, 0) if only is None or v in only else 0
+            return m & self.defined_after(block, i, v) if m else 0
+
+        last = len(effs) - 1
+        restricted = {v: m for v in vregs if (m := lanes(v, last))}
+        for i in range(last, -1, -1):
+            yield i, LiveSet(dict(restricted), set(live.units))
+            eff = effs[i]
+            # `Effect.apply_backward`, noting the registers that leave `live` and come back at
+            # its end (their place in the order changes).
+            appended: list[VReg] = []
+            for d in eff.defs:
+                if d.vreg is not None:
+                    m = vregs.get(d.vreg, 0) & ~d.mask
+                    if m:
+                        vregs[d.vreg] = m
+                    else:
+                        vregs.pop(d.vreg, None)
+                else:
+                    live.units.difference_update(d.units)
+            for u in eff.uses:
+                if u.vreg is not None:
+                    if u.vreg in vregs:
+                        vregs[u.vreg] |= u.mask
+                    else:
+                        vregs[u.vreg] = u.mask
+                        appended.append(u.vreg)
+                else:
+                    live.units.update(u.units)
+            rebuild = False
+            for ref in (*eff.defs, *eff.uses):
+                v = ref.vreg
+                if v is None or v in appended:
+                    continue
+                m = lanes(v, i - 1)
+                if m and v not in restricted and v in vregs:
+                    rebuild = True  # it takes a place in the middle of the order
+                elif m:
+                    restricted[v] = m
+                else:
+                    restricted.pop(v, None)
+            for v in appended:
+                restricted.pop(v, None)
+                if m := lanes(v, i - 1):
+                    restricted[v] = m
+            if rebuild:
+                restricted = {v: m for v in vregs if (m := lanes(v, i - 1))}
 
 
 def compute_liveness(fn: Function, cfg: CFG, classes: dict[VReg, RegisterClass] | None = None,

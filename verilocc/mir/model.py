@@ -54,6 +54,10 @@ INSTR_FLAGS = frozenset(
 )
 
 
+_DEF_FLAGS = frozenset({"def", "implicit-def"})
+_IMPLICIT_FLAGS = frozenset({"implicit", "implicit-def"})
+
+
 @dataclass
 class Operand:
     """One machine operand.
@@ -87,11 +91,11 @@ class Operand:
 
     @property
     def is_def(self) -> bool:
-        return "def" in self.flags or "implicit-def" in self.flags
+        return not _DEF_FLAGS.isdisjoint(self.flags)
 
     @property
     def is_implicit(self) -> bool:
-        return "implicit" in self.flags or "implicit-def" in self.flags
+        return not _IMPLICIT_FLAGS.isdisjoint(self.flags)
 
     @property
     def is_virtual(self) -> bool:

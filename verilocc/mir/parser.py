@@ -153,7 +153,7 @@ def _split_documents(lines: list[str], file: str) -> list[tuple[int, list[str]]]
             if cur_start is not None:
                 docs.append((cur_start, lines[cur_start:i]))
             cur_start = i + 1
-        elif ln.rstrip() == "..." :
+        elif ln.startswith("...") and ln.rstrip() == "...":
             if cur_start is None:
                 raise InputError("`...` without an open document", file, i + 1, 1)
             docs.append((cur_start, lines[cur_start:i]))
@@ -213,6 +213,8 @@ def _parse_function(
     end = start + count
     body_at: int | None = None
     for i in range(start, end):
+        if not lines[i].startswith("body:"):
+            continue
         if re.match(r"body:\s*[|>]", lines[i]):
             body_at = i
             break
@@ -230,10 +232,18 @@ def _parse_function(
                 break
     header_text = "\n".join(lines[start:header_end])
     trailer_text = "\n".join(lines[body_lines_end:end])
-    header = _load_yaml(header_text + "\n" + trailer_text, file, start,
+    fast = _registers_as_llc_writes_them(lines, start, header_end)
+    yaml_text = header_text
+    if fast is not None:
+        # The entries are read already: YAML gets blank lines in their place (line numbers kept).
+        first, count, _ = fast
+        yaml_text = "\n".join(lines[start:first] + [""] * count + lines[first + count:header_end])
+    header = _load_yaml(yaml_text + "\n" + trailer_text, file, start,
                         list(range(start, header_end)) + list(range(body_lines_end, end)))
     if not isinstance(header, dict) or "name" not in header:
         raise InputError("machine function document without `name:`", file, start + 1, 1)
+    if fast is not None and header.get("registers") is None:
+        header["registers"] = fast[2]
     name = str(header["name"])
     for key, kind in _HEADER_KEY_TYPES.items():
         value = header.get(key)
@@ -275,6 +285,38 @@ def _parse_function(
         body_blank_lines=_trailing_blank_lines(lines[body_at + 1:body_lines_end]) if body_at is not None else 0,
         trailer_text=trailer_text,
     )
+
+
+# One `registers:` entry as llc writes it; the YAML it is, read without a YAML parser.
+_REGISTER_ENTRY = re.compile(
+    r"  - \{ id: (0|[1-9][0-9]*), class: ([A-Za-z_][A-Za-z0-9_]*), preferred-register: '([ -&(-~]*)'(, flags: \[ *\])? \}")
+# Plain scalars that YAML 1.1 (PyYAML) reads as something else than a string.
+_YAML_WORDS = frozenset(
+    w for word in ("yes", "no", "true", "false", "on", "off", "null") for w in (word, word.capitalize(), word.upper()))
+
+
+def _registers_as_llc_writes_them(lines: list[str], start: int, end: int) -> tuple[int, int, list[Any]] | None:
+    """(first line index, number of lines, entries) of the `registers:` list when every entry
+    is one line as llc writes it (`  - { id: 3, class: vgpr_32, preferred-register: '' }`,
+    maybe with `, flags: [  ]`); the entries are what YAML makes of them. None otherwise (no
+    such list, or any other shape): then YAML reads it. The list is the longest part of a
+    header, and reading it without YAML saves most of a header's reading time."""
+    keys = [i for i in range(start, end) if lines[i].startswith("registers:")]
+    if len(keys) != 1 or lines[keys[0]].rstrip() != "registers:":
+        return None
+    first = keys[0] + 1
+    out: list[Any] = []
+    i = first
+    while i < end and lines[i].startswith(" "):
+        m = _REGISTER_ENTRY.fullmatch(lines[i])
+        if m is None or m.group(2) in _YAML_WORDS:
+            return None
+        entry: dict[str, Any] = {"id": int(m.group(1)), "class": m.group(2), "preferred-register": m.group(3)}
+        if m.group(4):
+            entry["flags"] = []
+        out.append(entry)
+        i += 1
+    return (first, i - first, out) if out else None
 
 
 # Header keys the analyses read, and the YAML type they must have.
@@ -399,25 +441,38 @@ def _strip_comment(s: str) -> str:
     return s
 
 
+# What `_split_top` stops at: escapes, quotes and brackets, and each separator it splits at.
+_NESTING = re.compile(r'[\\"()<>{}\[\]]')
+_SPLIT_STOPS = {sep: re.compile(r'[\\"()<>{}\[\]]|' + re.escape(sep)) for sep in (",", " :: ", " = ")}
+
+
 def _split_top(s: str, sep: str, base_col: int, file: str, line: int) -> list[tuple[str, int]]:
     """Split at `sep` outside parentheses, angle brackets, braces and strings.
 
-    Returns (piece, column of the piece's first non-blank character) pairs.
+    Returns (piece, column of the piece's first non-blank character) pairs. Only the
+    characters that matter are visited (`_SPLIT_STOPS`): everything else is plain text.
     """
     out: list[tuple[str, int]] = []
+    if _NESTING.search(s) is None:  # no quotes or brackets: every separator splits
+        at = base_col
+        for text in s.split(sep):
+            out.append((text.strip(), at + len(text) - len(text.lstrip())))
+            at += len(text) + len(sep)
+        return out
     depth = 0
     in_str = False
     piece_start = 0
     opens: list[int] = []
-    i = 0
-    n = len(s)
-    while i < n:
+    stops = _SPLIT_STOPS[sep].search
+    pos = 0
+    while (m := stops(s, pos)) is not None:
+        i = m.start()
         ch = s[i]
+        pos = i + 1
         if in_str:
             if ch == "\\":
-                i += 2
-                continue
-            if ch == '"':
+                pos = i + 2  # the escaped character is text
+            elif ch == '"':
                 in_str = False
         elif ch == '"':
             in_str = True
@@ -429,17 +484,14 @@ def _split_top(s: str, sep: str, base_col: int, file: str, line: int) -> list[tu
                 raise InputError(f"unbalanced `{ch}`", file, line, base_col + i)
             depth -= 1
             opens.pop()
-        elif depth == 0 and s.startswith(sep, i):
+        elif ch != "\\" and depth == 0:  # the separator
             out.append(_piece(s, piece_start, i, base_col))
-            i += len(sep)
-            piece_start = i
-            continue
-        i += 1
+            pos = piece_start = i + len(sep)
     if in_str:
         raise InputError("unterminated string", file, line, base_col + s.rfind('"'))
     if depth:
         raise InputError("unclosed bracket", file, line, base_col + opens[-1])
-    out.append(_piece(s, piece_start, n, base_col))
+    out.append(_piece(s, piece_start, len(s), base_col))
     return out
 
 
@@ -647,6 +699,20 @@ class _BodyParser:
                 raise self.error(f"`tied-def {op.tied_def}` does not name a def operand", op.line, op.column)
 
     def parse_operand(self, text: str, col: int, lineno: int) -> Operand:
+        """One operand; the same text always gives the same parts (only line and column
+        differ), so the parts of each text read without error are remembered."""
+        got = _OPERANDS.get(text)
+        if got is not None:
+            off, kind, rest, vreg, phys, subreg, cls, llt, flags, tied = got
+            return Operand(kind, rest, lineno, col + off, vreg, phys, subreg, cls, llt, flags, tied)
+        op = self._parse_operand(text, col, lineno)
+        if len(_OPERANDS) > 1 << 16:
+            _OPERANDS.clear()
+        _OPERANDS[text] = (op.column - col, op.kind, op.text, op.vreg, op.phys, op.subreg, op.reg_class, op.llt,
+                           op.flags, op.tied_def)
+        return op
+
+    def _parse_operand(self, text: str, col: int, lineno: int) -> Operand:
         flags: set[str] = set()
         rest = text
         off = 0
@@ -710,6 +776,9 @@ class _BodyParser:
             tied_def=tied,
         )
 
+
+# Operand text -> (column offset, and the other fields of `Operand` in order): see `parse_operand`.
+_OPERANDS: dict[str, tuple[Any, ...]] = {}
 
 _SPECIAL_PERCENT = ("%bb.", "%stack.", "%fixed-stack.", "%subreg.", "%ir.", "%ir-block.", "%const.", "%jump-table.")
 

@@ -48,9 +48,14 @@ class Step:
 
 def instruction_key(ins: Instruction) -> tuple[object, ...]:
     """What must be equal for a pre and a post instruction to be the same instruction."""
-    others = tuple(op.text for op in ins.operands if op.kind != "reg")
-    explicit_regs = sum(1 for op in ins.operands if op.kind == "reg" and not op.is_implicit)
-    return (ins.opcode, ins.instr_flags, others, explicit_regs, ins.mem)
+    others: list[str] = []
+    explicit_regs = 0
+    for op in ins.operands:
+        if op.kind != "reg":
+            others.append(op.text)
+        elif not op.is_implicit:
+            explicit_regs += 1
+    return (ins.opcode, ins.instr_flags, tuple(others), explicit_regs, ins.mem)
 
 
 def is_spill_code(ins: Instruction) -> bool:
@@ -132,8 +137,11 @@ def align_block(pre: list[Instruction], post: list[Instruction],
     ]
     a = [instruction_key(pre[i]) for i in pre_real]
     b = [instruction_key(post[i]) for i in post_real]
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    pairs = [(blk.a + k, blk.b + k) for blk in matcher.get_matching_blocks() for k in range(blk.size)]
+    if a == b:  # what the matcher finds for equal sequences: one block, all of them
+        pairs = [(k, k) for k in range(len(a))]
+    else:
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        pairs = [(blk.a + k, blk.b + k) for blk in matcher.get_matching_blocks() for k in range(blk.size)]
     pair_of_pre: dict[int, int] = {}
     prev_b = -1
     for ai, bi in pairs:

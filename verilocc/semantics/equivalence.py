@@ -15,7 +15,8 @@ An undefined input of the virtual program (never written, IMPLICIT_DEF, an `unde
 refined by any value: it takes the value the allocated program reads there.
 
 Obligations whose two sides are the same term are discharged by identity (terms are
-hash-consed); the rest go to z3 in one query per function: assumptions /\\ not (O1 /\\ ... ).
+hash-consed, `verilocc.semantics.terms`); the rest, with the assumptions, are translated into
+z3 and go to z3 in one query per function: assumptions /\\ not (O1 /\\ ... ).
 Unsat proves equivalence; sat gives a concrete input under which the programs differ; a
 timeout is UNKNOWN.
 """
@@ -32,13 +33,26 @@ from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction, Operand
-from verilocc.semantics.interpretation import RandomInterpretation
-from verilocc.semantics.ops import Semantics, has_side_effects, reads_memory
+from verilocc.semantics.ops import Semantics, Z3Semantics, has_side_effects, reads_memory
+from verilocc.semantics.terms import ToZ3
 from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
-from verilocc.smt.solver import Answer, check_z3_terms
+from verilocc.smt.solver import DEFAULT_RLIMIT, Answer, check_z3_terms
 from verilocc.target import RegisterClass, Target
 
 LAYER = "equivalence"
+
+_NOT_READ = frozenset({"debug-use", "internal"})  # use operands the executor does not read
+_SORTED: dict[frozenset[Tag], list[Tag]] = {}
+
+
+def by_repr(tags: frozenset[Tag]) -> list[Tag]:
+    """`sorted(tags, key=repr)`, remembered: the same sets of tags come back at every edge."""
+    got = _SORTED.get(tags)
+    if got is None:
+        if len(_SORTED) > 1 << 16:
+            _SORTED.clear()
+        got = _SORTED[tags] = sorted(tags, key=repr)
+    return got
 
 
 @dataclass
@@ -59,7 +73,6 @@ class _BlockRun:
 
     def __init__(self, eq: EquivalenceChecker, b: int, entry: State) -> None:
         self.eq = eq
-        self.z3 = eq.z3
         self.b = b
         self.entry = entry
         self.pv: dict[Tag, Any] = {}  # virtual program: tag -> value set in this block
@@ -69,10 +82,11 @@ class _BlockRun:
         self.qv: dict[object, Any] = {}  # allocated program: location -> value
         self.qlanes: dict[object, dict[tuple[int, int], Any]] = {}
         self.written: set[object] = set()
-        self.ptoken = self.z3.Const(f"mem_b{b}", eq.sem.token_sort)
+        self.ptoken = eq.sem.token_const(f"mem_b{b}")
         self.qtoken = self.ptoken
-        self.assumptions: list[Any] = []
+        self.assumptions: list[Any] = []  # `Semantics.equal` of terms assumed equal
         self.fresh = 0
+        self._alike: dict[frozenset[Tag], frozenset[Tag]] = {}  # for `entry_alike`
 
     # --- values --------------------------------------------------------------------------
     def entry_value(self, tag: Tag) -> Any:
@@ -129,15 +143,33 @@ class _BlockRun:
 
     def representative(self, tags: frozenset[Tag]) -> Any | None:
         """The entry value of a location that holds `tags`: the tags are equal, so assume it."""
-        defined = sorted((t for t in tags if self.entry.is_defined(t)), key=repr)
+        defined = [t for t in by_repr(tags) if self.entry.is_defined(t)]
         if not defined:
             return None
         first = self.pentry_value(defined[0])
         for t in defined[1:]:
             other = self.pentry_value(t)
-            if other is not None and not other.eq(first):
-                self.assumptions.append(other == first)
+            if other is not None and not self.eq.sem.same(other, first):
+                self.assumptions.append(self.eq.sem.equal(other, first))
         return first
+
+    def entry_alike(self, loc: object) -> frozenset[Tag]:
+        """The tags t for which `qget(loc)` is sure to be `pentry_value(t)`, made without an
+        assumption, while the allocated program has not written loc in this block.
+
+        `qget(loc)` is then `representative` of what loc held at entry: `pentry_value` of
+        its first defined tag, with assumptions that the others equal it. When no tag loc held
+        has a recipe, each defined tag's `pentry_value` is `entry_value`, the symbol that
+        `canonical` gives the whole class, so all are the same term and no assumption is
+        made: every defined tag is alike. When some have recipes, only a sole defined tag is."""
+        entry = self.entry
+        holds = entry.holds(loc)
+        got = self._alike.get(holds)
+        if got is None:
+            defined = frozenset(x for x in holds if entry.is_defined(x))
+            plain = len(defined) == 1 or not any(x in entry.remat for x in holds)
+            got = self._alike[holds] = defined if plain else frozenset()
+        return got
 
     def loc_entry(self, loc: object) -> Any:
         v = self.representative(self.entry.holds(loc))
@@ -257,7 +289,7 @@ class _BlockRun:
             if po.is_def:
                 pdefs.append(po)
                 qdefs.append(qo)
-            elif not (po.has("debug-use") or po.has("internal")):
+            elif not (po.flags & _NOT_READ):
                 ql = self.post_read(qo)
                 pl = self.pre_read(po, ql)
                 ignored = discharged.get((self.b, qidx, position)) if discharged else None
@@ -274,8 +306,9 @@ class _BlockRun:
         if has_side_effects(pi):
             lhs = [v for _, lanes in preads for v in lanes]
             rhs = [v for _, lanes in qreads for v in lanes]
-            self.eq.oblige(Place(self.eq.post.file, self.eq.post.name, self.b, qidx, qi.line, qi.column),
-                           f"`{qi.opcode}` at line {qi.line} sees the same inputs", lhs, rhs)
+            if not self.eq.by_identity(lhs, rhs):
+                self.eq.record(Place(self.eq.post.file, self.eq.post.name, self.b, qidx, qi.line, qi.column),
+                               f"`{qi.opcode}` at line {qi.line} sees the same inputs", lhs, rhs)
         for d, lanes in zip(pdefs, pres):
             self.pre_write(d, lanes)
         for d, lanes in zip(qdefs, qres):
@@ -389,24 +422,49 @@ class _BlockRun:
             if target is None or out is None:
                 continue
             locs = set(target.locs) | set(self.entry.locs) | self.written
+            # `pget(t) == qget(loc)` for each defined tag t that loc holds at s's entry. Most
+            # pairs are untouched by the block: the allocated program did not write loc, the
+            # virtual program did not redefine t, and `qget(loc)` would be `pentry_value(t)`
+            # (`entry_alike`). Their two sides are one term, so they are counted as discharged
+            # by identity without making it (when the terms are z3's, every one is made, as
+            # that construction requires). The memos of `pget` and `qget` are read inline.
+            eq, pget, qget = self.eq, self.pget, self.qget
+            fast = not eq.in_z3
+            pv_set, undef_tags, q_set, written = self.pv, self.undef_tags, self.qv, self.written
+            out_defined, out_undef_fixed, held = out.defined, out.undef_fixed, target.locs
             for loc in sorted(locs, key=repr):
                 if isinstance(loc, tuple) and loc[0] != "slot":
                     continue
-                for t in sorted(target.holds(loc), key=repr):
-                    if not out.is_defined(t):
+                tags = held.get(loc)
+                if tags is None:
+                    tags = frozenset({("$", loc)}) if isinstance(loc, int) else frozenset()
+                alike = self.entry_alike(loc) if fast and loc not in written else frozenset()
+                for t in by_repr(tags):
+                    if not ((t[0] == "$" and t not in out_undef_fixed) or t in out_defined):
                         continue
-                    pv = self.pget(t)
+                    pv = pv_set.get(t)
                     if pv is None:
+                        if t in alike and t not in undef_tags:
+                            eq.made += 1
+                            eq.identical += 1
+                            continue
+                        pv = pget(t)
+                        if pv is None:
+                            continue
+                    qv = q_set.get(loc)
+                    if qv is None:
+                        qv = qget(loc)
+                    if fast and pv is qv:  # `oblige` would discharge it by identity
+                        eq.made += 1
+                        eq.identical += 1
                         continue
-                    self.eq.oblige(place, self.edge_text, [pv], [self.qget(loc)], s, loc, t)
+                    eq.oblige(place, self.edge_text, [pv], [qv], s, loc, t)
             # The recipes value flow gives at s's entry (used there instead of fresh symbols)
             # must hold here too, or they would be unproved assumptions.
-            for t, recipe in sorted(target.remat.items(), key=repr):
-                if not out.is_defined(t):
-                    continue
-                if self.entry.remat.get(t) == recipe and t not in self.pwritten and \
-                        self.pwritten.isdisjoint(recipe[1]):
-                    continue  # proved where the recipe was established; nothing here changed it
+            # (Proved where the recipe was established when nothing here changed it.)
+            changed = [(t, recipe) for t, recipe in target.remat.items() if out.is_defined(t) and not (
+                self.entry.remat.get(t) == recipe and t not in self.pwritten and self.pwritten.isdisjoint(recipe[1]))]
+            for t, recipe in sorted(changed, key=repr):
                 pv = self.pget(t)
                 again = self.recompute(recipe, self.pget)
                 if pv is not None and again is not None:
@@ -426,11 +484,20 @@ class _BlockRun:
 class EquivalenceChecker:
     def __init__(self, pre: Function, post: Function, target: Target, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, cfg: CFG, vf: ValueFlowChecker | None = None,
-                 timeout_s: float = 60.0, seed: int = 0) -> None:
-        import z3
+                 timeout_s: float = 60.0, seed: int = 0, in_z3: bool = False) -> None:
+        # Terms are Python terms, and z3 and its context are made only when an obligation
+        # needs the solver (`decide`); with `in_z3`, every term is a z3 term from the start
+        # (`Z3Semantics`), the construction whose model a counterexample reports. A fresh
+        # context either way: no state shared between runs, same bytes out.
+        self.in_z3 = in_z3
+        self.z3: Any = None
+        self.ctx: Any = None
+        if in_z3:
+            import z3
 
-        self.z3 = z3
-        self.ctx = z3.Context()  # a fresh context: no state shared between runs, same bytes out
+            self.z3 = z3
+            self.ctx = z3.Context()
+        self.classes = classes
         self.pre = pre
         self.post = post
         self.target = target
@@ -440,13 +507,15 @@ class EquivalenceChecker:
             vf = ValueFlowChecker(pre, post, classes, alignment, cfg)
             vf.fixed_point()
         self.vf = vf
-        self.sem = Semantics(z3, self.ctx)
+        self.sem = Z3Semantics(self.z3, self.ctx) if in_z3 else Semantics()
         self.timeout_s = timeout_s
         self.seed = seed
-        self.obligations: list[Obligation] = []
+        self.obligations: list[Obligation] = []  # those not discharged by identity (all, `in_z3`)
+        self.identical = 0  # obligations discharged by identity
+        self.made = 0  # obligations made
         self._classes: dict[int, dict[Tag, Tag]] = {}
         self._find: dict[int, Any] = {}
-        self.assumptions: list[Any] = []
+        self.assumptions: list[Any] = []  # `Semantics.equal` of terms assumed equal
         self.findings: list[Finding] = []
         self.stats: dict[str, object] = {}
         # The exact assertions sent to z3 (None when no obligation needed the solver): a
@@ -479,7 +548,22 @@ class EquivalenceChecker:
         return self._find[block](tag)
 
     def oblige(self, place: Place, what: Any, lhs: list[Any], rhs: list[Any], *args: Any) -> None:
-        """Record lhs == rhs; `what` is a sentence, or a function formatting one from args."""
+        """The obligation lhs == rhs; `what` is a sentence, or a function formatting one from
+        args. When both sides are the same Python terms, lane by lane, it holds: only counted."""
+        if not self.by_identity(lhs, rhs):
+            self.record(place, what, lhs, rhs, *args)
+
+    def by_identity(self, lhs: list[Any], rhs: list[Any]) -> bool:
+        """Count an obligation lhs == rhs; whether it is discharged by identity here (with
+        Python terms: the same terms lane by lane), so that it need not be recorded."""
+        self.made += 1
+        if not self.in_z3 and len(lhs) == len(rhs) and all(a is b for a, b in zip(lhs, rhs)):
+            self.identical += 1
+            return True
+        return False
+
+    def record(self, place: Place, what: Any, lhs: list[Any], rhs: list[Any], *args: Any) -> None:
+        """Record a counted obligation (`by_identity`) for `decide`."""
         self.obligations.append(Obligation(place, (what, *args), lhs, rhs))
 
     def unknown(self, ins: Instruction, block: int, msg: str) -> None:
@@ -498,44 +582,84 @@ class EquivalenceChecker:
             last = qb.instructions[-1] if qb.instructions else None
             run.close(self.vf.entry_states, self.cfg.successors(b), last, len(qb.instructions) - 1)
             self.assumptions.extend(run.assumptions)
-        self.decide()
+        if not self.decide():
+            # z3 did not prove the obligations: the counterexample (or the unknown) reported is
+            # the one of z3 terms made as the executor makes them. Run again that way.
+            again = EquivalenceChecker(self.pre, self.post, self.target, self.classes, self.alignment, self.cfg,
+                                       vf=self.vf, timeout_s=self.timeout_s, seed=self.seed, in_z3=True)
+            again.run()
+            self.__dict__.update(again.__dict__)
         return self.findings
 
-    def decide(self) -> None:
-        z3 = self.z3
+    def decide(self) -> bool:
+        """Decide the obligations that identity did not discharge; findings for those that
+        fail. False when Python terms went to z3 and z3 did not prove them: then the caller
+        runs again with z3 terms (`in_z3`) for the counterexample."""
         pending: list[tuple[Obligation, Any]] = []
-        identical = 0
         for ob in self.obligations:
             if len(ob.lhs) != len(ob.rhs):
                 self.findings.append(Finding("not-equivalent", LAYER, ob.place,
                                              f"bb.{ob.place.block}: {ob.what}: the programs pass {len(ob.lhs)} and {len(ob.rhs)} lanes"))
                 continue
-            diff = [(a, b) for a, b in zip(ob.lhs, ob.rhs) if not a.eq(b)]
-            if not diff:
-                identical += 1
-                continue
-            pending.append((ob, z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]))
-        self.stats.update({"obligations": len(self.obligations), "discharged_by_identity": identical,
+            pending.append((ob, None))
+        if self.in_z3:
+            z3 = self.z3
+            found = pending
+            pending = []
+            for ob, _ in found:
+                diff = [(a, b) for a, b in zip(ob.lhs, ob.rhs) if not a.eq(b)]
+                if not diff:
+                    self.identical += 1
+                    continue
+                pending.append((ob, z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]))
+            assumptions = self.assumptions
+        self.stats.update({"obligations": self.made, "discharged_by_identity": self.identical,
                            "sent_to_solver": len(pending)})
         if not pending:
-            return
+            return True
+        if not self.in_z3:
+            import z3
+
+            self.z3 = z3
+            self.ctx = z3.Context()
+            to_z3 = ToZ3(z3, self.ctx)
+            translated: list[tuple[Obligation, Any]] = []
+            for ob, _ in pending:
+                lhs, rhs = [to_z3(t) for t in ob.lhs], [to_z3(t) for t in ob.rhs]
+                diff = [(a, b) for a, b, x, y in zip(lhs, rhs, ob.lhs, ob.rhs) if x is not y]
+                f = z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]
+                translated.append((Obligation(ob.place, ob.what_parts, lhs, rhs), f))
+            pending = translated
+            assumptions = [to_z3(a) == to_z3(b) for a, b in self.assumptions]
+        from verilocc.semantics.interpretation import RandomInterpretation
+
         # Opcodes are uninterpreted, so one interpretation under which the assumptions hold
         # and an obligation fails refutes the claim as a solver's model would: try a few
-        # random ones before the solver (a wrong allocation is found in microseconds).
+        # random ones before the solver (a wrong allocation is found in microseconds). The
+        # values depend on the terms only, not on how they were made.
         for attempt in range(3):
             interp = RandomInterpretation(z3, f"{self.seed}/{attempt}")
-            if interp.holds(self.assumptions) and self.report_failures(pending, interp.value):
+            if interp.holds(assumptions) and self.report_failures(pending, interp.value):
                 self.stats["refuted_by"] = "random interpretation"
-                return
-        self.query = [*self.assumptions, z3.Not(z3.And([f for _, f in pending]))]
+                return True
+        self.query = [*assumptions, z3.Not(z3.And([f for _, f in pending]))]
+        if not self.in_z3:
+            # Only unsat is taken from here; anything else is decided again with z3 terms and
+            # the full limits. A proof needs little (a few thousand of z3's resource units for
+            # the corpus), a refutation may need millions (about a million per second): this
+            # first try stops at 1/200 of the limit.
+            outcome, value = check_z3_terms(z3, self.ctx, self.query, timeout_s=self.timeout_s,
+                                            rlimit=DEFAULT_RLIMIT // 200, seed=self.seed)
+            return outcome.answer is Answer.UNSAT
         outcome, value = check_z3_terms(z3, self.ctx, self.query, timeout_s=self.timeout_s, seed=self.seed)
         if outcome.answer is Answer.UNSAT:
-            return
+            return True
         if value is None:
             self.findings.append(Finding("solver", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
                                          f"z3 could not decide equivalence: {outcome.reason}", severity="unknown"))
-            return
+            return True
         self.report_failures(pending, value)
+        return True
 
     def report_failures(self, pending: list[tuple[Obligation, Any]],
                         value: Callable[[Any], int | bool | None]) -> bool:

@@ -1,6 +1,6 @@
 """Semantics of machine instructions for the equivalence proof, one table per opcode family.
 
-Values are 16-bit lanes (z3 bit-vectors of width 16), in the slot order of the register that
+Values are 16-bit lanes (terms of width 16, `verilocc.semantics.terms`), in the slot order of the register that
 holds them. An operation's semantics maps the lanes of its register inputs (and the text of
 its other operands) to the lanes of each def. Only the operations whose meaning matters for
 the proof are interpreted: copies, immediate moves, REG_SEQUENCE and the subregister
@@ -19,8 +19,10 @@ from typing import Any
 
 from verilocc.pairing.alignment import MOVE_OPCODES, SIDE_EFFECT_PREFIXES
 from verilocc.mir.model import Instruction
+from verilocc.semantics.terms import TermTable
 
 LANE_BITS = 16
+TOKEN_BITS = 64
 
 # Moves of one immediate into a register: the value is the immediate itself.
 IMMEDIATE_MOVES = frozenset(
@@ -72,67 +74,72 @@ class OpKey:
 
 
 class Semantics:
-    """Builds z3 terms for one instruction. `z3` and the context are passed in by the executor."""
+    """Builds the terms of one instruction's results: hash-consed Python terms
+    (`verilocc.semantics.terms`), in which two terms are the same term exactly when they are
+    the same object. `Z3Semantics` builds the same terms as z3 terms."""
 
-    def __init__(self, z3: Any, ctx: Any) -> None:
-        self.z3 = z3
-        self.ctx = ctx
-        self.lane = z3.BitVecSort(LANE_BITS, ctx)
-        self.token_sort = z3.BitVecSort(64, ctx)
-        self._funcs: dict[tuple[str, int], Any] = {}
+    def __init__(self, terms: TermTable | None = None) -> None:
+        self.terms = terms if terms is not None else TermTable()
+        self._keys: dict[int, tuple[Instruction, OpKey]] = {}
 
+    # --- the term constructors and comparisons ------------------------------------------
     def lane_const(self, name: str) -> Any:
-        """A 16-bit symbol, without z3py's argument checks (hot: one per input lane)."""
-        z3 = self.z3
-        sym = z3.Z3_mk_string_symbol(self.ctx.ref(), name)
-        return z3.BitVecRef(z3.Z3_mk_const(self.ctx.ref(), sym, self.lane.ast), self.ctx)
+        """A 16-bit symbol."""
+        return self.terms.symbol(name, LANE_BITS)
+
+    def token_const(self, name: str) -> Any:
+        """A memory token symbol."""
+        return self.terms.symbol(name, TOKEN_BITS)
 
     def const(self, v: int) -> Any:
-        return self.z3.BitVecVal(v, LANE_BITS, self.ctx)
+        return self.terms.value(v, LANE_BITS)
 
-    def apply(self, f: Any, args: Sequence[Any], result_bits: int) -> Any:
-        """f(args) without z3py's per-argument sort checks (all arguments are lanes or
-        tokens built here, so the sorts are right by construction)."""
-        z3 = self.z3
-        n = len(args)
-        arr = (z3.Ast * n)()
-        for i, a in enumerate(args):
-            arr[i] = a.as_ast()
-        return z3.BitVecRef(z3.Z3_mk_app(self.ctx.ref(), f.ast, n, arr), self.ctx)
+    def fn_const(self, name: str, bits: int) -> Any:
+        """An uninterpreted function of no argument."""
+        return self.terms.symbol(name, bits)
 
-    def func(self, name: str, arity: int, result: Any) -> Any:
-        key = (name, arity)
-        f = self._funcs.get(key)
-        if f is None:
-            f = self.z3.Function(name, *([self.lane] * arity), result) if arity else None
-            self._funcs[key] = f
-        return f
+    def fn_app(self, name: str, args: tuple[Any, ...], bits: int) -> Any:
+        """The uninterpreted function `name` of 16-bit lanes, applied to `args`."""
+        return self.terms.apply(name, args, bits)
+
+    def extract(self, high: int, low: int, t: Any) -> Any:
+        return self.terms.extract(high, low, t)
+
+    def same(self, a: Any, b: Any) -> bool:
+        """Whether two terms are the same term (syntactic identity)."""
+        return a is b
+
+    def equal(self, a: Any, b: Any) -> Any:
+        """The assumption a = b."""
+        return (a, b)
+
+    # --- instructions ----------------------------------------------------------------------
+    def key(self, ins: Instruction) -> OpKey:
+        got = self._keys.get(id(ins))
+        if got is None or got[0] is not ins:
+            got = self._keys[id(ins)] = (ins, OpKey.of(ins))
+        return got[1]
 
     def uninterpreted(self, ins: Instruction, inputs: Sequence[Any], def_widths: Sequence[int],
                       token: Any | None) -> tuple[list[list[Any]], Any | None]:
         """Results of an opcode with no interpretation, and the new memory token if it has effects."""
-        key = OpKey.of(ins)
-        args = list(inputs)
-        outs: list[list[Any]] = []
-        tok_args: list[Any] = []
+        key = self.key(ins)
+        tok_args: tuple[Any, ...] = ()
         if token is not None:
             # Fold the memory token into the arguments as four 16-bit lanes.
-            tok_args = [self.z3.Extract(16 * k + 15, 16 * k, token) for k in range(4)]
-        full = tok_args + args
+            tok_args = tuple(self.extract(16 * k + 15, 16 * k, token) for k in range(4))
+        full = tok_args + tuple(inputs)
+        outs: list[list[Any]] = []
         for j, width in enumerate(def_widths):
             lanes = []
             for k in range(width):
                 name = f"{key.opcode}.{key.digest}.d{j}.l{k}"
-                if full:
-                    lanes.append(self.apply(self.func(name, len(full), self.lane), full, LANE_BITS))
-                else:
-                    lanes.append(self.z3.Const(name, self.lane))
+                lanes.append(self.fn_app(name, full, LANE_BITS) if full else self.fn_const(name, LANE_BITS))
             outs.append(lanes)
         new_token = None
         if token is not None and has_side_effects(ins):
             name = f"{key.opcode}.{key.digest}.mem"
-            new_token = (self.apply(self.func(name, len(full), self.token_sort), full, 64) if full
-                         else self.z3.Const(name, self.token_sort))
+            new_token = self.fn_app(name, full, TOKEN_BITS) if full else self.fn_const(name, TOKEN_BITS)
         return outs, new_token
 
     def interpret(self, ins: Instruction, inputs: Sequence[Sequence[Any]], def_widths: Sequence[int]) -> list[list[Any]] | None:
@@ -142,7 +149,7 @@ class Semantics:
         uses such as $exec do not change a move's result in LLVM's model of registers).
         """
         op = ins.opcode
-        if len(def_widths) != 1:
+        if len(def_widths) != 1 or (op not in IMMEDIATE_MOVES and op not in _PURE_MOVES):
             return None
         width = def_widths[0]
         others = [o for o in ins.operands if o.kind != "reg"]
@@ -153,3 +160,56 @@ class Semantics:
         if op in _PURE_MOVES and len(inputs) >= 1 and len(inputs[0]) == width and not others:
             return [list(inputs[0])]
         return None
+
+
+class Z3Semantics(Semantics):
+    """The same terms built directly as z3 terms in one context, each when the executor asks
+    for it. The equivalence layer builds them so when it needs z3's own model of a failing
+    proof (`EquivalenceChecker`): z3's choice of a model depends on the order in which the
+    terms were made, so the counterexample of a run is the one this construction gives."""
+
+    def __init__(self, z3: Any, ctx: Any) -> None:
+        super().__init__()
+        self.z3 = z3
+        self.ctx = ctx
+        self.lane = z3.BitVecSort(LANE_BITS, ctx)
+        self.token_sort = z3.BitVecSort(TOKEN_BITS, ctx)
+        self._funcs: dict[tuple[str, int], Any] = {}
+
+    def lane_const(self, name: str) -> Any:
+        """A 16-bit symbol, without z3py's argument checks (hot: one per input lane)."""
+        z3 = self.z3
+        sym = z3.Z3_mk_string_symbol(self.ctx.ref(), name)
+        return z3.BitVecRef(z3.Z3_mk_const(self.ctx.ref(), sym, self.lane.ast), self.ctx)
+
+    def token_const(self, name: str) -> Any:
+        return self.z3.Const(name, self.token_sort)
+
+    def const(self, v: int) -> Any:
+        return self.z3.BitVecVal(v, LANE_BITS, self.ctx)
+
+    def fn_const(self, name: str, bits: int) -> Any:
+        return self.z3.Const(name, self.lane if bits == LANE_BITS else self.token_sort)
+
+    def fn_app(self, name: str, args: tuple[Any, ...], bits: int) -> Any:
+        """f(args) without z3py's per-argument sort checks (all arguments are lanes built
+        here, so the sorts are right by construction)."""
+        z3 = self.z3
+        key = (name, len(args))
+        f = self._funcs.get(key)
+        if f is None:
+            f = self._funcs[key] = z3.Function(name, *([self.lane] * len(args)),
+                                               self.lane if bits == LANE_BITS else self.token_sort)
+        arr = (z3.Ast * len(args))()
+        for i, a in enumerate(args):
+            arr[i] = a.as_ast()
+        return z3.BitVecRef(z3.Z3_mk_app(self.ctx.ref(), f.ast, len(args), arr), self.ctx)
+
+    def extract(self, high: int, low: int, t: Any) -> Any:
+        return self.z3.Extract(high, low, t)
+
+    def same(self, a: Any, b: Any) -> bool:
+        return bool(a.eq(b))
+
+    def equal(self, a: Any, b: Any) -> Any:
+        return a == b

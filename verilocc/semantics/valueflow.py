@@ -35,8 +35,10 @@ Transfer, one rule per kind of decoded step (`verilocc.pairing.steps`, which thi
   units still hold; deleted original (pre only): the lanes are redefined, with their recipe.
 - added / dropped instruction: a finding; its effect is approximated so that one error does
   not cascade.
-Phase 1 computes block-entry states to a fixed point without reporting; phase 2 replays every
-block once and collects every error with its place, not just the first. A wrong read whose
+Phase 1 computes block-entry states to a fixed point; phase 2 collects every error with its
+place, not just the first, from each block walked from its final entry state (its last walk
+in phase 1, which records what it finds: a block's entry state changes only when it is
+walked, so no block is walked again for it). A wrong read whose
 lanes the instruction provably ignores is recorded as an `Anomaly` instead of an error
 (`ValueFlowChecker.discharge`).
 
@@ -60,6 +62,7 @@ from verilocc.mir.model import Block, Function, Instruction, Operand
 from verilocc.target import RegisterClass, mask_to_slots, register_for_units, slots_to_mask
 
 LAYER = "value-flow"
+_NOT_READ = frozenset({"undef", "debug-use", "internal"})  # use operands that read no value
 
 Tag = tuple[object, ...]
 Loc = object  # int unit, ("slot", n, k)
@@ -76,10 +79,14 @@ class State:
     # Physical registers whose virtual-program value is undefined here (the high half after a
     # 16-bit COPY widened into them, an IMPLICIT_DEF, a copy of an undefined lane).
     undef_fixed: set[Tag] = field(default_factory=set)
+    # The inverse of `locs` (tag -> the locations in `locs` holding it), kept by `_Walker`;
+    # None until a walker needs it. A copy of the state shares the sets: a walker changes
+    # only the sets it made or copied itself (`_Walker.own`).
+    index: dict[Tag, set[Loc]] | None = None
 
     def copy(self) -> State:
         return State(dict(self.locs), {k: dict(v) for k, v in self.lanes.items()}, set(self.defined), dict(self.remat),
-                     set(self.undef_fixed))
+                     set(self.undef_fixed), dict(self.index) if self.index is not None else None)
 
     def holds(self, loc: Loc) -> frozenset[Tag]:
         got = self.locs.get(loc)
@@ -112,12 +119,15 @@ def meet(states: list[State]) -> State:
     all_locs: set[Loc] = set()
     for s in states:
         all_locs.update(s.locs)
+    rest = states[1:]
     for loc in all_locs:
-        cand: set[Tag] = set()
-        for s in states:
-            cand |= s.holds(loc)
-        keep = frozenset(t for t in cand if all(t in s.holds(loc) or not s.is_defined(t) for s in states))
-        if isinstance(loc, int) and keep == frozenset({("$", loc)}):
+        first = states[0].holds(loc)
+        others = [s.holds(loc) for s in rest]
+        if all(h is first or h == first for h in others):
+            keep = first  # held on every path: kept whatever is defined where
+        else:
+            keep = _kept([first, *others], states)
+        if isinstance(loc, int) and len(keep) == 1 and ("$", loc) in keep:
             continue
         out.locs[loc] = keep
     lane_locs: set[Loc] = set()
@@ -141,6 +151,19 @@ def meet(states: list[State]) -> State:
     return out
 
 
+def _kept(sets: list[frozenset[Tag]], states: list[State]) -> frozenset[Tag]:
+    """The tags of `sets` (what one location holds on each path) that every path holds or
+    leaves undefined: all of them but those some path defines and does not hold there."""
+    union = sets[0].union(*sets[1:])
+    lost: set[Tag] = set()
+    for h, s in zip(sets, states):
+        missing = union - h
+        if missing:
+            lost |= missing & s.defined  # defined lanes of virtual registers
+            lost.update(t for t in missing - s.defined if t[0] == "$" and t not in s.undef_fixed)
+    return union - lost if lost else union
+
+
 class _Walker:
     """Applies the transfer rules to a state; records findings when `report` is set."""
 
@@ -149,10 +172,17 @@ class _Walker:
         self.block = block
         self.s = state
         self.report = report
-        self.index: dict[Tag, set[Loc]] = defaultdict(set)
-        for loc, tags in state.locs.items():
-            for t in tags:
-                self.index[t].add(loc)
+        self.found: list[Finding] = []  # with `report`: the errors of this walk
+        self.anomalies: list[Anomaly] = []  # with `report`: the harmless wrong reads of this walk
+        self.own: set[Tag] = set()  # tags whose set in `index` this walker made or copied
+        if state.index is None:
+            index: dict[Tag, set[Loc]] = defaultdict(set)
+            for loc, tags in state.locs.items():
+                for t in tags:
+                    index[t].add(loc)
+            state.index = dict(index)
+            self.own.update(index)
+        self.index = state.index
         self.rdeps: dict[Tag, set[Tag]] = defaultdict(set)  # input tag -> lanes computed from it
         for t, (_, inputs, _) in state.remat.items():
             for x in inputs:
@@ -160,27 +190,46 @@ class _Walker:
 
     # --- primitive updates -------------------------------------------------------------
     def set_loc(self, loc: Loc, tags: frozenset[Tag]) -> None:
-        for t in self.s.holds(loc):
-            self.index[t].discard(loc)
+        index, own = self.index, self.own
+        old = self.s.locs.get(loc)
+        if old:
+            for t in old:
+                if t not in tags:
+                    got = index.get(t)
+                    if got is not None and loc in got:
+                        if t not in own:
+                            got = index[t] = set(got)
+                            own.add(t)
+                        got.discard(loc)
         self.s.locs[loc] = tags
         for t in tags:
-            self.index[t].add(loc)
+            got = index.get(t)
+            if got is None:
+                index[t] = {loc}
+                own.add(t)
+            elif loc not in got:
+                if t not in own:
+                    got = index[t] = set(got)
+                    own.add(t)
+                got.add(loc)
 
     def forget_tag(self, tag: Tag) -> None:
         """The virtual program redefines `tag`: no location holds its new value yet."""
-        locs = self.index.pop(tag, set())
+        locs: set[Loc] | None = self.index.pop(tag, None)
         if tag[0] == "$":
-            locs = set(locs) | {tag[1]}
-        for loc in locs:
-            held = self.s.holds(loc)
-            if tag in held:
-                self.s.locs[loc] = held - {tag}
+            locs = (locs or set()) | {tag[1]}
+        if locs:
+            s_locs, holds = self.s.locs, self.s.holds
+            for loc in locs:
+                held = holds(loc)
+                if tag in held:
+                    s_locs[loc] = held - {tag}
         for store in self.s.lanes.values():
             for k, v in list(store.items()):
                 if tag in v:
                     store[k] = v - {tag}
-        self.drop_remat(tag)
-        for dep in self.rdeps.pop(tag, set()):
+        self.s.remat.pop(tag, None)  # `drop_remat`
+        for dep in self.rdeps.pop(tag, ()):
             # `rdeps` keeps every lane ever computed from `tag`; a lane redefined since then
             # has a recipe of its own, which this redefinition leaves alone.
             recipe = self.s.remat.get(dep)
@@ -275,7 +324,7 @@ class _Walker:
                 continue
             if po.is_def:
                 defs.append((po, qo))
-            elif not (po.has("undef") or po.has("debug-use") or po.has("internal")) and not po.is_noreg:
+            elif not (po.flags & _NOT_READ) and not po.is_noreg:
                 self.check_use(block, post_index, qi, po, qo, pi, position)
         for po, qo in defs:
             if po.is_noreg:
@@ -308,17 +357,23 @@ class _Walker:
                        vregs=(po,))
             return
         bad: list[tuple[Tag, int]] = []
+        locs, defined, undef_fixed = self.s.locs, self.s.defined, self.s.undef_fixed
         for t, u in zip(tags, units):
-            if self.s.is_defined(t) and t not in self.s.holds(u):
+            held = locs.get(u)  # `State.holds(u)`, which has ("$", u) when u is not in `locs`
+            if t in held if held is not None else t == ("$", u):
+                continue
+            if (t[0] == "$" and t not in undef_fixed) or t in defined:  # `State.is_defined(t)`
                 bad.append((t, u))
         if bad and self.report:
             held = self.c.held_names({x for _, u in bad for x in self.s.holds(u)})
             lanes = self.c.lane_name(po, [t for t, _ in bad])
             what = ", ".join(held) if held else "no value of the virtual program"
             slots = [k for k, (t, u) in enumerate(zip(tags, units)) if (t, u) in bad]
-            if pi is not None and self.c.discharge(block, post_index, pi, qi, position, slots,
-                                                   f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, "
-                                                   f"but it holds {what}"):
+            anomaly = self.c.discharge(block, post_index, pi, qi, position, slots,
+                                       f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, "
+                                       f"but it holds {what}") if pi is not None else None
+            if anomaly is not None:
+                self.anomalies.append(anomaly)
                 return
             self.error(
                 "wrong-value", block, post_index, qi, qo,
@@ -451,7 +506,7 @@ class _Walker:
         ins = s.ins
         if self.report:
             index = s.step.post if s.step.post is not None else -1
-            self.c.findings.append(self.c.finding(
+            self.found.append(self.c.finding(
                 "unsupported", self.block, index, ins, None,
                 f"`{ins.opcode}` is {s.reason} this checker does not model", severity="unknown", pre_line=s.in_pre))
         if s.in_pre:
@@ -464,8 +519,8 @@ class _Walker:
     def error(self, kind: str, block: int, index: int | None, ins: Instruction, op: Operand | None,
               msg: str, vregs: tuple[Operand, ...] = (), pre_line: bool = False) -> None:
         if self.report:
-            self.c.findings.append(self.c.finding(kind, block, index if index is not None else -1, ins, op, msg,
-                                                  vregs=vregs, pre_line=pre_line))
+            self.found.append(self.c.finding(kind, block, index if index is not None else -1, ins, op, msg,
+                                             vregs=vregs, pre_line=pre_line))
 
 
 @dataclass(frozen=True)
@@ -496,7 +551,9 @@ class ValueFlowChecker:
         self.cfg = cfg
         self.findings: list[Finding] = []
         self.anomalies: list[Anomaly] = []
-        self._units: dict[int, tuple[int, ...]] = {}
+        self._units: dict[int, tuple[Operand, tuple[int, ...]]] = {}
+        self._tags: dict[int, tuple[Operand, list[Tag]]] = {}
+        self._ignores: dict[tuple[int, int, tuple[int, ...]], tuple[Instruction, bool]] = {}
         self.remat_instructions: dict[tuple[object, ...], Instruction] = {}
         self.entry_states: dict[int, State] = {}
         self.out_states: dict[int, State] = {}
@@ -517,21 +574,27 @@ class ValueFlowChecker:
 
     # operands -> tags / units
     def tags_of(self, op: Operand) -> list[Tag]:
+        """The tags an operand of the virtual program names (the list is shared: not to be changed)."""
+        got = self._tags.get(id(op))
+        if got is not None and got[0] is op:
+            return got[1]
+        tags: list[Tag] = []
         if op.vreg is not None:
             ref = resolve_operand(self.pre, op, self.classes)
             assert ref is not None
-            return [(op.vreg, slot) for slot in mask_to_slots(ref.mask)]
-        if op.phys is not None:
-            return [("$", u) for u in physreg_at(self.pre, op, op.phys).units]
-        return []
+            tags = [(op.vreg, slot) for slot in mask_to_slots(ref.mask)]
+        elif op.phys is not None:
+            tags = [("$", u) for u in physreg_at(self.pre, op, op.phys).units]
+        self._tags[id(op)] = (op, tags)  # the operand is kept, so that its id stays its own
+        return tags
 
     def units_of(self, op: Operand) -> tuple[int, ...]:
-        key = id(op)
-        got = self._units.get(key)
-        if got is None:
-            got = physreg_at(self.post, op, op.phys).units if op.phys is not None else ()
-            self._units[key] = got
-        return got
+        got = self._units.get(id(op))
+        if got is not None and got[0] is op:
+            return got[1]
+        units = physreg_at(self.post, op, op.phys).units if op.phys is not None else ()
+        self._units[id(op)] = (op, units)
+        return units
 
     def tag_name(self, tag: Tag) -> str:
         if tag[0] == "$":
@@ -612,9 +675,14 @@ class ValueFlowChecker:
         order = [b for b in self.cfg.reverse_postorder() if b in self.alignment.steps]
         return pre_blocks, post_blocks, order
 
-    def fixed_point(self) -> bool:
-        """Phase 1: block-entry states to a fixed point. False if it did not converge."""
+    def fixed_point(self, report: bool = False) -> bool:
+        """Phase 1: block-entry states to a fixed point. False if it did not converge.
+
+        With `report`, also phase 2: each block's errors and anomalies from its last walk, which
+        started from its final entry state (a block's entry state changes only when it is
+        walked), in block order, as replaying every block from its entry state would find them."""
         pre_blocks, post_blocks, order = self._blocks()
+        walks: dict[int, _Walker] = {}
         entry_state: dict[int, State] = {}
         out_state: dict[int, State] = {}
         pos = {b: i for i, b in enumerate(order)}
@@ -628,8 +696,9 @@ class ValueFlowChecker:
             preds = [out_state[p] for p in self.cfg.predecessors(b) if p in out_state]
             state = State() if b == self.cfg.entry or not preds else meet(preds)
             entry_state[b] = state
-            walker = _Walker(self, b, state.copy(), report=False)
+            walker = _Walker(self, b, state.copy(), report=report)
             ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
+            walks[b] = walker
             new = walker.s
             old = out_state.get(b)
             rounds += 1
@@ -643,26 +712,31 @@ class ValueFlowChecker:
                 return False
         self.entry_states = entry_state
         self.out_states = out_state
+        for b in order:
+            self.findings.extend(walks[b].found)
+            self.anomalies.extend(walks[b].anomalies)
         return True
 
     def discharge(self, block: int, post_index: int, pi: Instruction, qi: Instruction, position: int,
-                  slots: list[int], what: str) -> bool:
+                  slots: list[int], what: str) -> Anomaly | None:
         """Whether a wrong read of `slots` of operand `position` is harmless: the results of the
         instruction are the same whatever those slots hold (proved with its bit-precise
-        semantics). Recorded as an `Anomaly`; the equivalence layer then reads those slots as
-        the virtual program does, and layer 1 takes them as not read."""
+        semantics). If so, the `Anomaly` to record; the equivalence layer then reads those slots
+        as the virtual program does, and layer 1 takes them as not read."""
         from verilocc.semantics.bitvector import ignores_slots
 
-        widths = {k: 16 * len(self.tags_of(op)) for k, op in enumerate(pi.operands)
-                  if op.kind == "reg" and not op.is_def and not op.is_noreg}
-        if ignores_slots(pi, position, slots, widths) is not True:
-            return False
+        key = (id(pi), position, tuple(slots))
+        ignored = self._ignores.get(key)
+        if ignored is None or ignored[0] is not pi:
+            widths = {k: 16 * len(self.tags_of(op)) for k, op in enumerate(pi.operands)
+                      if op.kind == "reg" and not op.is_def and not op.is_noreg}
+            ignored = self._ignores[key] = (pi, ignores_slots(pi, position, slots, widths) is True)
+        if not ignored[1]:
+            return None
         pre_index = next((st.pre for st in self.alignment.steps.get(block, ())
                           if st.post == post_index and st.pre is not None), -1)
         op = qi.operands[position]
-        self.anomalies.append(Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode,
-                                      op.line, op.column, what))
-        return True
+        return Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode, op.line, op.column, what)
 
     @property
     def discharged(self) -> dict[tuple[int, int, int], frozenset[int]]:
@@ -683,13 +757,7 @@ class ValueFlowChecker:
             yield decoded, walker.s, True
 
     def run(self) -> list[Finding]:
-        if not self.fixed_point():
+        if not self.fixed_point(report=True):
             self.findings.append(Finding("no-fixed-point", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
                                          "value flow did not reach a fixed point", severity="unknown"))
-            return self.findings
-        # Phase 2: replay once, collecting every error.
-        pre_blocks, post_blocks, order = self._blocks()
-        for b in order:
-            walker = _Walker(self, b, self.entry_states[b].copy(), report=True)
-            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
         return self.findings

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 
-from verilocc.analysis.interference import FixedUnits, Interference, VirtualLanes, interferences
+from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.liveness import Liveness
 from verilocc.analysis.operands import VReg, function_limits, physreg_at, resolve_operand, slot_mask
 from verilocc.analysis.wholewave import wwm_vregs
@@ -308,47 +308,53 @@ class ConstraintChecker:
         seen: set[tuple[object, ...]] = set()
         pre_blocks = {b.number: b for b in self.pre.blocks}
         unit_runs: dict[frozenset[int], list[tuple[int, int]]] = {}
+        with_var = {v for v in self.homes if f"h_{v}" in self.values}
+        made: dict[object, list[tuple[Side, int]]] = {}
+        places: dict[tuple[int, int], Place] = {}  # one per instruction
 
         def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
+            key = (side.vreg, side.slots) if isinstance(side, VirtualLanes) else (side.units, side.reg)
+            got = made.get(key)
+            if got is not None:
+                return got
             if isinstance(side, VirtualLanes):
-                var = f"h_{side.vreg}"
-                return [(Side(f"%{side.vreg}", var=var), side.slots)] if var in self.values else []
-            runs = unit_runs.get(side.units)
-            if runs is None:
-                runs = []
-                for u in sorted(side.units):
-                    if runs and runs[-1][0] + runs[-1][1] == u:
-                        runs[-1] = (runs[-1][0], runs[-1][1] + 1)
-                    else:
-                        runs.append((u, 1))
-                unit_runs[side.units] = runs
-            label = f"${side.reg.name}" if side.reg is not None else None
-            return [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1) for s, n in runs]
+                # Only registers with a variable reach here (`interferences(only=...)`).
+                got = [(Side(f"%{side.vreg}", var=f"h_{side.vreg}"), side.slots)]
+            else:
+                runs = unit_runs.get(side.units)
+                if runs is None:
+                    runs = []
+                    for u in sorted(side.units):
+                        if runs and runs[-1][0] + runs[-1][1] == u:
+                            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+                        else:
+                            runs.append((u, 1))
+                    unit_runs[side.units] = runs
+                label = f"${side.reg.name}" if side.reg is not None else None
+                got = [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1) for s, n in runs]
+            made[key] = got
+            return got
 
-        for fact in interferences(self.pre, self.liveness):
+        # Facts with a side that has no variable make no constraint: `only` leaves them out.
+        for fact in interferences(self.pre, self.liveness, only=with_var):
             a_sides = sides(fact.defined)
-            if not a_sides:
-                continue
             b_sides = sides(fact.other)
-            if not b_sides:
-                continue
-            ins = pre_blocks[fact.block].instructions[fact.index]
-            place = Place(self.pre.file, self.pre.name, fact.block, fact.index, ins.line, ins.column)
+            place = places.get((fact.block, fact.index))
             # The identity position names units relative to a fixed side's lowest unit, which
             # is its only run when the relation gives one (a physical def).
             identity = fact.identity if len(a_sides) == 1 and len(b_sides) == 1 else None
             for sa, ma in a_sides:
                 for sb, mb in b_sides:
-                    self._add(seen, fact, sa, ma, sb, mb, place, identity)
-
-    def _add(self, seen: set[tuple[object, ...]], fact: Interference, a: Side, am: int, b: Side, bm: int,
-             place: Place, identity: tuple[int, int] | None) -> None:
-        key = (a.var, a.const, am, b.var, b.const, bm, identity)
-        if key in seen:
-            return
-        seen.add(key)
-        self.disjoint.append(Disjoint(a, am, b, bm, place, fact.kind, fact.def_op.register_text, fact.live_vreg,
-                                      identity))
+                    key = (sa.var, sa.const, ma, sb.var, sb.const, mb, identity)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    if place is None:
+                        ins = pre_blocks[fact.block].instructions[fact.index]
+                        place = places[(fact.block, fact.index)] = Place(
+                            self.pre.file, self.pre.name, fact.block, fact.index, ins.line, ins.column)
+                    self.disjoint.append(Disjoint(sa, ma, sb, mb, place, fact.kind, fact.def_op.register_text,
+                                                  fact.live_vreg, identity))
 
     # --- evaluation and proof ------------------------------------------------------------
     def evaluate(self) -> int:
@@ -454,16 +460,18 @@ class ConstraintChecker:
         # rewriting instead of by substitution.
         for var in sorted(self.values, key=_var_key):
             out.append(f"(define-fun {var} () Int {self.values[var]})")
-        names: list[str] = []
-        for i, m in enumerate(self.members):
-            out.append(f"(define-fun m{i} () Bool {m.smt()}) ; {m.vreg} in {m.cls}")
-            names.append(f"m{i}")
-        for i, d in enumerate(self.disjoint):
-            out.append(f"(define-fun d{i} () Bool {d.smt()}) ; {d.kind} {d.a.label} {d.b.label} bb.{d.place.block} line {d.place.line}")
-            names.append(f"d{i}")
-        # SMT-LIB's `and` takes two or more arguments (cvc5 rejects a unary one).
-        conj = "true" if not names else names[0] if len(names) == 1 else "(and " + " ".join(names) + ")"
-        out.append(f"(assert (not {conj}))")
+        # The constraints inline, one per line with what it says as a comment: naming each
+        # with a definition of its own triples the time solvers take to read the text.
+        lines = [f"  {m.smt()} ; {m.vreg} in {m.cls}" for m in self.members]
+        lines += [f"  {d.smt()} ; {d.kind} {d.a.label} {d.b.label} bb.{d.place.block} line {d.place.line}"
+                  for d in self.disjoint]
+        if not lines:
+            out.append("(assert (not true))")
+        else:
+            # SMT-LIB's `and` takes two or more arguments (cvc5 rejects a unary one).
+            out.append("(assert (not (and" if len(lines) > 1 else "(assert (not")
+            out += lines
+            out.append(")))" if len(lines) > 1 else "))")
         out.append("(check-sat)")
         return "\n".join(out) + "\n"
 

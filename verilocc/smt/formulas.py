@@ -11,14 +11,16 @@ allocation keeps virtual register N. Fixed physical registers are constants (uni
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from verilocc.analysis.operands import VReg
 from verilocc.findings import Place
 
 
-def lane_runs(mask: int) -> list[tuple[int, int]]:
-    """Maximal runs of set bits: [(first, length)]."""
+@functools.lru_cache(maxsize=4096)
+def lane_runs(mask: int) -> tuple[tuple[int, int], ...]:
+    """Maximal runs of set bits: ((first, length), ...)."""
     runs: list[tuple[int, int]] = []
     i = 0
     while mask:
@@ -31,7 +33,7 @@ def lane_runs(mask: int) -> list[tuple[int, int]]:
         else:
             mask >>= 1
             i += 1
-    return runs
+    return tuple(runs)
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Member:
         return _member_smt(self.var, self.allowed)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Disjoint:
     a: Side
     a_mask: int

@@ -38,11 +38,10 @@ def post_only_checks(fn: Function, target: Target, classes: dict[VReg, RegisterC
             for op in ins.operands:
                 if op.kind != "reg":
                     continue
-                place = Place(fn.file, fn.name, b.number, idx, op.line, op.column)
                 if op.vreg is not None:
                     if op.vreg not in seen_v:
                         seen_v.add(op.vreg)
-                        findings.append(Finding("unallocated", LAYER, place,
+                        findings.append(Finding("unallocated", LAYER, _place(fn, b.number, idx, op),
                                                 f"bb.{b.number} line {op.line}: virtual register %{op.vreg} was not allocated",
                                                 vregs=(f"%{op.vreg}",)))
                     regs.append((op, None))
@@ -68,19 +67,23 @@ def post_only_checks(fn: Function, target: Target, classes: dict[VReg, RegisterC
                     problem = None
                 if problem is not None:
                     kind, why = problem
-                    findings.append(Finding(kind, LAYER, place, f"bb.{b.number} line {op.line}: {why}",
+                    findings.append(Finding(kind, LAYER, _place(fn, b.number, idx, op), f"bb.{b.number} line {op.line}: {why}",
                                             physregs=(f"${reg.name}",)))
                 elif op.has("renamable") and reg.file not in budget_warned:
                     warn = budget_warning(reg, limits)
                     if warn is not None:
                         # One warning per register file says enough.
                         budget_warned[reg.file] = Finding(
-                            "budget", LAYER, place, f"bb.{b.number} line {op.line}: {warn}",
+                            "budget", LAYER, _place(fn, b.number, idx, op), f"bb.{b.number} line {op.line}: {warn}",
                             physregs=(f"${reg.name}",), severity="warning")
             findings.extend(_tied_and_early_clobber(fn, b.number, idx, ins, regs))
     findings.extend(_vector_budget(fn, target, limits))
     findings.extend(budget_warned[f] for f in sorted(budget_warned, key=lambda x: x.value))
     return findings
+
+
+def _place(fn: Function, block: int, idx: int, op: Operand) -> Place:
+    return Place(fn.file, fn.name, block, idx, op.line, op.column)
 
 
 def _tied_and_early_clobber(fn: Function, block: int, idx: int, ins: Instruction,

@@ -297,15 +297,25 @@ def _build_bases() -> dict[str, tuple[_Node, bool]]:
 _BASE: Final[dict[str, tuple[_Node, bool]]] = _build_bases()
 
 
+@functools.lru_cache(maxsize=None)
+def _check_base(name: str) -> None:
+    """The table's facts about one defined class hold: members exist, are LLVM registers and
+    have the class's width. Checked when the class is first used (computing the members of
+    all classes up front would cost every command its start-up time), all of them by
+    tests/test_target.py."""
+    node = _BASE[name][0]
+    if name == "vreg_1":
+        return
+    regs = node.members
+    assert regs, f"{name} is empty"
+    assert all(r.width16 == node.width16 for r in regs), name
+    assert all(is_defined(r) for r in regs), f"{name} holds a register LLVM does not define"
+    assert node.width16 == 1 or node.width16 // 2 in TUPLE_WIDTHS, name
+
+
 def _check_bases() -> None:
-    for name, (node, _) in _BASE.items():
-        if name == "vreg_1":
-            continue
-        regs = node.members
-        assert regs, f"{name} is empty"
-        assert all(r.width16 == node.width16 for r in regs), name
-        assert all(is_defined(r) for r in regs), f"{name} holds a register LLVM does not define"
-        assert node.width16 == 1 or node.width16 // 2 in TUPLE_WIDTHS, name
+    for name in _BASE:
+        _check_base(name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,6 +339,7 @@ def _parses(text: str) -> tuple[_Node, ...]:
     """Every well-typed reading of ``text`` as a class expression (widths match)."""
     found: list[_Node] = []
     if text in _BASE:
+        _check_base(text)
         found.append(_BASE[text][0])
     for pos in _occurrences(text, "_and_"):
         for left in _parses(text[:pos]):
@@ -448,6 +459,7 @@ def get_class(name: str) -> RegisterClass:
     key = name.strip().lower()
     if key in _BASE:
         node, allocatable = _BASE[key]
+        _check_base(key)
         if not allocatable:
             raise TargetError(f"register class '{name}' is not allocatable (llc rejects it for a virtual register)")
         return _make(key, node)
@@ -477,6 +489,3 @@ def is_class_name(name: str) -> bool:
 def base_class_names() -> list[str]:
     """The allocatable classes defined in SIRegisterInfo.td (not the synthesized ones)."""
     return [n for n, (_, allocatable) in _BASE.items() if allocatable]
-
-
-_check_bases()

@@ -158,6 +158,7 @@ def slots_to_mask(slots: Iterable[int]) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)
 def mask_to_slots(mask: int) -> tuple[int, ...]:
     """The 16-bit slots (ascending) that LLVM lane mask ``mask`` selects."""
     if mask < 0 or mask > ALL_LANES:
