@@ -105,6 +105,15 @@ def verify_pair(pre: str, post: str, seconds: float, base: dict[str, Any] | None
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     text = Path(post).read_text(errors="replace")
+    lines = {pre: Path(pre).read_text(errors="replace").split("\n"), post: text.split("\n")}
+
+    def source(f: Any) -> str:
+        """The instruction a finding names, as written (from the file when the finding has none)."""
+        if f.source:
+            return str(f.source).strip()
+        file_lines = lines.get(f.place.file, [])
+        return file_lines[f.place.line - 1].strip() if 0 < f.place.line <= len(file_lines) else ""
+
     functions = []
     for fr in report.functions:
         rec: dict[str, Any] = {**base, "function": fr.name, "verdict": fr.verdict.value}
@@ -113,7 +122,7 @@ def verify_pair(pre: str, post: str, seconds: float, base: dict[str, Any] | None
             if anomalies:
                 a = anomalies[0]
                 rec.update(anomalies=len(anomalies), kind=a.kind, layer=a.layer, message=a.message,
-                           source=a.source.strip(), line=a.place.line, file="post", block=a.place.block,
+                           source=source(a), line=a.place.line, file="post", block=a.place.block,
                            index=a.place.index)
         else:
             first = next((f for f in fr.findings if f.severity == "error"), None) or \
@@ -124,11 +133,11 @@ def verify_pair(pre: str, post: str, seconds: float, base: dict[str, Any] | None
             else:
                 wwm = bool(WWM_RE.search(function_text(text, fr.name)))
                 rec.update(kind=first.kind, layer=first.layer, message=first.message,
-                           source=first.source.strip(), line=first.place.line,
+                           source=source(first), line=first.place.line,
                            file="pre" if first.place.file == pre else "post",
                            block=first.place.block, index=first.place.index,
                            errors=sum(1 for f in fr.findings if f.severity == "error"),
-                           cause=cause_of(first.kind, first.message, first.source, wwm))
+                           cause=cause_of(first.kind, first.message, source(first), wwm))
         functions.append(rec)
     return {**base, "functions": functions}
 

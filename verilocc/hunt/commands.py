@@ -27,13 +27,17 @@ def add_parser(sub: Any) -> None:
                    help=".ll or pre-RA .mir files, or directories searched for them")
     h.add_argument("--llvm", metavar="N[,N]", help="LLVM major versions, run as llc-N (default: every llc-13 to "
                    "llc-22 on PATH)")
-    h.add_argument("--targets", metavar="GFX[,GFX]", help="targets (default: every gfx processor each llc knows)")
+    h.add_argument("--targets", metavar="GFX[,GFX]", help="targets (default: every gfx processor each llc knows); an "
+                   "input made for one processor (clang's IR names it, --hip, --fuzz) is allocated for that one")
     h.add_argument("--regalloc", default="greedy", metavar="A[,A]",
                    help="allocators: greedy, fast, basic (default greedy)")
+    h.add_argument("--mir-regalloc", metavar="A[,A]",
+                   help="allocators for pre-RA MIR inputs and --fuzz programs (default: --regalloc)")
     h.add_argument("--modes", default="one-process,reread", metavar="M[,M]",
                    help="ways to make a pair: one-process, reread (default both)")
     h.add_argument("--hip", type=Path, metavar="DIR", help="also compile the kernels of DIR/manifest.txt with --clang")
     h.add_argument("--clang", default="clang-19", help="clang for --hip (default clang-19)")
+    h.add_argument("--kernels", metavar="K[,K]", help="only these kernels of the --hip manifest (shell patterns)")
     h.add_argument("--fuzz", type=int, default=0, metavar="N",
                    help="also allocate N fuzzer programs per fuzzer target among the targets")
     h.add_argument("--fuzz-seed", type=int, default=0, metavar="S", help="first fuzzer seed (default 0)")
@@ -74,8 +78,9 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     from verilocc.llm.llc_pairs import write_if_changed
 
     allocators = _split(args.regalloc) or []
+    mir_allocators = _split(args.mir_regalloc)
     modes = _split(args.modes) or []
-    for a in allocators:
+    for a in allocators + (mir_allocators or []):
         if a not in ALLOCATORS:
             raise InputError(f"unknown allocator '{a}' (choose from {', '.join(ALLOCATORS)})", "--regalloc", 0, 0)
     for m in modes:
@@ -83,6 +88,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
             raise InputError(f"unknown mode '{m}' (choose from {', '.join(MODES)})", "--modes", 0, 0)
     if args.jobs < 1:
         raise InputError("--jobs must be at least 1", "--jobs", 0, 0)
+    inputs: list[Input] = file_inputs(args.inputs) if args.inputs else []
     versions = None
     if args.llvm:
         try:
@@ -102,10 +108,10 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     except TriageError as e:
         raise InputError(str(e), str(args.triage), 0, 0) from None
     targets = _split(args.targets)
-    inputs: list[Input] = file_inputs(args.inputs) if args.inputs else []
     if args.hip:
         hip_targets = targets or ["gfx908", "gfx90a", "gfx942", "gfx1100"]
-        made, failed = hip_inputs(args.hip, args.clang, hip_targets, args.out / "inputs" / "hip", args.llc_timeout)
+        made, failed = hip_inputs(args.hip, args.clang, hip_targets, _split(args.kernels), args.out / "inputs" / "hip",
+                                  args.llc_timeout)
         inputs += made
         for f in failed:
             print(f"note: {args.clang} failed on {f}", file=sys.stderr)
@@ -117,7 +123,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
         raise InputError("nothing to hunt: give .ll/.mir inputs, --hip DIR or --fuzz N", "<args>", 0, 0)
     inputs = unique_names(inputs)
     config = HuntConfig(inputs, llvms, targets, allocators, modes, args.out, args.jobs, args.llc_timeout,
-                        args.pair_timeout, triage, args.machine_verifier)
+                        args.pair_timeout, triage, args.machine_verifier, mir_allocators)
     result = run_hunt(config, lambda s: print(s, file=sys.stderr, flush=True))
 
     by_name = {i.name: i for i in inputs}

@@ -3,8 +3,12 @@
 An `Input` is one file with a name that is unique within the hunt (the names of the output
 files and table rows) and, for inputs made for one processor (HIP kernels compiled with
 `--offload-arch`, fuzzer programs), the one target it may be allocated for.
-- `.ll` files, given one by one or as directories (every `*.ll` below, sorted);
-- pre-RA `.mir` files (`*.pre.mir` below a directory): allocated from their text only;
+- `.ll` files, given one by one or as directories (every `*.ll` below, sorted); an IR file
+  whose functions all name one `"target-cpu"` (clang's output) is allocated for that target only
+  (the attribute would override `-mcpu` anyway); one whose `RUN:` lines choose an allocator
+  (`-sgpr-regalloc=fast`...) is allocated with that one too, as its test runs;
+- pre-RA `.mir` files, given one by one or as directories without `.ll` files (every
+  `*.pre.mir` below): allocated from their text only;
 - `hip_inputs`: the kernels of a manifest (`verilocc.llm.llc_pairs.compile_hip`), one `.ll`
   per kernel and target;
 - `fuzz_inputs`: programs of the fuzzer's generator (`verilocc.fuzz.generate`), written as
@@ -13,6 +17,7 @@ files and table rows) and, for inputs made for one processor (HIP kernels compil
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +29,7 @@ class Input:
     name: str
     path: Path
     target: str | None = None  # the only target it may be allocated for
+    allocators: tuple[str, ...] = ()  # allocators its RUN lines ask for, besides the hunt's
 
     @property
     def is_mir(self) -> bool:
@@ -43,7 +49,8 @@ def file_inputs(paths: list[Path]) -> list[Input]:
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.is_file() and (q.suffix == ".ll" or q.name.endswith(".pre.mir")))
+            found = sorted(q for q in p.rglob("*.ll") if q.is_file()) or \
+                sorted(q for q in p.rglob("*.pre.mir") if q.is_file())
             if not found:
                 raise InputError(f"no .ll or .pre.mir file below {p}", str(p), 0, 0)
             files.extend(found)
@@ -53,31 +60,50 @@ def file_inputs(paths: list[Path]) -> list[Input]:
             files.append(p)
         else:
             raise InputError("no such file or directory", str(p), 0, 0)
-    return unique_names([Input(_name(f), f) for f in files])
+    return unique_names([Input(_name(f), f, _target_cpu(f), _run_allocators(f)) for f in files])
+
+
+RUN_ALLOCATOR = re.compile(r"^\s*[;#]\s*RUN:.*?-(?:sgpr-|vgpr-|wwm-)?regalloc=(greedy|fast|basic)\b", re.M)
+
+
+def _run_allocators(path: Path) -> tuple[str, ...]:
+    """The allocators the file's `RUN:` lines choose."""
+    return tuple(sorted(set(RUN_ALLOCATOR.findall(path.read_text(errors="replace")))))
+
+
+TARGET_CPU = re.compile(r'"target-cpu"="(gfx[0-9a-z-]+)"')
+
+
+def _target_cpu(path: Path) -> str | None:
+    """The one processor an IR file's functions name, if they name exactly one."""
+    if path.suffix != ".ll":
+        return None
+    names = set(TARGET_CPU.findall(path.read_text(errors="replace")))
+    return names.pop() if len(names) == 1 else None
 
 
 def unique_names(inputs: list[Input]) -> list[Input]:
-    """Inputs with names made unique by their parent directories where two share a stem."""
-    count: dict[str, int] = {}
-    for i in inputs:
-        count[i.name] = count.get(i.name, 0) + 1
+    """Inputs whose names are made unique by as many parent directories as it takes
+    (`15/gfx90a/vadd` and `16/gfx90a/vadd` become `15.gfx90a.vadd` and `16.gfx90a.vadd`)."""
+    def name(i: Input, depth: int) -> str:
+        parents = [p.name for p in list(i.path.parents)[:depth]][::-1]
+        return ".".join([*parents, i.name])
+
     out = []
-    seen: set[str] = set()
     for i in inputs:
-        name = i.name if count[i.name] == 1 else f"{i.path.parent.name}.{i.name}"
-        k = 2
-        base = name
-        while name in seen:
-            name = f"{base}.{k}"
-            k += 1
-        seen.add(name)
-        out.append(Input(name, i.path, i.target))
+        depth = 0
+        while depth < len(i.path.parents) and any(
+                o is not i and name(o, depth) == name(i, depth) for o in inputs):
+            depth += 1
+        out.append(Input(name(i, depth), i.path, i.target, i.allocators))
     return out
 
 
-def hip_inputs(hip: Path, clang: str, targets: list[str], out: Path, timeout: float) -> tuple[list[Input], list[str]]:
-    """The kernels of `hip/manifest.txt` compiled by `clang` for each target: one input per kernel
-    and target (names `<kernel>@<target>`), and the kernels clang failed on."""
+def hip_inputs(hip: Path, clang: str, targets: list[str], kernels: list[str] | None, out: Path,
+               timeout: float) -> tuple[list[Input], list[str]]:
+    """The kernels of `hip/manifest.txt` (those matching `kernels`, shell patterns, if given)
+    compiled by `clang` for each target: one input per kernel and target (names
+    `<kernel>@<target>`), and the kernels clang failed on."""
     import shutil
 
     from verilocc.llm.llc_pairs import compile_hip
@@ -86,7 +112,7 @@ def hip_inputs(hip: Path, clang: str, targets: list[str], out: Path, timeout: fl
     if not manifest.is_file():
         raise InputError("no manifest.txt in the kernel directory", str(hip), 0, 0)
     exe = shutil.which(clang) or clang
-    jobs, failed = compile_hip(exe, hip.resolve(), manifest.resolve(), targets, None, out.resolve(), timeout)
+    jobs, failed = compile_hip(exe, hip.resolve(), manifest.resolve(), targets, kernels, out.resolve(), timeout)
     return [Input(f"{j.kernel}@{j.target}", j.ll, j.target) for j in jobs], failed
 
 

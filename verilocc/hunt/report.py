@@ -133,8 +133,11 @@ def signature(r: dict[str, Any]) -> str:
     """What a limitation is about, across functions: the finding kind and the opcode it names."""
     if r.get("verdict") is None:
         return f"{r.get('error')}"
-    m = OPCODE.search(r.get("source", "").split(" = ", 1)[-1])
+    m = OPCODE.search(r.get("source", "").split(" = ", 1)[-1]) or NAMED.search(r.get("message", ""))
     return f"`{r.get('kind', '')}` at {m.group(1) if m else '(no instruction)'}"
+
+
+NAMED = re.compile(r"`([A-Z][A-Z0-9_]*[A-Z0-9])`")
 
 
 OPCODE = re.compile(r"\b([A-Z][A-Z0-9_]*[A-Z0-9])\b")

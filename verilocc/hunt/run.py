@@ -42,6 +42,7 @@ class HuntConfig:
     pair_timeout: float = 600.0
     triage: list[TriageRow] = field(default_factory=list)
     machine_verifier: bool = False
+    mir_allocators: list[str] | None = None  # for pre-RA MIR inputs (fuzzer programs), if not `allocators`
 
 
 @dataclass
@@ -55,12 +56,14 @@ def tasks(config: HuntConfig) -> list[PairTask]:
     out = []
     for inp in config.inputs:
         for llvm in config.llvms:
-            if inp.target is not None:
-                targets = [inp.target] if config.targets is None or inp.target in config.targets else []
+            if inp.target is not None:  # made for one processor: allocated for that one only
+                targets = [inp.target]
             else:
                 targets = config.targets if config.targets is not None else sorted(llvm.targets, key=target_key)
+            allocators = config.mir_allocators if inp.is_mir and config.mir_allocators else config.allocators
+            allocators = [*allocators, *(a for a in inp.allocators if a not in allocators)]
             for target in targets:
-                for allocator in config.allocators:
+                for allocator in allocators:
                     for mode in config.modes:
                         out.append(PairTask(llvm, target, allocator, inp.path, inp.name, mode))
     return out

@@ -172,6 +172,8 @@ def fail_message(what: str, proc: subprocess.CompletedProcess[str]) -> str:
     a dump printed before the error is not what went wrong)."""
     lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ERROR_LINE.search(ln)]
+    if proc.returncode < 0 and not errors:  # a crash: its stack dump says where, not why
+        return f"{what}: llc crashed (signal {-proc.returncode})"
     return f"{what}: llc exited {proc.returncode}: " + " | ".join((errors or lines)[:6])
 
 
