@@ -133,6 +133,14 @@ def test_value_fault_without_such_evidence_is_a_limitation() -> None:
     assert bad["evidence"] == ["VERIFIED elsewhere: llc-19 gfx90a fast reread"]
 
 
+def test_value_fault_verified_only_the_other_way_is_a_limitation() -> None:
+    """One process against reread: LLVM's liveness in memory may know a lane is not read."""
+    bad = _rec(mode="one-process")
+    classify([bad, _rec(mode="reread", verdict="VERIFIED")], [])
+    assert bad["group"] == "a" and "the other way" in bad["reason"]
+    assert bad["evidence"] == ["VERIFIED, same virtual program: llc-16 gfx90a greedy reread"]
+
+
 @pytest.mark.parametrize(("changes", "group"), [
     ({"kind": "added-instruction"}, "a"),  # about verilocc's reading
     ({"verdict": "UNKNOWN", "kind": "unsupported"}, "a"),
@@ -272,6 +280,14 @@ def test_hunt_finds_61134(tmp_path: Path) -> None:
     assert verified == {("16", "greedy"), ("19", "greedy"), ("19", "fast")}
     md = (tmp_path / "out" / "hunt.md").read_text()
     assert "**issue61134** `gemv`" in md and "-sgpr-regalloc=fast -vgpr-regalloc=fast" in md
+    # Sorted again with a triage row, without llc runs: the case becomes (a), with the reason.
+    (tmp_path / "triage.tsv").write_text("issue61134\tgemv\t16\t*\tfast\t*\twidth\t*\ta\tread by a human\n")
+    again = _hunt([str(KNOWN / "issue61134.ll"), "--llvm", "16,19", "--targets", "gfx90a", "--retable",
+                   "--out", str(tmp_path / "out"), "--triage", str(tmp_path / "triage.tsv")], ROOT)
+    assert again.returncode == 0, again.stderr[-2000:]
+    doc = json.loads((tmp_path / "out" / "hunt.json").read_text())
+    (case,) = [r for r in doc["functions"] if r.get("group")]
+    assert (case["group"], case["reason"]) == ("a", "triaged: read by a human")
 
 
 @pytest.mark.llc

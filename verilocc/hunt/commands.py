@@ -48,6 +48,9 @@ def add_parser(sub: Any) -> None:
     h.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON records here")
     h.add_argument("--triage", type=Path, default=DEFAULT_TRIAGE,
                    help="human-confirmed decisions (TSV; default tests/fixtures/hunt/triage.tsv)")
+    h.add_argument("--retable", action="store_true",
+                   help="sort the records of the finished hunt in --out again (current rules and --triage) and "
+                   "rewrite its tables, without making or verifying pairs; the inputs are given as for the hunt")
     h.add_argument("--reduce", action="store_true",
                    help="reduce every (b) case with llvm-reduce-N, verilocc as the interestingness test")
     h.add_argument("--reduce-timeout", type=float, default=1800.0, metavar="SECONDS",
@@ -73,7 +76,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     from verilocc.hunt.llvm import ALLOCATORS, LlvmError, installed
     from verilocc.hunt.pairs import MODES
     from verilocc.hunt.report import case_key, markdown, to_json, write_section
-    from verilocc.hunt.run import HuntConfig, run_hunt
+    from verilocc.hunt.run import HuntConfig, retable, run_hunt
     from verilocc.hunt.triage import TriageError, read_triage
     from verilocc.llm.llc_pairs import write_if_changed
 
@@ -124,7 +127,13 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     inputs = unique_names(inputs)
     config = HuntConfig(inputs, llvms, targets, allocators, modes, args.out, args.jobs, args.llc_timeout,
                         args.pair_timeout, triage, args.machine_verifier, mir_allocators)
-    result = run_hunt(config, lambda s: print(s, file=sys.stderr, flush=True))
+    known: dict[tuple[str, ...], dict[str, Any]] = {}
+    if args.retable:
+        if not (args.out / "hunt.json").is_file():
+            raise InputError("no finished hunt here (hunt.json) to sort again", str(args.out), 0, 0)
+        result, known = retable(args.out, triage)
+    else:
+        result = run_hunt(config, lambda s: print(s, file=sys.stderr, flush=True))
 
     by_name = {i.name: i for i in inputs}
     by_version = {str(l.version): l for l in llvms}
@@ -134,14 +143,22 @@ def cmd_hunt(args: argparse.Namespace) -> int:
         if r.get("group") != "b":
             continue
         key = case_key(r)
-        llvm = by_version[r["llvm"]]
-        inp = by_name[r["input"]]
+        if key in known and ("reduced" in known[key] or not args.reduce):
+            reproducers[key] = known[key]  # from the hunt being sorted again
+            continue
+        llvm = by_version.get(r["llvm"])
+        inp = by_name.get(r["input"])
+        if llvm is None or inp is None:
+            reproducers[key] = {"kind": r["kind"], "commands": [], "note": "input or llc not given to this run"}
+            continue
         rep: dict[str, Any] = {"kind": r["kind"], "commands": red.commands(
             llvm, r["target"], r["allocator"], r["mode"], str(inp.path),
             red.rewriter_instance(notes_of[key[:1] + key[2:]]), inp.path.read_text(errors="replace"))}
         first_of_case = not any(k[:5] == key[:5] for k in reproducers)
         if args.reduce and first_of_case:
-            reduced, note = red.reduce_case(llvm, r, inp.path, args.out / "reduced" / r["llvm"] / r["target"],
+            # A MIR input is reduced from the pre file that llc printed (keys it reads).
+            source = args.out / r["pre"] if inp.is_mir else inp.path
+            reduced, note = red.reduce_case(llvm, r, source, args.out / "reduced" / r["llvm"] / r["target"],
                                             args.reduce_timeout, args.machine_verifier)
             rep["note"] = note
             if reduced is not None:

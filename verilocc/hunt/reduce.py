@@ -2,7 +2,7 @@
 
 `commands` writes the llc command lines that show a case (the pre file, the allocation, the
 verilocc verdict), the way `docs/llvm-bugs.md` gives them. `reduce_case` shrinks the input
-`.ll` with the affected LLVM's own `llvm-reduce-N`, with `verilocc.hunt.interesting` as the
+`.ll` (or pre-RA `.mir`) with the affected LLVM's own `llvm-reduce-N`, with `verilocc.hunt.interesting` as the
 interestingness test: the reduced file still makes that llc, target, allocator and mode produce
 an allocation of the same function that verilocc REJECTS with the same finding kind.
 """
@@ -35,6 +35,8 @@ def commands(llvm: Llvm, target: str, allocator: str, mode: str, ll: str, instan
     base = " ".join([llvm.name, f"-mtriple={input_triple(text)}", f"-mcpu={target}", "-O3",
                      *llvm.regalloc_args(allocator), *llvm.ir_args(text)])
     stop = f"-stop-after=virtregrewriter,{instance if instance is not None else 'N'}"
+    if ll.endswith(".mir"):  # a pre-RA MIR input is the pre file
+        return [f"{base} -start-before={alloc} {stop} {ll} -o post.mir", f"verilocc verify post.mir --pre {ll}"]
     lines = [f"{base} -stop-before={alloc} {ll} -o pre.mir"]
     if mode == "reread":
         lines.append(f"{base} -start-before={alloc} {stop} pre.mir -o post.mir")
@@ -46,15 +48,16 @@ def commands(llvm: Llvm, target: str, allocator: str, mode: str, ll: str, instan
 
 def reduce_case(llvm: Llvm, case: dict[str, Any], source: Path, work: Path, timeout: float,
                 machine_verifier: bool = False) -> tuple[Path | None, str]:
-    """Reduce `source` for one (b) case into `work/<input>.reduced.ll`; (path, note)."""
+    """Reduce `source` for one (b) case into `work/<input>.reduced.ll` (`.mir` for a MIR input,
+    which should be the pre file the affected llc printed: an older llvm-reduce does not read a
+    later LLVM's keys); (path, note)."""
     exe = llvm.reduce
     if exe is None:
         return None, f"llvm-reduce-{llvm.version} is not on PATH"
-    if source.suffix != ".ll":
-        return None, "only .ll inputs are reduced"
     work.mkdir(parents=True, exist_ok=True)
-    reduced = work / f"{case['input']}.reduced.ll"
+    reduced = work / f"{case['input']}.reduced{source.suffix}"
     shutil.copyfile(source, reduced)
+    language = ["-x=mir", f"--mtriple={input_triple(read_text(source))}"] if source.suffix == ".mir" else []
     test = ["--test", sys.executable]
     for arg in ["-m", "verilocc.hunt.interesting", "--llc", llvm.llc, "--version", str(llvm.version),
                 "--target", case["target"], "--allocator", case["allocator"], "--mode", case["mode"],
@@ -64,7 +67,7 @@ def reduce_case(llvm: Llvm, case: dict[str, Any], source: Path, work: Path, time
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p))
     extra = ["-j", "1"] if "j" in _reduce_options(exe) else []
     try:
-        proc = subprocess.run([exe, *test, *extra, "--in-place", reduced.name], cwd=work, capture_output=True,
+        proc = subprocess.run([exe, *language, *test, *extra, "--in-place", reduced.name], cwd=work, capture_output=True,
                               text=True, errors="replace", timeout=timeout, env=env, check=False)
     except subprocess.TimeoutExpired:
         return reduced, f"llvm-reduce-{llvm.version} stopped after {timeout:.0f}s (partly reduced)"

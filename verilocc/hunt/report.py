@@ -218,7 +218,7 @@ def _not_made(pairs: list[dict[str, Any]]) -> list[str]:
 
 
 def to_json(result: HuntResult, command: str, reproducers: dict[tuple[str, ...], dict[str, Any]]) -> str:
-    slim = ("input", "llvm", "target", "allocator", "mode", "function", "verdict")
+    slim = ("input", "llvm", "target", "allocator", "mode", "function", "verdict", "program")
     functions = [r if r.get("group") else {k: r[k] for k in slim if k in r} for r in result.records]
     cases = [dict(zip(("input", "function", "llvm", "target", "allocator", "mode"), k), **v)
              for k, v in sorted(reproducers.items())]

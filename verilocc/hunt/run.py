@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,6 +110,33 @@ def run_hunt(config: HuntConfig, log: Callable[[str], None]) -> HuntResult:
     records.sort(key=record_key)
     classify(records, config.triage)
     return HuntResult(pairs, records, compare_modes(records, config.out))
+
+
+def retable(out: Path, triage: list[TriageRow]) -> tuple[HuntResult, dict[tuple[str, ...], dict[str, Any]]]:
+    """The records of a finished hunt (`<out>/hunt.json` and its pairs), sorted again with the
+    current rules and `triage`; and the reproducers it had (without llc or verification)."""
+    doc = json.loads(read_text(out / "hunt.json"))
+    pairs = doc["pairs"]
+    files = {(p["input"], p["llvm"], p["target"], p["allocator"], p["mode"]): (p["pre"], p["post"]) for p in pairs}
+    programs: dict[str, dict[str, list[tuple[str, tuple[str, ...]]]]] = {}
+    records = []
+    for r in doc["functions"]:
+        r = {k: v for k, v in r.items() if k not in ("group", "reason", "evidence", "triaged")}
+        pre, post = files.get((r["input"], r["llvm"], r["target"], r["allocator"], r["mode"]), ("", ""))
+        r.setdefault("pre", pre)
+        r.setdefault("post", post)
+        if "program" not in r and pre and r.get("function") != "(pair)":
+            if pre not in programs:
+                programs[pre] = mir_functions(read_text(out / pre))
+            sig = programs[pre].get(r["function"])
+            r["program"] = program_fingerprint(sig) if sig is not None else None
+        records.append(r)
+    records.sort(key=record_key)
+    classify(records, triage)
+    reproducers = {tuple(c[k] for k in ("input", "function", "llvm", "target", "allocator", "mode")):
+                   {k: v for k, v in c.items() if k not in ("input", "function", "llvm", "target", "allocator", "mode")}
+                   for c in doc.get("reproducers", [])}
+    return HuntResult(pairs, records, compare_modes(records, out)), reproducers
 
 
 def _verify(job: tuple[str, str, float, dict[str, Any]]) -> dict[str, Any]:

@@ -19,11 +19,16 @@ rule that applies):
    not pair, a layer that did not finish...), is (a).
 3. A finding about values (`VALUE_KINDS`: wrong value, not equivalent, interference, an
    early-clobber, tied, class, alignment or budget fault, a callee-saved register lost) is (b)
-   when another allocation of *the same virtual program* is VERIFIED for the same function:
-   another allocator of the same llc and target, or the other way of making the pair (one
-   process or reread), whose pre file has the same instruction sequence. verilocc then reads
-   every construct of that program; what differs is the allocation.
-4. Anything else is (a): no allocation of that virtual program is VERIFIED, so the finding
+   when another allocation of *the same virtual program* made the same way is VERIFIED for the
+   same function: another allocator of the same llc and target whose pre file has the same
+   instruction sequence. verilocc then reads every construct of that program; what differs is
+   the allocation.
+4. Such a finding with a VERIFIED allocation only from the other way of making the pair (one
+   process against reread) is (a): LLVM's liveness in memory and the printed MIR differ there,
+   typically a lane the instruction does not read (`V_PK_FMA_F32` with `op_sel_hi` 0 reads the
+   low half of a 64-bit operand only), which verilocc cannot discharge without that opcode's
+   semantics. The one-process/reread section lists each for a human.
+5. Anything else is (a): no allocation of that virtual program is VERIFIED, so the finding
    may well be a construct verilocc does not model. Functions VERIFIED by another LLVM
    version or target are listed as evidence but do not decide (their virtual programs differ).
 """
@@ -102,6 +107,8 @@ def program_fingerprint(signatures: list[tuple[str, tuple[str, ...]]]) -> str:
 
 
 def _same_program(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """b allocates the virtual program a allocates (same llc, target, function and instruction
+    sequence) in another way."""
     return (a["input"], a["llvm"], a["target"], a["function"]) == (b["input"], b["llvm"], b["target"], b["function"]) \
         and (a["allocator"], a["mode"]) != (b["allocator"], b["mode"]) \
         and a.get("program") is not None and a.get("program") == b.get("program")
@@ -125,7 +132,9 @@ def classify(records: list[dict[str, Any]], triage: list[TriageRow]) -> None:
             r.update(group="c", reason="VERIFIED with a liveness anomaly", evidence=[])
             continue
         others = by_function.get((r["input"], r["function"]), [])
-        same = sorted(where(o) for o in others if _same_program(r, o))
+        same_mode = sorted(where(o) for o in others if _same_program(r, o) and o["mode"] == r["mode"])
+        other_mode = sorted(where(o) for o in others if _same_program(r, o) and o["mode"] != r["mode"])
+        same = same_mode + other_mode
         elsewhere = sorted(where(o) for o in others
                            if (o["llvm"], o["target"]) != (r["llvm"], r["target"]))
         r["evidence"] = [f"VERIFIED, same virtual program: {w}" for w in same] + \
@@ -138,9 +147,13 @@ def classify(records: list[dict[str, Any]], triage: list[TriageRow]) -> None:
         elif verdict == "UNKNOWN" or kind in LIMITATION_KINDS or "error" in r:
             r.update(group="a", reason="not decided: " + ("UNKNOWN (a proof did not finish)" if verdict == "UNKNOWN"
                                                           else f"`{kind}` is about verilocc's reading of the pair"))
-        elif kind in VALUE_KINDS and same:
+        elif kind in VALUE_KINDS and same_mode:
             r.update(group="b", reason="a value fault, and the same virtual program is VERIFIED when "
-                                       f"{same[0].split(' ', 2)[2]} allocates it")
+                                       f"{same_mode[0].split(' ', 2)[2]} allocates it")
+        elif kind in VALUE_KINDS and other_mode:
+            r.update(group="a", reason="VERIFIED only when the pair is made the other way: LLVM's liveness in "
+                                       "memory and the printed MIR differ (a read the instruction may not make, "
+                                       "whose semantics verilocc does not model)")
         else:
             r.update(group="a", reason="no allocation of this virtual program is VERIFIED: may be a "
                                        "construct verilocc does not model")
