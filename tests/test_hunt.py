@@ -269,9 +269,9 @@ def test_hunt_finds_61134(tmp_path: Path) -> None:
     for v in (16, 19):
         if shutil.which(f"llc-{v}") is None:
             pytest.skip(f"llc-{v} is not installed")
-    proc = _hunt([str(KNOWN / "issue61134.ll"), "--llvm", "16,19", "--targets", "gfx90a", "--regalloc", "greedy",
-                  "--modes", "one-process", "--out", str(tmp_path / "out"), "--triage", str(tmp_path / "none.tsv")],
-                 ROOT)
+    args = [str(KNOWN / "issue61134.ll"), "--llvm", "16,19", "--targets", "gfx90a", "--regalloc", "greedy",
+            "--modes", "one-process", "--out", str(tmp_path / "out"), "--triage", str(tmp_path / "none.tsv")]
+    proc = _hunt(args, ROOT)
     assert proc.returncode == 1, proc.stderr[-2000:]
     doc = json.loads((tmp_path / "out" / "hunt.json").read_text())
     bugs = [r for r in doc["functions"] if r.get("group") == "b"]
@@ -280,6 +280,10 @@ def test_hunt_finds_61134(tmp_path: Path) -> None:
     assert verified == {("16", "greedy"), ("19", "greedy"), ("19", "fast")}
     md = (tmp_path / "out" / "hunt.md").read_text()
     assert "**issue61134** `gemv`" in md and "-sgpr-regalloc=fast -vgpr-regalloc=fast" in md
+    # Run again: the pairs are made again, identical, and not verified again.
+    rerun = _hunt(args, ROOT)
+    assert rerun.returncode == 1 and "4 pairs verified before by this verilocc" in rerun.stderr
+    assert (tmp_path / "out" / "hunt.md").read_text() == md
     # Sorted again with a triage row, without llc runs: the case becomes (a), with the reason.
     (tmp_path / "triage.tsv").write_text("issue61134\tgemv\t16\t*\tfast\t*\twidth\t*\ta\tread by a human\n")
     again = _hunt([str(KNOWN / "issue61134.ll"), "--llvm", "16,19", "--targets", "gfx90a", "--retable",

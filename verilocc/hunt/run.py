@@ -100,10 +100,19 @@ def run_hunt(config: HuntConfig, log: Callable[[str], None]) -> HuntResult:
              {k: p[k] for k in ("input", "llvm", "target", "allocator", "mode", "pre", "post")})
             for p in pairs if p["status"] == "ok"]
     jobs.sort(key=lambda j: (-os.path.getsize(j[1]), record_key(j[3])))  # big files first
+    cache = VerifyCache(config.out / "verified")
+    todo_jobs = [j for j in jobs if cache.get(j) is None]
     records: list[dict[str, Any]] = []
+    for j in jobs:
+        res = cache.get(j)
+        if res is not None:
+            records.extend(_function_records(res, config.out))
+    if len(todo_jobs) < len(jobs):
+        log(f"{len(jobs) - len(todo_jobs)} pairs verified before by this verilocc ({cache.root})")
     with concurrent.futures.ProcessPoolExecutor(max_workers=config.jobs) as pool:
-        for k, res in enumerate(pool.map(_verify, jobs, chunksize=1), 1):
-            log(f"[verify {k}/{len(jobs)}] llc-{res['llvm']} {res['target']} {res['allocator']} {res['mode']} "
+        for k, (job, res) in enumerate(zip(todo_jobs, pool.map(_verify, todo_jobs, chunksize=1)), 1):
+            cache.put(job, res)
+            log(f"[verify {k}/{len(todo_jobs)}] llc-{res['llvm']} {res['target']} {res['allocator']} {res['mode']} "
                 f"{res['input']}: " + (res.get("error") or ", ".join(
                     f"{f['function']} {f['verdict']}" for f in res["functions"])[:200]))
             records.extend(_function_records(res, config.out))
@@ -137,6 +146,46 @@ def retable(out: Path, triage: list[TriageRow]) -> tuple[HuntResult, dict[tuple[
                    {k: v for k, v in c.items() if k not in ("input", "function", "llvm", "target", "allocator", "mode")}
                    for c in doc.get("reproducers", [])}
     return HuntResult(pairs, records, compare_modes(records, out)), reproducers
+
+
+class VerifyCache:
+    """Verification results by the content of the pair and of the verifier: a hunt that is run
+    again (the triage file or the table changed, a run was stopped) does not verify a pair
+    this verilocc has verified before. The key hashes the pre and post files, the time limit,
+    and every source file of `verilocc/` except the hunt's own modules (which do not change a
+    verdict), `verilocc/hunt/check.py` included (which makes the record)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        package = Path(__file__).resolve().parents[1]
+        digest = hashlib.sha256()
+        for path in sorted(package.rglob("*.py")):
+            rel = path.relative_to(package).as_posix()
+            if rel.startswith("hunt/") and rel != "hunt/check.py":
+                continue
+            digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+        self.tool = digest.hexdigest()
+
+    def _path(self, job: tuple[str, str, float, dict[str, Any]]) -> Path:
+        pre, post, seconds, base = job
+        h = hashlib.sha256(self.tool.encode())
+        for part in (Path(pre).read_bytes(), Path(post).read_bytes(), repr(seconds).encode(),
+                     json.dumps(base, sort_keys=True).encode()):
+            h.update(part + b"\0")
+        return self.root / f"{h.hexdigest()[:32]}.json"
+
+    def get(self, job: tuple[str, str, float, dict[str, Any]]) -> dict[str, Any] | None:
+        path = self._path(job)
+        if not path.exists():
+            return None
+        try:
+            res: dict[str, Any] = json.loads(path.read_text())
+        except ValueError:
+            return None
+        return res if res.get("error") != "timeout" else None  # a time limit may pass another time
+
+    def put(self, job: tuple[str, str, float, dict[str, Any]], res: dict[str, Any]) -> None:
+        write_if_changed(self._path(job), json.dumps(res, sort_keys=True) + "\n")
 
 
 def _verify(job: tuple[str, str, float, dict[str, Any]]) -> dict[str, Any]:
