@@ -219,6 +219,23 @@ def test_drop_yaml_key() -> None:
     assert drop_yaml_key(text, 99, 1) is None
 
 
+def test_reproducer_commands() -> None:
+    from verilocc.hunt.llvm import Llvm
+    from verilocc.hunt.reduce import commands, rewriter_instance
+
+    llvm = Llvm(19, "llc-19")
+    assert rewriter_instance("post virtregrewriter,1; pre matches the allocator's input") == 1
+    ll = commands(llvm, "gfx1100", "greedy", "one-process", "x.ll", 1, 'target triple = "amdgcn-amd-amdpal"')
+    assert ll == ["llc-19 -mtriple=amdgcn-amd-amdpal -mcpu=gfx1100 -O3 -stop-before=greedy x.ll -o pre.mir",
+                  "llc-19 -mtriple=amdgcn-amd-amdpal -mcpu=gfx1100 -O3 -stop-after=virtregrewriter,1 x.ll -o post.mir",
+                  "verilocc verify post.mir --pre pre.mir"]
+    reread = commands(llvm, "gfx1100", "greedy", "reread", "x.ll", 1, "")
+    assert reread[1].endswith("-start-before=greedy -stop-after=virtregrewriter,1 pre.mir -o post.mir")
+    mir = commands(llvm, "gfx90a", "greedy", "reread", "p.pre.mir", 1, "")
+    assert mir == ["llc-19 -mtriple=amdgcn-amd-amdhsa -mcpu=gfx90a -O3 -start-before=greedy "
+                   "-stop-after=virtregrewriter,1 p.pre.mir -o post.mir", "verilocc verify post.mir --pre p.pre.mir"]
+
+
 # --- comparing the two ways of making a pair, and the table -----------------------------------
 
 def _pair_files(tmp_path: Path) -> list[dict[str, Any]]:
