@@ -344,6 +344,8 @@ class PairFactory:
         if proc.returncode != 0:
             raise PairError(fail_message("post", proc))
         pre, post = read_text(work / "pre.mir"), read_text(work / "post.mir")
+        if not mir_functions(pre):  # amdgpu-remove-incompatible-functions may drop every one
+            raise PairError("pre: llc printed no machine function")
         vregs = virtual_registers_in_body(post)
         if vregs:
             line, reg = vregs[0]
