@@ -19,7 +19,7 @@ MODEL  := verilocc/llm/data/verilocc-small
 CHECK_TESTS := tests/test_layers.py tests/test_examples.py tests/test_mir.py tests/test_analysis.py \
                tests/test_reports.py tests/test_target.py tests/test_bad_input.py tests/test_wrong_allocations.py
 
-.PHONY: install model-install llvm demo check test bench clean dataset model
+.PHONY: install model-install llvm hunt-llvm hunt demo check test bench clean dataset model
 
 ifeq ($(origin VENV),file)
 $(BIN)/.installed: pyproject.toml
@@ -76,6 +76,41 @@ check: install
 
 test: install model-install llvm
 	$(PY) -m pytest -q -n 2
+
+# The hunt for LLVM's own allocation bugs (docs/hunt.md; not part of `make test`): every llc-13 to
+# llc-22 on PATH allocates the known-bug reproducers, the fidelity inputs, 31 of LLVM's tests,
+# the LLVM 15/16 kernel IR, our kernels (clang-19, when $(SHARED)/kernels is there) and fuzzer
+# programs (also with the fast and basic allocators); the table goes to docs/hunt.md and
+# docs/hunt.json. Hours on 2 shared cores: `nice make hunt HUNT_JOBS=1`; after a change to the
+# triage file, `make hunt HUNT_FLAGS=--retable` sorts the finished hunt again in a minute.
+HUNT_JOBS ?= 1
+HUNT_TARGETS ?= gfx90a,gfx942,gfx1100
+HUNT_TESTS ?= bitcast-v4f16-v4i16 llvm.sqrt.f16 fma.f16 call-alias-register-usage-agpr agpr-remat \
+              agpr-register-count v_add_u64_pseudo_sdwa select64 amdgpu-shader-calling-convention \
+              llvm.amdgcn.interp.f16 basic-call-return call-encoding call-skip endcf-loop-header \
+              si-annotate-cfg-loop-assert si-lower-control-flow-kill urem sdivrem24 inlineasm-16 \
+              convergent-inlineasm inline-asm.i128 spill-alloc-sgpr-init-bug \
+              sgpr-spill-update-only-slot-indexes bb-prolog-spill-during-regalloc v1024 \
+              extract_vector_elt-f64 mixed_wave32_wave64 llvm.amdgcn.ballot.i64.wave32 \
+              llvm.amdgcn.init.exec.wave32 atomic-optimizer-strict-wqm llvm.amdgcn.wqm.vote
+HUNT_KERNELS ?= vadd,reduce_sum,sgemm_naive,softmax_row,sgemm_64x64_t4x4,sgemm_128x128_t8x8_v64,sgemm_128x128_t8x8_s16,sgemm_128x128_t8x8_s18
+HUNT_HIP := $(if $(wildcard $(SHARED)/kernels/manifest.txt),--hip $(SHARED)/kernels --kernels $(HUNT_KERNELS))
+
+# Debian's LLVM 13 to 16, 19 and 22 (and clang-19) for the hunt.
+hunt-llvm:
+	@missing=""; for v in 13 14 15 16 19 22; do command -v llc-$$v >/dev/null 2>&1 || missing="$$missing llvm-$$v"; done; \
+	command -v clang-19 >/dev/null 2>&1 || missing="$$missing clang-19"; \
+	if [ -z "$$missing" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	else echo "note:$$missing not installed and not root: the hunt runs the LLVMs that are there"; fi
+
+hunt: install hunt-llvm
+	$(VERILOCC) hunt tests/fixtures/hunt/known tests/fixtures/fidelity tests/fixtures/llvm/15/ll \
+	  tests/fixtures/llvm/16/ll $(addprefix tests/fixtures/llvm-tests/ll/,$(addsuffix .ll,$(HUNT_TESTS))) \
+	  $(HUNT_HIP) --fuzz 5 --targets $(HUNT_TARGETS) --regalloc greedy --mir-regalloc greedy,fast,basic \
+	  --reduce --out build/hunt --markdown docs/hunt.md --json docs/hunt.json --command-name "make hunt" \
+	  -j $(HUNT_JOBS) $(HUNT_FLAGS) || [ $$? -eq 1 ]  # 1: candidate LLVM bugs in the table, not a failure of the hunt
 
 bench: install llvm
 	$(PY) bench/verify_bench.py

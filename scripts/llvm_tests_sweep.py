@@ -14,8 +14,8 @@ processes, one pair at a time per worker, each under ``--pair-timeout``), and wr
 
 LLVM's allocations are correct by assumption, so every REJECTED here is a false rejection
 and every UNKNOWN a missing proof.  The cause of a function is read off its first finding
-(first error, else first unknown) and the instruction it names; see ``cause_of`` for the
-rules.  Output is deterministic: records are sorted, timings are not written.
+(first error, else first unknown) and the instruction it names; see
+``verilocc.hunt.check.cause_of`` for the rules (``verilocc hunt`` sorts by the same causes).  Output is deterministic: records are sorted, timings are not written.
 
 Example::
 
@@ -32,7 +32,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -42,129 +41,16 @@ sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import llvm_tests_corpus as corpus  # noqa: E402  (a sibling script)
 
+from verilocc.hunt.check import CAUSES, verify_pair as check_pair  # noqa: E402
+
 BEGIN, END = "<!-- sweep:begin -->", "<!-- sweep:end -->"
 VERDICTS = ("VERIFIED", "REJECTED", "UNKNOWN")
 
-# Causes, in the order the table lists them, with the rule that picks each (first match wins).
-CAUSES = (
-    ("parse error", "verilocc could not read the pair (InputError: file:line:column)"),
-    ("block pairing", "the blocks of pre and post could not be paired (renumbered, split or "
-                      "merged blocks): finding kind `cfg`"),
-    ("budgets", "a register beyond the function's budget or reserved on the target: finding "
-                "kind `budget`, `bounds` or `reserved` (outside WWM code)"),
-    ("WWM", "the finding's instruction is whole-wave-mode code (STRICT_WWM/WQM, "
-            "V_SET_INACTIVE, WWM spills, `wwmReservedRegs`)"),
-    ("calls", "the finding's instruction is a call, return or register-mask operand "
-              "(SI_CALL, SI_TCRETURN, SI_RETURN, `csr_*` masks, ADJCALLSTACK*)"),
-    ("EXEC control flow", "the finding's instruction reads or writes EXEC (SI_IF/SI_ELSE/"
-                          "SI_LOOP/SI_END_CF, *_SAVEEXEC, `$exec`)"),
-    ("16-bit registers", "a 16-bit register or a copy between 16- and 32-bit registers: finding "
-                         "kind `width`, `_lo16`/`_hi16` operands"),
-    ("lane anomaly", "a read of lanes never written or a partial (subregister) write: "
-                     "`undefined-read`, `undef`, lane masks"),
-    ("physical interference", "a virtual register's home overlaps a physical register live "
-                              "in the program (a live-in, an implicit def, a reserved register)"),
-    ("other", "none of the above"),
-)
-
-WWM_RE = re.compile(r"\b(STRICT_WWM|STRICT_WQM|ENTER_STRICT_\w+|EXIT_STRICT_\w+|SOFT_WQM|"
-                    r"V_SET_INACTIVE_B\w+|SI_SPILL_WWM\w+|WWM_COPY|SI_WHOLE_WAVE\w+)\b")
-CALL_RE = re.compile(r"\b(SI_CALL\w*|SI_TCRETURN\w*|SI_RETURN\w*|ADJCALLSTACK\w+|"
-                     r"S_SETPC_B64_return\w*|SI_CS_CHAIN\w*)\b|csr_amdgpu")
-EXEC_RE = re.compile(r"\b(SI_IF|SI_ELSE|SI_LOOP|SI_END_CF|SI_IF_BREAK|SI_KILL\w*|"
-                     r"S_\w+_SAVEEXEC_B(32|64)|SI_INIT_EXEC\w*|SI_WATERFALL\w*)\b|\$exec")
-LANE_RE = re.compile(r"undefined-read|\bundef\b|lane|subregister|sub\d", re.I)
-
-
-def cause_of(kind: str, message: str, source: str, wwm_function: bool) -> str:
-    """The cause of a non-VERIFIED function, from its first finding (see CAUSES)."""
-    if kind == "parse":
-        return "parse error"
-    if kind == "cfg":
-        return "block pairing"
-    text = f"{source} {message}"
-    if WWM_RE.search(text) or (wwm_function and (kind == "reserved" or "wwm" in message.lower())):
-        return "WWM"
-    if kind in ("budget", "bounds", "reserved"):
-        return "budgets"
-    if kind == "width" or re.search(r"_(lo|hi)16\b|\b16 bits", text):
-        return "16-bit registers"
-    if CALL_RE.search(text):
-        return "calls"
-    if EXEC_RE.search(text):
-        return "EXEC control flow"
-    if kind == "undefined-read" or LANE_RE.search(message):
-        return "lane anomaly"
-    if kind == "interference" and re.search(r"\$[a-z]", message):
-        return "physical interference"
-    return "other"
-
-
-# --- verifying one pair (in a worker process) --------------------------------------------------
-
-class PairTimeout(Exception):
-    pass
-
-
-def _alarm(signum: int, frame: object) -> None:
-    raise PairTimeout()
-
 
 def verify_pair(job: tuple[str, str, str, str, str, str, float]) -> dict:
-    """Verify one pair; a plain dict (pickled back to the parent)."""
+    """Verify one pair in a worker process (`verilocc.hunt.check.verify_pair`)."""
     version, target, test, mode, pre, post, seconds = job
-    from verilocc.errors import InputError
-    from verilocc.mir.parser import read_module
-    from verilocc.verify import Options, verify_modules
-
-    base = {"llvm": version, "target": target, "test": test, "mode": mode}
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        pre_m, post_m = read_module(pre), read_module(post)
-        report = verify_modules(post_m, pre_m, Options())
-    except InputError as e:
-        return {**base, "error": "parse error", "message": str(e)}
-    except PairTimeout:
-        return {**base, "error": "timeout", "message": f"no answer within {seconds:.0f}s"}
-    except Exception as e:  # a verifier crash is a result of the sweep, not of the script
-        return {**base, "error": "crash", "message": f"{type(e).__name__}: {e}"}
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    wwm = {f.name for f in post_m.functions if WWM_RE.search(_function_text(post, f.name))}
-    functions = []
-    for fr in report.functions:
-        rec = {**base, "function": fr.name, "verdict": fr.verdict.value}
-        if fr.verdict.value != "VERIFIED":
-            first = next((f for f in fr.findings if f.severity == "error"), None) or \
-                next((f for f in fr.findings if f.severity == "unknown"), None)
-            if first is None:
-                rec.update(kind="layers", message="not every layer ran: " + ", ".join(fr.layers),
-                           source="", line=0, cause="other")
-            else:
-                rec.update(kind=first.kind, layer=first.layer, message=first.message,
-                           source=first.source.strip(), line=first.place.line,
-                           file="pre" if first.place.file == pre else "post",
-                           block=first.place.block, index=first.place.index,
-                           cause=cause_of(first.kind, first.message, first.source,
-                                          fr.name in wwm))
-        functions.append(rec)
-    return {**base, "functions": functions}
-
-
-_TEXT_CACHE: dict[str, str] = {}
-
-
-def _function_text(path: str, name: str) -> str:
-    """The YAML document of function `name` in the MIR file at `path` (header and body)."""
-    text = _TEXT_CACHE.get(path)
-    if text is None:
-        text = _TEXT_CACHE[path] = Path(path).read_text(errors="replace")
-    m = re.search(rf"^name:\s+'?{re.escape(name)}'?\s*$", text, re.M)
-    if not m:
-        return ""
-    end = text.find("\n...", m.end())
-    return text[m.start(): end if end >= 0 else len(text)]
+    return check_pair(pre, post, seconds, {"llvm": version, "target": target, "test": test, "mode": mode})
 
 
 # --- tables ------------------------------------------------------------------------------------
@@ -333,7 +219,7 @@ def keep_fixtures(dest: Path, pairs: Path, rows: dict, functions: list[dict], pe
     kept = []
     for k in sorted(chosen, key=lambda k: (int(k[0]), target_order(k[1]), k[2], k[3])):
         llc = shutil.which(f"llc-{k[0]}") or f"llc-{k[0]}"
-        row = maker.make(corpus.Task(k[0], llc, k[1], k[2], k[3]))
+        row = maker.make_row(corpus.Task(k[0], llc, k[1], k[2], k[3]))
         if row.status == "ok":
             kept.append(row)
     corpus.write_pairs(dest / "pairs.tsv", {(r.version, r.target, r.test, r.mode): r

@@ -2,7 +2,8 @@
 
 The order follows the data (STYLE.md): errors and findings, target facts, MIR, analyses, the
 pairing of the two programs, the three checks, certificates, `verify`, then the clients
-(allocators, the language model, the fuzzer, the viewer) and the command line on top. A
+(allocators, the language model, the fuzzer, the viewer), the hunt for LLVM's bugs that uses
+them, and the command line on top. A
 module may import from its own package or from a lower layer; imports inside functions count
 too, because they are the same dependency made later.
 """
@@ -32,7 +33,8 @@ LAYERS: dict[str, int] = {
     "verify": 9, "report": 9,
     "allocators": 10, "view": 10,
     "llm": 11, "fuzz": 11, "batch": 11,
-    "cli": 12, "__main__": 13,
+    "hunt": 12,  # makes pairs with llm's pair maker, allocates fuzz's programs
+    "cli": 13, "__main__": 14,
 }
 
 

@@ -2,11 +2,11 @@
 README says; no LLVM needed here): every pair is VERIFIED by every layer, and wrong allocations
 of those files are REJECTED (mutated post files, an odd VGPR pair on gfx90a).
 
-One construct of these versions is not modelled yet: LLVM 15/16 lower SGPR spills to plain
-`V_WRITELANE_B32`/`V_READLANE_B32` on a reserved lane VGPR (LLVM 17+ print the pseudos
-`SI_SPILL_S32_TO_VGPR`/`SI_RESTORE_S32_FROM_VGPR`, which the layers model). Such a pair is not
-VERIFIED (a false rejection, never a false VERIFIED); `test_sgpr_spill_lanes_not_verified` pins
-that until the layers take these instructions for spill code."""
+LLVM 13-16 lower SGPR spills to plain `V_WRITELANE_B32`/`V_READLANE_B32` on a lane VGPR
+(LLVM 17+ print the pseudos `SI_SPILL_S32_TO_VGPR`/`SI_RESTORE_S32_FROM_VGPR`); the layers
+read them as the same spill steps (`pairing.alignment.is_lane_spill`): the pair with such spills
+is VERIFIED, and a reload from the wrong lane, a lane VGPR overwritten between the write and the
+read, or a spill of the wrong SGPR is REJECTED."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ import pytest
 from verilocc.rewrite.assignment import Assignment, assignment_from_allocation, materialise
 from verilocc.findings import LAYERS, Finding, Report, Verdict
 from verilocc.fuzz import mutations
-from verilocc.mir.model import Module
+from verilocc.mir.model import Instruction, Module
 from verilocc.mir.parser import read_module
+from verilocc.pairing.alignment import is_lane_spill
 from verilocc.target import PhysReg, RegFile, parse_physreg
 from verilocc.verify import Options, verify_modules
 
@@ -31,7 +32,6 @@ TARGETS = {"gfx908", "gfx90a", "gfx940", "gfx1030", "gfx1100"}
 SGPR_SPILL_LANES = {"gfx90a/sgemm_naive_s16"}
 
 ALL = [p for v in VERSIONS for p in llvm_version_pairs(v)]
-VERIFIABLE = [p for p in ALL if p[0].split("/", 1)[1] not in SGPR_SPILL_LANES]
 
 
 def _pair(version: str, name: str) -> tuple[Module, Module]:
@@ -67,7 +67,7 @@ def test_made_by_that_llvm(post: Path, pre: Path) -> None:
         assert "sgprForEXECCopy:" not in text and "isOutlined:" not in text
 
 
-@pytest.mark.parametrize(("post", "pre"), [(p, q) for _, p, q in VERIFIABLE], ids=[i for i, _, _ in VERIFIABLE])
+@pytest.mark.parametrize(("post", "pre"), [(p, q) for _, p, q in ALL], ids=[i for i, _, _ in ALL])
 def test_pair_verified(post: Path, pre: Path) -> None:
     report = verify_pair(post, pre)
     assert report.verdict is Verdict.VERIFIED, [f.message for f in _errors(report)][:5]
@@ -75,17 +75,75 @@ def test_pair_verified(post: Path, pre: Path) -> None:
         assert fr.layers == list(LAYERS)
 
 
+def _lane_lines(post: Module) -> list[tuple[int, int, Instruction]]:
+    """(block index, instruction index, instruction) of the lane writes and reads."""
+    return [(b, k, ins) for b, blk in enumerate(post.functions[0].blocks) for k, ins in enumerate(blk.instructions)
+            if ins.opcode in ("V_WRITELANE_B32", "V_READLANE_B32")]
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("name", sorted(SGPR_SPILL_LANES))
-def test_sgpr_spill_lanes_not_verified(version: str, name: str) -> None:
-    """Known gap: the lane writes/reads of SGPR spills are taken for added instructions."""
+def test_sgpr_spill_lanes_are_spill_code(version: str, name: str) -> None:
+    """Every lane write and read of the pair is spill code, and the pair is VERIFIED with
+    value flow alone (the lane store carries the spilled SGPRs)."""
     pre, post = _pair(version, name)
+    lanes = _lane_lines(post)
+    assert len(lanes) >= 10
+    assert all(is_lane_spill(ins) for _, _, ins in lanes)
     report = verify_modules(post, pre, Options(layers=("value-flow",)))
-    assert report.verdict is Verdict.REJECTED
-    added = {f.place.line for f in _errors(report) if f.kind == "added-instruction"}
-    lanes = {i.line for b in post.functions[0].blocks for i in b.instructions
-             if i.opcode in ("V_WRITELANE_B32", "V_READLANE_B32")}
-    assert added and added <= lanes
+    assert not _errors(report), [f.message for f in _errors(report)][:3]
+
+
+def _reread(post: Module, path: Path, text: str, tmp_path: Path) -> Module:
+    out = tmp_path / path.name
+    out.write_text(text)
+    return read_module(str(out))
+
+
+def _mutate_line(path: Path, line: int, old: str, new: str) -> str:
+    lines = path.read_text().split("\n")
+    assert old in lines[line - 1], lines[line - 1]
+    lines[line - 1] = lines[line - 1].replace(old, new, 1)
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("fault", ["wrong-lane", "wrong-source", "lane-vgpr-clobbered"])
+def test_sgpr_spill_lane_faults_rejected(version: str, fault: str, tmp_path: Path) -> None:
+    """Wrong lanes are REJECTED at the read that gets the wrong value."""
+    pre, post = _pair(version, "gfx90a/sgemm_naive_s16")
+    path = FIXTURES / "llvm" / version / "gfx90a/sgemm_naive_s16.post.mir"
+    lanes = _lane_lines(post)
+    reads = [ins for _, _, ins in lanes if ins.opcode == "V_READLANE_B32"]
+    writes = [ins for _, _, ins in lanes if ins.opcode == "V_WRITELANE_B32"]
+    if fault == "wrong-lane":  # the first reload reads the lane next to its own
+        ins = reads[0]
+        lane = next(op for op in ins.operands if op.kind == "imm").text
+        other = str(int(lane) + 1)
+        text = _mutate_line(path, ins.line, f", {lane}", f", {other}")
+        where = ins.line
+    elif fault == "wrong-source":  # the first spill stores another SGPR than the spilled one
+        ins = writes[0]
+        src = next(op for op in ins.operands if op.kind == "reg" and not op.is_def)
+        assert src.phys is not None
+        text = _mutate_line(path, ins.line, f"${src.phys},", "$sgpr31,")
+        where = None
+    else:  # a VALU write of the lane VGPR between the first spill and its reload
+        ins = writes[0]
+        vgpr = ins.defs[0].phys
+        lines = path.read_text().split("\n")
+        indent = lines[ins.line - 1][: len(lines[ins.line - 1]) - len(lines[ins.line - 1].lstrip())]
+        lines.insert(ins.line, f"{indent}${vgpr} = V_MOV_B32_e32 0, implicit $exec")
+        text = "\n".join(lines)
+        where = None
+    mutant = _reread(post, path, text, tmp_path)
+    report = verify_modules(mutant, pre, Options())
+    assert report.verdict is Verdict.REJECTED, fault
+    errors = _errors(report)
+    assert any(f.kind == "wrong-value" for f in errors), [f.message for f in errors][:3]
+    if where is not None:  # the read itself is named (its destination holds the wrong value next)
+        first = min(f.place.line for f in errors if f.kind == "wrong-value")
+        assert first > where
 
 
 # --- wrong allocations ----------------------------------------------------------------------

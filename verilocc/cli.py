@@ -369,8 +369,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-o", "--output", metavar="FILE", help="output MIR (default stdout)")
     m.set_defaults(func=cmd_materialise)
 
+    from verilocc.hunt.commands import add_parser as add_hunt_parser
     from verilocc.llm.commands import add_parsers
 
+    add_hunt_parser(sub)
     add_parsers(sub)
     return p
 

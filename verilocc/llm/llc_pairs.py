@@ -164,9 +164,17 @@ class Llc:
         return proc
 
 
+ERROR_LINE = re.compile(r"error|Bad machine code|LLVM ERROR|Assertion|UNREACHABLE|- (function|instruction|operand):")
+
+
 def fail_message(what: str, proc: subprocess.CompletedProcess[str]) -> str:
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()][:6]
-    return f"{what}: llc exited {proc.returncode}: " + " | ".join(lines)
+    """The step, llc's exit code and its first error lines (the first lines when none says error:
+    a dump printed before the error is not what went wrong)."""
+    lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ERROR_LINE.search(ln)]
+    if proc.returncode < 0 and not errors:  # a crash: its stack dump says where, not why
+        return f"{what}: llc crashed (signal {-proc.returncode})"
+    return f"{what}: llc exited {proc.returncode}: " + " | ".join((errors or lines)[:6])
 
 
 # --- MIR text helpers ------------------------------------------------------------------------
@@ -346,13 +354,44 @@ def last_rewriter_instance(structure: str) -> int:
 
 
 class PairMaker:
-    def __init__(self, llc: Llc, out: Path, check_replay: bool):
+    """Makes one pair per `Job`. `alloc_pass` is the allocator pass the pair starts before
+    (`greedy`; `regallocfast` or `regallocbasic` with `extra_args` choosing that allocator);
+    `extra_args` go on every llc command line; `machine_verifier` runs LLVM's machine verifier
+    after every pass (`-verify-machineinstrs`)."""
+
+    def __init__(self, llc: Llc, out: Path, check_replay: bool, alloc_pass: str = "greedy",
+                 extra_args: tuple[str, ...] = (), machine_verifier: bool = True):
         self.llc = llc
         self.out = out
         self.check_replay = check_replay
+        self.alloc_pass = alloc_pass
+        self.extra_args = extra_args
+        self.machine_verifier = machine_verifier
 
     def base_args(self, target: str) -> list[str]:
-        return [f"-mtriple={TRIPLE}", f"-mcpu={target}", "-O3", "-verify-machineinstrs"]
+        return [f"-mtriple={TRIPLE}", f"-mcpu={target}", "-O3",
+                *(["-verify-machineinstrs"] if self.machine_verifier else []), *self.extra_args]
+
+    def output_paths(self, job: Job) -> tuple[Path, Path]:
+        """Where the pair of `job` is written: `<out>/<target>/<kernel>.{pre,post}.mir`."""
+        base = self.out / job.target
+        return base / f"{job.kernel}.pre.mir", base / f"{job.kernel}.post.mir"
+
+    def rewriter_instance(self, job: Job, work: Path, name: str, pre: str, opcodes: set[str]) -> int:
+        """The last rewriter instance of this llc's pass structure on this input.  The assembly
+        it writes is thrown away (not -filetype=null: llc-15 crashes with it)."""
+        proc, _ = self.run_on_mir(job, work, name, pre,
+                                  [f"-start-before={self.alloc_pass}", "-debug-pass=Structure"],
+                                  opcodes, "pass structure")
+        return last_rewriter_instance(proc.stderr)
+
+    def raw_pre(self, job: Job, work: Path) -> str:
+        """The virtual program as llc prints it before the first allocator pass."""
+        proc = self.llc.run([*self.base_args(job.target), f"-stop-before={self.alloc_pass}",
+                             str(job.ll.resolve()), "-o", "raw.pre.mir"], work, "pre")
+        if proc.returncode != 0:
+            raise PairError(fail_message("pre", proc))
+        return read_text(work / "raw.pre.mir")
 
     def run_on_mir(self, job: Job, work: Path, name: str, text: str, extra: list[str],
                    opcodes: set[str], what: str) -> tuple[subprocess.CompletedProcess[str], str]:
@@ -392,11 +431,7 @@ class PairMaker:
         opcodes = set(WAVE32_VCC_OPCODES) if wave32 else set()
 
         # 1. Stop before the first greedy allocator.
-        proc = self.llc.run([*self.base_args(job.target), "-stop-before=greedy",
-                             str(job.ll.resolve()), "-o", "raw.pre.mir"], work, "pre")
-        if proc.returncode != 0:
-            raise PairError(fail_message("pre", proc))
-        cur = read_text(work / "raw.pre.mir")
+        cur = self.raw_pre(job, work)
 
         # 2. Normalise to a fixed point of (drop unused declarations, parse, print).
         dropped_total = cleared_total = 0
@@ -415,15 +450,11 @@ class PairMaker:
         if declared_vregs(pre) == 0:
             raise PairError("pre file declares no virtual registers")
 
-        # 3. The last rewriter instance, from this llc's pass structure on this input.  The
-        # assembly it writes is thrown away (not -filetype=null: llc-15 crashes with it).
-        proc, _ = self.run_on_mir(job, work, name, pre,
-                                  ["-start-before=greedy", "-debug-pass=Structure"],
-                                  opcodes, "pass structure")
-        instance = last_rewriter_instance(proc.stderr)
+        # 3. The last rewriter instance, from this llc's pass structure.
+        instance = self.rewriter_instance(job, work, name, pre, opcodes)
 
         # 4. Allocate.
-        stop = ["-start-before=greedy", f"-stop-after=virtregrewriter,{instance}"]
+        stop = [f"-start-before={self.alloc_pass}", f"-stop-after=virtregrewriter,{instance}"]
         _, post = self.run_on_mir(job, work, name, pre, stop, opcodes, "post")
         vregs = virtual_registers_in_body(post)
         if vregs:
@@ -436,8 +467,8 @@ class PairMaker:
                 raise PairError("replaying allocation from the pre file gave a different post")
 
         _, hits = patch_wave32(pre, frozenset(opcodes))
-        written = [write_if_changed(self.out / job.target / f"{job.kernel}.pre.mir", pre),
-                   write_if_changed(self.out / job.target / f"{job.kernel}.post.mir", post)]
+        pre_path, post_path = self.output_paths(job)
+        written = [write_if_changed(pre_path, pre), write_if_changed(post_path, post)]
         spills = sum(1 for ln in post.split("\n") if re.search(r"\bSI_(SPILL|RESTORE)_", ln))
         counts: dict[str, int] = {}
         for h in hits:

@@ -60,7 +60,37 @@ def instruction_key(ins: Instruction) -> tuple[object, ...]:
 
 def is_spill_code(ins: Instruction) -> bool:
     op = ins.opcode
-    return op.startswith(("SI_SPILL_", "SI_RESTORE_")) or op in ("SI_SPILL_S32_TO_VGPR", "SI_RESTORE_S32_FROM_VGPR")
+    return (op.startswith(("SI_SPILL_", "SI_RESTORE_")) or op in ("SI_SPILL_S32_TO_VGPR", "SI_RESTORE_S32_FROM_VGPR")
+            or is_lane_spill(ins))
+
+
+def is_lane_spill(ins: Instruction) -> bool:
+    """An SGPR spill of LLVM 13-16, which `si-lower-sgpr-spills` writes as the plain lane
+    instructions `$vgprN = V_WRITELANE_B32 $sgprM, lane, $vgprN` and
+    `$sgprM = V_READLANE_B32 $vgprN, lane` (LLVM 17+ print `SI_SPILL_S32_TO_VGPR` /
+    `SI_RESTORE_S32_FROM_VGPR` there). Told apart from the same opcodes of the program by
+    what the allocator never writes: no operand is `renamable` (the lane VGPR is physical from
+    the start), the lane is an immediate and the written VGPR is its own tied input. The
+    step then means exactly what the instruction does (lane `lane` written or read whatever
+    $exec is), so a misread instruction of the program is checked by its real meaning."""
+    if ins.opcode not in ("V_WRITELANE_B32", "V_READLANE_B32"):
+        return False
+    if any(op.kind == "reg" and op.has("renamable") for op in ins.operands):
+        return False
+    explicit = [op for op in ins.operands if not (op.kind == "reg" and op.is_implicit)]
+    regs = [op for op in explicit if op.kind == "reg"]
+    if any(op.kind == "reg" and op.phys is None for op in ins.operands):
+        return False
+    if ins.opcode == "V_WRITELANE_B32":
+        shape = [op.kind for op in explicit] == ["reg", "reg", "imm", "reg"]
+        return shape and regs[0].is_def and regs[0].phys == regs[2].phys and regs[0].phys.startswith("vgpr") \
+            and _is_sgpr(regs[1].phys)
+    shape = [op.kind for op in explicit] == ["reg", "reg", "imm"]
+    return shape and regs[0].is_def and _is_sgpr(regs[0].phys) and regs[1].phys.startswith("vgpr")
+
+
+def _is_sgpr(name: str | None) -> bool:
+    return name is not None and (name.startswith("sgpr") or name in ("vcc_lo", "vcc_hi", "m0", "exec_lo", "exec_hi"))
 
 
 # Implicit inputs that do not change a value in LLVM's model (remat ignores them too).

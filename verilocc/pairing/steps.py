@@ -220,12 +220,13 @@ def _decode_spill(step: Step, ins: Instruction) -> DecodedStep:
     regs = _explicit_regs(ins)
     slot = next((o for o in ins.operands if o.kind == "stack"), None)
     imm = next((o for o in ins.operands if o.kind == "imm"), None)
-    if op in ("SI_SPILL_S32_TO_VGPR", "SI_RESTORE_S32_FROM_VGPR"):
+    if op in ("SI_SPILL_S32_TO_VGPR", "SI_RESTORE_S32_FROM_VGPR", "V_WRITELANE_B32", "V_READLANE_B32"):
         # `$vgpr = SI_SPILL_S32_TO_VGPR $sgpr, lane, $vgpr(tied)`;
-        # `$sgpr = SI_RESTORE_S32_FROM_VGPR $vgpr, lane`.
+        # `$sgpr = SI_RESTORE_S32_FROM_VGPR $vgpr, lane`; LLVM 13-16 write the same shapes
+        # with V_WRITELANE_B32 / V_READLANE_B32 (`alignment.is_lane_spill`).
         if len(regs) < 2 or imm is None:
             return Unsupported(step, ins, SPILL_CODE, "missing register or lane operand")
-        if op == "SI_SPILL_S32_TO_VGPR":
+        if op in ("SI_SPILL_S32_TO_VGPR", "V_WRITELANE_B32"):
             return SpillToLane(step, ins, src=regs[1], vgpr=regs[0], lane=int(imm.text))
         return RestoreFromLane(step, ins, dst=regs[0], vgpr=regs[1], lane=int(imm.text))
     if slot is not None and regs and op.endswith("_SAVE"):
