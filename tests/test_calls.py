@@ -100,13 +100,19 @@ def test_solver_allocates_across_calls(pair: str) -> None:
     assert report.verdict is Verdict.VERIFIED
 
 
-def test_solver_says_when_calls_need_spill_code() -> None:
-    """70 uniform values across a call do not fit the SGPRs LLVM 22's mask preserves on gfx1100
-    (LLVM itself spills them): an assignment cannot express that, and the solver says so."""
+def test_solver_spills_values_a_call_does_not_preserve() -> None:
+    """Uniform tuples across a call do not fit the SGPRs LLVM 22's striped mask preserves on
+    gfx1100 (no run of preserved SGPRs is wide enough, and LLVM itself spills them): without
+    spill code the solver says so; with it, they go to VGPR lanes around the call and the
+    result is VERIFIED."""
     from verilocc.allocators.driver import allocate_module
     from verilocc.allocators.optimal import solve_function
 
-    outcome = allocate_module(read_module(CALLS / "sgprs_across_call.llvm22.gfx1100.pre.mir"),
-                              lambda fn, target: solve_function(fn, target, timeout=30))
-    assert not outcome.ok
-    assert all(r.status == "infeasible" and "spill code" in r.reason for r in outcome.results.values())
+    pre = read_module(CALLS / "sgprs_across_call.llvm22.gfx1100.pre.mir")
+    without = allocate_module(pre, lambda fn, target: solve_function(fn, target, timeout=30, spill=False))
+    assert not without.ok
+    assert all(r.status == "infeasible" and "spill code is off" in r.reason for r in without.results.values())
+    spilled = allocate_module(pre, lambda fn, target: solve_function(fn, target, timeout=30))
+    assert spilled.ok, [spilled.summary(n) for n in spilled.results]
+    assert all(r.spilled is not None and r.spilled.homes for r in spilled.results.values())
+    assert verify_modules(spilled.post(), pre, Options()).verdict is Verdict.VERIFIED

@@ -214,7 +214,7 @@ def test_llc_finishes_code_generation_from_spill_code(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.llc
-@pytest.mark.parametrize("kernel", ["gfx1100/fa_d128_kv4", "gfx90a/fa_d128_kv4"])
+@pytest.mark.parametrize("kernel", ["gfx1100/fa_d128_kv4"])  # gfx90a: docs/allocate.md
 def test_fa_d128_kv4_is_allocated_with_spill_code(kernel: str, tmp_path: Path) -> None:
     pre_path = CORPUS / f"{kernel}.pre.mir"
     if not pre_path.exists():

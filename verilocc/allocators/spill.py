@@ -52,6 +52,7 @@ import copy
 import re
 from dataclasses import dataclass, field
 
+from verilocc.analysis.calls import call_mask, sgpr_striped
 from verilocc.analysis.cfg import CFG, build_cfg, loop_depths
 from verilocc.analysis.liveness import compute_liveness
 from verilocc.analysis.operands import VReg, vreg_classes
@@ -61,6 +62,8 @@ from verilocc.mir.parser import parse_instruction
 from verilocc.pairing.alignment import is_constant_def
 from verilocc.target import RegFile, RegisterClass, Target, get_class, index_for_range
 from verilocc.target.limits import Limits
+from verilocc.target.regmasks import RegMask
+from verilocc.target.registers import parse_physreg
 
 #: Accesses of a spilled value this close (instructions, same block) share one register even
 #: where the pressure is over the budget (a short range costs less than a reload; the next
@@ -113,6 +116,31 @@ def budget_caps(target: Target, limits: Limits) -> Caps:
     if target.unified_vgpr_file and limits.agprs:
         vector -= 3  # with AGPRs in use the VGPRs count rounded up to 4
     return Caps(limits.vgprs, vector, limits.sgprs)
+
+
+def call_caps(mask: RegMask, caps: Caps, limits: Limits) -> Caps:
+    """Registers (32-bit) that values live across a call through `mask` may hold: the ones
+    within `caps` that the call preserves and the function does not reserve."""
+    def kept(prefix: str, n: int) -> int:
+        regs = (parse_physreg(f"{prefix}{i}") for i in range(max(0, n)))
+        return sum(1 for r in regs if mask.preserves(r) and not limits.reserved.intersection(r.units))
+
+    vgpr = kept("vgpr", caps.vgpr)
+    agpr = kept("agpr", min(limits.agprs, caps.vector - caps.vgpr)) if limits.agprs else 0
+    return Caps(vgpr, min(caps.vector, vgpr + agpr), kept("sgpr", caps.sgpr))
+
+
+def _fits_across(cls: RegisterClass, mask: RegMask, target: Target, limits: Limits, caps: Caps) -> bool:
+    """Whether some register of `cls` within `caps` is preserved by `mask` and not reserved."""
+    return any(mask.preserves(r) and not limits.reserved.intersection(r.units)
+               and r.index + max(1, cls.width32) <= _cap_of(r.file, caps)
+               for r in cls.members(target))
+
+
+def _cap_of(file: RegFile, caps: Caps) -> int:
+    if file is RegFile.SGPR:
+        return caps.sgpr
+    return caps.vgpr if file is RegFile.VGPR else caps.vector - caps.vgpr
 
 
 def _kinds(cls: RegisterClass, limits: Limits) -> tuple[str, ...]:
@@ -196,8 +224,32 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     over: list[tuple[int, int, str, dict[VReg, int]]] = []  # (excess, block, kind, live lanes per value)
     cap = {"vgpr": caps.vgpr, "vector": caps.vector, "sgpr": caps.sgpr}
     evict: dict[int, list[int]] = {}
+    striped = sgpr_striped(fn)
+    blocks = {blk.number: blk for blk in fn.blocks}
     for b in cfg.order:
         for idx, live in liveness.walk_backward(b):
+            mask = call_mask(blocks[b].instructions[idx], striped)
+            if mask is not None:
+                # Values live after a call live across it: they fit the registers it preserves.
+                across = {"vgpr": 0, "vector": 0, "sgpr": 0}
+                for v, m in live.vregs.items():
+                    for k in kinds.get(v, ()):
+                        across[k] += m.bit_count()
+                kept = call_caps(mask, caps, limits)
+                homeless = {v: m for v, m in live.vregs.items()
+                            if v in classes and not _fits_across(classes[v], mask, state.target, limits, caps)}
+                if homeless:  # no register the call preserves has their shape (striped masks)
+                    k = kinds.get(next(iter(homeless)), ("sgpr",))[0]
+                    need = sum((m.bit_count() + 1) // 2 for m in homeless.values())
+                    over.append((need, b, k, homeless))
+                    if not evict.get(b) or evict[b][-1] != idx:
+                        evict.setdefault(b, []).append(idx)
+                for k, n in across.items():
+                    excess = (n + 1) // 2 - getattr(kept, k)
+                    if excess > 0:
+                        over.append((excess, b, k, {v: m for v, m in live.vregs.items() if k in kinds.get(v, ())}))
+                        if not evict.get(b) or evict[b][-1] != idx:
+                            evict.setdefault(b, []).append(idx)
             lanes = {"vgpr": 0, "vector": 0, "sgpr": 0}
             for v, m in live.vregs.items():
                 n = m.bit_count()
