@@ -1,8 +1,8 @@
 """`verilocc train`: fit a causal LM to the normalised lines of the training split.
 
-A training window is the header and up to `window` consecutive lines of one function, each
-ending in LLVM's register; the loss is the cross-entropy of the answer tokens only (the
-model is never asked to predict the hints). Windows start at every `window`-th line, shifted
+A training window is the header (with the feedback paragraph of a feedback example) and up to
+`window` consecutive lines of one function, each ending in LLVM's decision; the loss is the
+cross-entropy of the decision tokens only (the model is never asked to predict the lines). Windows start at every `window`-th line, shifted
 by a seeded random offset each epoch. Training stops after `--minutes` or `--epochs`,
 whichever comes first; the learning rate decays linearly over that budget. One thread by
 default: the machine is shared, and two contended threads were measured 6x slower.
@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from verilocc.llm.dataset import read_examples
-from verilocc.llm.lm import LM, save_lm
+from verilocc.llm.lm import FORMAT, LM, save_lm
 
 IGNORE = -100
 
@@ -34,7 +34,11 @@ class Encoded:
 
 
 def encode_example(lm: LM, ex: dict[str, Any]) -> Encoded:
+    from verilocc.llm.decode import MAX_FEEDBACK_TOKENS
+
     header = lm.bos + lm.encode(str(ex["header"])) + lm.line_end
+    if ex.get("feedback"):
+        header += lm.encode(str(ex["feedback"]))[:MAX_FEEDBACK_TOKENS] + lm.line_end
     prefixes = [lm.encode(f"{line} :") for line in ex["lines"]]
     answers = [None if a == "?" else lm.answer_ids(str(a)) for a in ex["answers"]]
     return Encoded(header, prefixes, answers)
@@ -140,7 +144,8 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: 
                 seen = right = 0
         epoch += 1
     model.eval()
-    meta = {"command": command, "seed": seed, "steps": step, "epochs": epoch, "tokens": tokens,
+    meta = {"command": command, "seed": seed, "format": FORMAT, "window": w,
+            "feedback_in_context": any(ex.get("feedback") for ex in examples), "steps": step, "epochs": epoch, "tokens": tokens,
             "minutes": round((time.monotonic() - t0) / 60, 2), "history": history[-20:],
             "parameters": sum(p.numel() for p in model.parameters())}
     save_lm(lm, out, meta)
