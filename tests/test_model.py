@@ -42,7 +42,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("data")
     pairs = [p for p in find_pairs(CORPUS, "corpus") if p.kernel in SOURCES and p.target in ("gfx90a", "gfx942")]
     counts = build_examples(pairs, SOURCES, out, ("softmax.hip",), lambda s: None)
-    assert counts["failed"] == 0 and counts["feedback"] == counts["train"]
+    assert counts["failed"] == 0 and 0 < counts["feedback"] <= counts["train"]
     return out
 
 

@@ -178,6 +178,16 @@ class ChoiceTables:
                 out |= hit & ~(1 << (b + ident)) if b + ident >= 0 else hit
         return out
 
+    def free(self, state: State, k: int) -> list[PhysReg]:
+        """The free registers of line `k` in its first tier that has any, in allocation order."""
+        line = self.lines[k]
+        banned = self.banned_bases(state, k)
+        for cand in line.tiers:
+            free = [line.by_base[b] for b in cand if not banned >> b & 1]
+            if free:
+                return free
+        return []
+
     def choices(self, state: State, k: int, bans: Sequence[PhysReg] = ()) -> tuple[list[Choice], int]:
         """The listed choices of line `k` (at most SLOTS) and how many free registers its tier has."""
         line = self.lines[k]

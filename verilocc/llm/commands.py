@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from verilocc.errors import InputError
+from verilocc.llm.dataset import HELD_OUT_SOURCES
 
 #: The project's small allocation model, shipped inside the package (`make model` rebuilds it).
 DEFAULT_MODEL = Path(__file__).resolve().parent / "data" / "verilocc-small"
@@ -179,7 +180,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from verilocc.llm.evaluate import kernel_cases, llvm_test_cases, run_eval
 
     torch.set_num_threads(args.threads)
-    for name in ("samples", "rounds", "llvm_test_functions"):
+    for name in ("samples", "rounds", "llvm_test_functions", "large_samples"):
         if getattr(args, name) < 0:
             raise InputError(f"--{name.replace('_', '-')} must not be negative", f"--{name}", 0, 0)
     manifest = Path(args.kernels) / "manifest.txt"
@@ -198,7 +199,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise InputError("no held-out function for these targets", ",".join(args.pairs or [str(SHARED / "corpus")]), 0, 0)
     lm = _load(args.model)
     run_eval(cases, lm, samples=args.samples, rounds=args.rounds, temperature=args.temperature, seed=args.seed,
-             timeout=args.timeout, out=Path(args.out), console=_console(), command=_command_line())
+             timeout=args.timeout, out=Path(args.out), console=_console(), command=_command_line(), large=args.large,
+             large_samples=args.large_samples)
     return 0
 
 
@@ -234,8 +236,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     b.add_argument("--clang", default="clang-19")
     b.add_argument("--llc", default="llc-19,llc-22", metavar="LLC[,LLC]")
     b.add_argument("--pairs", action="append", metavar="DIR", help="also use existing pairs <DIR>/<target>/*.{pre,post}.mir")
-    b.add_argument("--held-out", default="flash_attn.hip,sgemm_tiled.hip", metavar="SRC[,SRC]",
-                   help="kernel sources kept out of training (default flash_attn.hip,sgemm_tiled.hip)")
+    b.add_argument("--held-out", default=",".join(HELD_OUT_SOURCES), metavar="SRC[,SRC]",
+                   help="kernel sources kept out of training (default %(default)s)")
     b.add_argument("--no-feedback", action="store_true", help="no feedback examples (no verification during the build)")
     b.add_argument("--xl", action="store_true", help="also the extra-large variants of manifest_xl.txt")
     b.add_argument("--no-compile", action="store_true", help="only turn --pairs into examples")
@@ -273,8 +275,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help="kernel pairs <DIR>/<target>/*.{pre,post}.mir (repeatable; default ../shared/corpus)")
     e.add_argument("--kernels", default=str(SHARED / "kernels"), metavar="DIR",
                    help="for manifest.txt (kernel -> source; default ../shared/kernels)")
-    e.add_argument("--held-out", default="flash_attn.hip,sgemm_tiled.hip", metavar="SRC[,SRC]",
-                   help="kernel sources held out of training (default flash_attn.hip,sgemm_tiled.hip)")
+    e.add_argument("--held-out", default=",".join(HELD_OUT_SOURCES), metavar="SRC[,SRC]",
+                   help="kernel sources held out of training (default %(default)s)")
     e.add_argument("--llvm-tests", metavar="DIR", help="pairs of LLVM's AMDGPU tests (scripts/llvm_tests_corpus.py --out DIR)")
     e.add_argument("--llvm-test-functions", type=int, default=20, metavar="N",
                    help="functions of LLVM's tests per target (default 20)")
@@ -282,6 +284,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     e.add_argument("--kernel", default=None, metavar="NAME[,NAME]", help="only these kernels")
     e.add_argument("--model", metavar="PATH")
     e.add_argument("--samples", type=int, default=100, metavar="N", help="sampled proposals per function for pass@k (default 100)")
+    e.add_argument("--large", type=int, default=300, metavar="VREGS",
+                   help="functions with more virtual registers draw --large-samples instead (default 300)")
+    e.add_argument("--large-samples", type=int, default=20, metavar="N", help="(default 20)")
     e.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
     e.add_argument("--rounds", type=int, default=3, metavar="R", help="rounds of the feedback ablation (default 3)")
     e.add_argument("--seed", type=int, default=0)

@@ -10,7 +10,8 @@ functions of LLVM's own AMDGPU tests (none trained on), per target. Per function
 - single shot: the model's greedy first proposal, decoded without masking, is VERIFIED (all
   three layers).
 - pass@k: `n` proposals sampled at `temperature` without masking, `c` of them VERIFIED; the
-  unbiased estimator 1 - C(n-c, k) / C(n, k) (Chen et al. 2021), for k <= n.
+  unbiased estimator 1 - C(n-c, k) / C(n, k) (Chen et al. 2021), for k <= n (n is smaller for
+  functions above `large` virtual registers: each distinct sample costs a verification).
 - rounds to VERIFIED with feedback, and without (the ablation): the loop with `rounds`
   rounds of one proposal each, every proposal sampled (same seeds in both arms), the
   counterexample fed back or not; None when no round verified.
@@ -355,19 +356,22 @@ def plot(results: list[CaseResult], summary: dict[str, Any], path: Path) -> None
 
 
 def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperature: float, seed: int, timeout: float,
-             out: Path, console: Any, command: str) -> dict[str, Any]:
+             out: Path, console: Any, command: str, large: int = 300, large_samples: int = 20) -> dict[str, Any]:
+    """Evaluate every case; functions with more than `large` virtual registers draw
+    `large_samples` samples instead of `samples` (each distinct sample costs a verification)."""
     results: list[CaseResult] = []
     t0 = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     for n, case in enumerate(cases, 1):
         console.print(f"[{n}/{len(cases)}] {case.family} {case.target}/{case.name}")
-        results.append(evaluate_case(case, lm, samples=samples, rounds=rounds, temperature=temperature, seed=seed,
+        n_samples = samples if len(single_function(case.pre).registers) <= large else min(samples, large_samples)
+        results.append(evaluate_case(case, lm, samples=n_samples, rounds=rounds, temperature=temperature, seed=seed,
                                      timeout=timeout, log=console.print))
         with (out / "partial.jsonl").open("a" if n > 1 else "w", encoding="utf-8") as fh:  # survives an interruption
             fh.write(json.dumps(asdict(results[-1])) + "\n")
     summary = summarise(results)
-    meta = {"command": command, "model": lm.path, "samples": samples, "rounds": rounds, "temperature": temperature,
-            "seed": seed, "seconds": round(time.monotonic() - t0, 1)}
+    meta = {"command": command, "model": lm.path, "samples": samples, "large": large, "large_samples": large_samples,
+            "rounds": rounds, "temperature": temperature, "seed": seed, "seconds": round(time.monotonic() - t0, 1)}
     render_tables(results, summary, rounds, console)
     (out / "eval.json").write_text(json.dumps({"meta": meta, "summary": summary, "functions": [asdict(r) for r in results]},
                                               indent=1) + "\n", encoding="utf-8")

@@ -144,14 +144,19 @@ def _within(reg: PhysReg, caps: Mapping[RegFile, int]) -> bool:
 
 def occupancy_caps(problem: AllocationProblem) -> tuple[dict[RegFile, int], dict[RegFile, int]]:
     """Per vector file, the register counts of a first-fit allocation in program order, and
-    the counts that keep its waves per SIMD (both empty when first fit runs out of registers)."""
-    chosen: dict[VReg, PhysReg] = {}
-    for v in problem.order:
-        allowed = problem.allowed(v, chosen)
-        if not allowed:
+    the counts that keep its waves per SIMD (both empty when first fit runs out of registers).
+    First fit takes, for each register in turn, the first of `allowed` (budget "preferred"),
+    computed with the choice tables' bit sets (`verilocc.llm.choices`)."""
+    from verilocc.llm.choices import ChoiceTables
+
+    tables = ChoiceTables(problem)  # problem.tight/caps still empty: one tier, the preferred registers
+    state = tables.start()
+    for k in range(len(problem.order)):
+        free = tables.free(state, k)
+        if not free:
             return {}, {}
-        chosen[v] = allowed[0]
-    usage = problem.usage(chosen)
+        tables.take(state, k, free[0])
+    usage = problem.usage(state.regs)
     tight = {RegFile.VGPR: usage["vgpr"], RegFile.AGPR: usage["agpr"]}
     target = problem.target
     most = target.max_vgprs_for_waves(usage["waves"])
