@@ -47,6 +47,7 @@ class CachedLlama:
         self.keys: list[torch.Tensor] = []
         self.values: list[torch.Tensor] = []
         self.length = 0
+        self._masks: dict[tuple[int, int], torch.Tensor] = {}
 
     def reset(self, batch: int) -> None:
         shape = (batch, self.heads, self.capacity, self.dim)
@@ -77,13 +78,15 @@ class CachedLlama:
             raise ValueError(f"context of {end} tokens exceeds the cache's {self.capacity}")
         x = self.embed[ids]
         cos, sin = self.cos[start:end], self.sin[start:end]
-        mask = torch.ones(t, end, dtype=torch.bool).tril(diagonal=start)
+        mask = self._masks.get((t, start))
+        if mask is None:
+            mask = self._masks[(t, start)] = torch.ones(t, end, dtype=torch.bool).tril(diagonal=start)
         for (ln1, qkv, wo, ln2, gate_up, down), keys, values in zip(self.layers, self.keys, self.values):
             h = self._rms(x, ln1) @ qkv
-            q, k, v = (h.view(b, t, 3, self.heads, self.dim).permute(2, 0, 3, 1, 4)).unbind(0)
-            keys[:, :, start:end] = self._rotate(k, cos, sin)
-            values[:, :, start:end] = v
-            q = self._rotate(q, cos, sin)
+            qk, v = h.view(b, t, 3, self.heads, self.dim).permute(2, 0, 3, 1, 4).split([2, 1])
+            q, k = self._rotate(qk, cos, sin).unbind(0)
+            keys[:, :, start:end] = k
+            values[:, :, start:end] = v[0]
             att = torch.nn.functional.scaled_dot_product_attention(q, keys[:, :, :end], values[:, :, :end], attn_mask=mask)
             x = x + att.transpose(1, 2).reshape(b, t, -1) @ wo
             g, u = (self._rms(x, ln2) @ gate_up).chunk(2, dim=-1)

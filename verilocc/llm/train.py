@@ -31,6 +31,7 @@ class Encoded:
     header: list[int]
     prefixes: list[list[int]]  # each line up to and including " :"
     answers: list[list[int] | None]  # None: no answer to learn ("?")
+    unknown: list[int]  # the "?" that stands in the context for a line without answer
 
 
 def encode_example(lm: LM, ex: dict[str, Any]) -> Encoded:
@@ -41,7 +42,7 @@ def encode_example(lm: LM, ex: dict[str, Any]) -> Encoded:
         header += lm.encode(str(ex["feedback"]))[:MAX_FEEDBACK_TOKENS] + lm.line_end
     prefixes = [lm.encode(f"{line} :") for line in ex["lines"]]
     answers = [None if a == "?" else lm.answer_ids(str(a)) for a in ex["answers"]]
-    return Encoded(header, prefixes, answers)
+    return Encoded(header, prefixes, answers, lm.answer_ids("?"))
 
 
 def window_ids(enc: Encoded, start: int, stop: int, nl: list[int]) -> tuple[list[int], list[int]]:
@@ -51,7 +52,9 @@ def window_ids(enc: Encoded, start: int, stop: int, nl: list[int]) -> tuple[list
         ids += enc.prefixes[i]
         labels += [IGNORE] * len(enc.prefixes[i])
         ans = enc.answers[i]
-        if ans is None:  # LLVM split or spilled it: the line is context only
+        if ans is None:  # LLVM chose no listed choice (or split, spilled it): context only
+            ids += enc.unknown + nl
+            labels += [IGNORE] * (len(enc.unknown) + len(nl))
             continue
         # the last prefix position predicts the first answer token, and so on
         labels[-1] = ans[0]
@@ -101,6 +104,7 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: 
     done = False
     epoch = 0
     history: list[dict[str, float]] = []
+    last_log = t0
     while not done and epoch < epochs:
         jobs: list[tuple[int, int, int]] = []  # (example, first line, stop)
         for j, e in enumerate(encoded):
@@ -135,7 +139,8 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: 
             tokens += int(mask.sum())
             seen += n
             right += c
-            if step % 50 == 0:
+            if time.monotonic() - last_log >= 60:  # a line a minute
+                last_log = time.monotonic()
                 el = time.monotonic() - t0
                 acc = right / max(seen, 1)
                 history.append({"step": step, "seconds": round(el, 1), "loss": round(float(loss.detach()), 4), "accuracy": round(acc, 4)})
