@@ -180,6 +180,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from verilocc.llm.evaluate import kernel_cases, llvm_test_cases, run_eval
 
     torch.set_num_threads(args.threads)
+    if args.jobs < 1:
+        raise InputError("-j must be at least 1", "-j", 0, 0)
     for name in ("samples", "rounds", "llvm_test_functions", "large_samples"):
         if getattr(args, name) < 0:
             raise InputError(f"--{name.replace('_', '-')} must not be negative", f"--{name}", 0, 0)
@@ -200,7 +202,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     lm = _load(args.model)
     run_eval(cases, lm, samples=args.samples, rounds=args.rounds, temperature=args.temperature, seed=args.seed,
              timeout=args.timeout, out=Path(args.out), console=_console(), command=_command_line(), large=args.large,
-             large_samples=args.large_samples)
+             large_samples=args.large_samples, jobs=args.jobs)
     return 0
 
 
@@ -293,5 +295,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--timeout", type=float, default=60.0)
     e.add_argument("--threads", type=int, default=1)
+    e.add_argument("-j", "--jobs", type=int, default=1, help="functions evaluated in parallel processes (default 1)")
     e.add_argument("-o", "--out", default="build/eval", metavar="DIR")
     e.set_defaults(func=cmd_eval)

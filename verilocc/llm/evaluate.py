@@ -17,7 +17,7 @@ functions of LLVM's own AMDGPU tests (none trained on), per target. Per function
   counterexample fed back or not; None when no round verified.
 - constrained: the first constrained proposal (decoding masked to listed choices) VERIFIED.
 - registers: VGPRs, AGPRs, SGPRs and waves per SIMD of our VERIFIED allocation (the
-  single-shot one, else the constrained one) beside LLVM's post file (its greedy allocator on
+  single-shot one, else the constrained one; and the best VERIFIED sample) beside LLVM's post file (its greedy allocator on
   the same pre file); occupancy by the target's rules (`Target.waves_per_simd`).
 - seconds: one greedy proposal (decoding), and per sample of the batch of n.
 No repair step runs here: the numbers are the model's. Verification verdicts are cached by
@@ -84,6 +84,7 @@ class CaseResult:
     rounds_plain: int | None
     constrained: bool
     ours: dict[str, int]
+    best_sample: dict[str, int]  # the VERIFIED sample with the most waves (then fewest registers)
     greedy: dict[str, int]
     seconds_proposal: float
     seconds_sample: float
@@ -167,10 +168,13 @@ class Verifier:
             self.cache[key] = got
         return got
 
-    def verified(self, regs: dict[VReg, PhysReg], parse_findings: list[Finding]) -> tuple[bool, Report]:
+    def verified(self, regs: dict[VReg, PhysReg], parse_findings: list[Finding]) -> bool:
+        """VERIFIED within the function's requested budget (a proposal with decisions that name
+        no listed choice is REJECTED by those findings alone: not verified again)."""
+        if parse_findings:
+            return False
         _, report = self(self.pre, self.problem, regs, parse_findings, self.opts)
-        ok = report.verdict is Verdict.VERIFIED and not any(f.kind == "budget" for f in report.findings)
-        return ok, report
+        return report.verdict is Verdict.VERIFIED and not any(f.kind == "budget" for f in report.findings)
 
 
 def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature: float, seed: int, timeout: float,
@@ -191,16 +195,22 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
     t0 = time.monotonic()
     first = propose_many(lm, problem, samples=1, constrained=False, tables=tables, greedy_first=True, seed=seed)[0]
     seconds_proposal = time.monotonic() - t0
-    single, _ = check.verified(first.regs, first.findings)
+    single = check.verified(first.regs, first.findings)
 
     cons = propose_many(lm, problem, samples=1, constrained=True, tables=tables, greedy_first=True, seed=seed)[0]
-    constrained = cons.dead_end is None and check.verified(cons.regs, cons.findings)[0]
+    constrained = cons.dead_end is None and check.verified(cons.regs, cons.findings)
 
     t0 = time.monotonic()
     props = propose_many(lm, problem, samples=samples, constrained=False, tables=tables, greedy_first=False,
                          temperature=temperature, seed=seed + 1) if samples else []
     seconds_sample = (time.monotonic() - t0) / max(1, samples)
-    verified = sum(check.verified(p.regs, p.findings)[0] for p in props)
+    good = [p for p in props if check.verified(p.regs, p.findings)]
+    verified = len(good)
+    best: dict[str, int] = {}
+    for p in good:  # the VERIFIED sample with the most waves, then the fewest registers
+        u = problem.usage(p.regs)
+        if not best or (-u["waves"], u["vgpr"] + u["agpr"], u["sgpr"]) < (-best["waves"], best["vgpr"] + best["agpr"], best["sgpr"]):
+            best = u
 
     def loop_rounds(use_feedback: bool) -> int | None:
         res = run_loop(case.pre, lm, samples=1, rounds=rounds, constrained=False, repair=False, seed=seed + 2,
@@ -227,7 +237,7 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
         f"{check.calls} verifications")
     return CaseResult(case.family, case.target, case.name, len(problem.order), fits, llvm_fits, single, samples, verified,
                       {f"pass@{k}": pass_at_k(samples, verified, k) for k in PASS_AT}, with_fb, without_fb, constrained,
-                      ours, greedy, round(seconds_proposal, 2), round(seconds_sample, 3), note)
+                      ours, best, greedy, round(seconds_proposal, 2), round(seconds_sample, 3), note)
 
 
 def _spills(fn: Any) -> bool:
@@ -268,6 +278,9 @@ def _summary(rs: list[CaseResult]) -> dict[str, Any]:
     out["fewer_waves_than_greedy"] = [f"{r.target}/{r.name}" for r in both if r.ours["waves"] < r.greedy["waves"]]
     out["more_waves_than_greedy"] = len([r for r in both if r.ours["waves"] > r.greedy["waves"]])
     out["same_waves_as_greedy"] = len([r for r in both if r.ours["waves"] == r.greedy["waves"]])
+    sampled = [r for r in rs if r.best_sample and r.greedy]
+    out["best_sample_fewer_waves_than_greedy"] = len([r for r in sampled if r.best_sample["waves"] < r.greedy["waves"]])
+    out["best_sample_more_waves_than_greedy"] = len([r for r in sampled if r.best_sample["waves"] > r.greedy["waves"]])
     out["mean_vector_registers_ours_over_greedy"] = _mean(
         [(r.ours["vgpr"] + r.ours["agpr"]) / max(1, r.greedy["vgpr"] + r.greedy["agpr"]) for r in both])
     out["mean_sgprs_ours_over_greedy"] = _mean([r.ours["sgpr"] / max(1, r.greedy["sgpr"]) for r in both])
@@ -355,20 +368,50 @@ def plot(results: list[CaseResult], summary: dict[str, Any], path: Path) -> None
     plt.close(fig)
 
 
+_WORKER_LM: LM | None = None
+
+
+def _worker_case(job: tuple[Case, str, dict[str, Any]]) -> CaseResult:
+    """One case in a worker process (`-j`): the model is loaded once per process."""
+    global _WORKER_LM
+    import torch
+
+    from verilocc.llm.lm import load_lm
+
+    case, model, kw = job
+    if _WORKER_LM is None or _WORKER_LM.path != model:
+        torch.set_num_threads(1)
+        _WORKER_LM = load_lm(model)
+    return evaluate_case(case, _WORKER_LM, log=print, **kw)
+
+
 def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperature: float, seed: int, timeout: float,
-             out: Path, console: Any, command: str, large: int = 300, large_samples: int = 20) -> dict[str, Any]:
-    """Evaluate every case; functions with more than `large` virtual registers draw
-    `large_samples` samples instead of `samples` (each distinct sample costs a verification)."""
+             out: Path, console: Any, command: str, large: int = 300, large_samples: int = 20, jobs: int = 1) -> dict[str, Any]:
+    """Evaluate every case (in `jobs` worker processes); functions with more than `large`
+    virtual registers draw `large_samples` samples instead of `samples` (each distinct sample
+    costs a verification)."""
+    from concurrent.futures import ProcessPoolExecutor
+
     results: list[CaseResult] = []
     t0 = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    for n, case in enumerate(cases, 1):
-        console.print(f"[{n}/{len(cases)}] {case.family} {case.target}/{case.name}")
-        n_samples = samples if len(single_function(case.pre).registers) <= large else min(samples, large_samples)
-        results.append(evaluate_case(case, lm, samples=n_samples, rounds=rounds, temperature=temperature, seed=seed,
-                                     timeout=timeout, log=console.print))
-        with (out / "partial.jsonl").open("a" if n > 1 else "w", encoding="utf-8") as fh:  # survives an interruption
-            fh.write(json.dumps(asdict(results[-1])) + "\n")
+    kws = [dict(samples=samples if len(single_function(c.pre).registers) <= large else min(samples, large_samples),
+                rounds=rounds, temperature=temperature, seed=seed, timeout=timeout) for c in cases]
+    if jobs > 1:
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        done = pool.map(_worker_case, [(c, lm.path, kw) for c, kw in zip(cases, kws)])
+    else:
+        pool = None
+        done = (evaluate_case(c, lm, log=console.print, **kw) for c, kw in zip(cases, kws))
+    try:
+        for n, (case, result) in enumerate(zip(cases, done), 1):
+            console.print(f"[{n}/{len(cases)}] {case.family} {case.target}/{case.name}")
+            results.append(result)
+            with (out / "partial.jsonl").open("a" if n > 1 else "w", encoding="utf-8") as fh:  # survives an interruption
+                fh.write(json.dumps(asdict(result)) + "\n")
+    finally:
+        if pool is not None:
+            pool.shutdown()
     summary = summarise(results)
     meta = {"command": command, "model": lm.path, "samples": samples, "large": large, "large_samples": large_samples,
             "rounds": rounds, "temperature": temperature, "seed": seed, "seconds": round(time.monotonic() - t0, 1)}
@@ -378,4 +421,3 @@ def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperatur
     plot(results, summary, out / "eval.png")
     console.print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}")
     return summary
-
