@@ -1,4 +1,4 @@
-"""The model loop: data, parsing, decoding, feedback, allocation, llc.
+"""The model loop: normalisation, data, parsing, decoding, sampling, feedback, allocation, llc.
 
 A tiny real model is trained here in seconds (no mocks for the verifier, the parser or llc);
 its proposals are poor, which is what the feedback and failure paths need.
@@ -18,14 +18,15 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from verilocc.mir.parser import read_module  # noqa: E402
+from verilocc.mir.parser import parse_module, read_module  # noqa: E402
+from verilocc.llm.choices import ChoiceTables, decisions_of, replay  # noqa: E402
 from verilocc.llm.dataset import Pair, build_examples, find_pairs  # noqa: E402
-from verilocc.llm.normalise import parse_model_output  # noqa: E402
+from verilocc.llm.normalise import line_text, parse_model_output  # noqa: E402
 from verilocc.llm.problem import build_problem  # noqa: E402
 from verilocc.llm.tokenizer import Tokenizer  # noqa: E402
 from verilocc.target import get_target  # noqa: E402
 
-from .conftest import KERNELS as CORPUS, ROOT  # noqa: E402  # the corpus, or examples/
+from .conftest import EXAMPLES, FIXTURES, KERNELS as CORPUS, ROOT  # noqa: E402  # the corpus, or examples/
 
 VADD = CORPUS / "gfx942" / "vadd.pre.mir"
 SOURCES = {"vadd": "vadd.hip", "reduce_sum": "reduce.hip", "softmax_row": "softmax.hip", "sgemm_naive": "sgemm_naive.hip"}
@@ -41,7 +42,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("data")
     pairs = [p for p in find_pairs(CORPUS, "corpus") if p.kernel in SOURCES and p.target in ("gfx90a", "gfx942")]
     counts = build_examples(pairs, SOURCES, out, ("softmax.hip",), lambda s: None)
-    assert counts["failed"] == 0
+    assert counts["failed"] == 0 and 0 < counts["feedback"] <= counts["train"]
     return out
 
 
@@ -64,10 +65,10 @@ def test_cli_does_not_import_torch() -> None:
 
 def test_tokenizer_round_trip() -> None:
     tok = Tokenizer()
-    text = "target align2 agprs wave64\n%3 v2 0 40 17 = v4 f v0 ! v2 : v4\nfeedback: error at bb.3, %41 in v6_x"
+    text = "target align2 agprs wave64\n%3 v2 0 40 17 96 =v dv fv nv !v fs - - : @2\nfeedback: error at bb.3, %41 in v6_x"
     ids = tok.encode(text)
     assert tok.decode(ids) == text
-    assert len(tok.encode("v255 a0 s104 vcc %4095")) == 5  # registers and ids are single tokens
+    assert len(tok.encode("v255 a0 s104 vcc %4095 =v nx - @15")) == 9  # registers, ids, choices, decisions: one token
 
 
 def test_split_is_by_kernel_source(data: Path) -> None:
@@ -75,39 +76,45 @@ def test_split_is_by_kernel_source(data: Path) -> None:
     held = [json.loads(x) for x in (data / "heldout.jsonl").read_text().splitlines()]
     assert held and all(ex["source"] == "softmax.hip" for ex in held)
     assert train and all(ex["source"] != "softmax.hip" for ex in train)
-    # every line carries its register right after the interval and hints
+    # every line lists its choices, and the answer is one of them or `?`
     ex = train[0]
     assert len(ex["lines"]) == len(ex["answers"]) and ex["header"].startswith("target")
+    for line, answer in zip(ex["lines"], ex["answers"]):
+        slots = line.split()[6:]
+        assert answer == "?" or slots[int(answer[1:])] not in ("-",) and not slots[int(answer[1:])].startswith("!")
 
 
 def test_malformed_model_output_is_a_finding() -> None:
     pre = read_module(VADD)
     problem = build_problem(pre.functions[0], get_target("gfx942"))
-    text = "hello world\n%0 s1 : s0\n%0 s1 : s1\n%1 s2 : banana\n%99999 : v0\n%2 v1 :\n\x00\x01 : :"
+    text = "hello world\n%0 s1 : @0\n%0 s1 : @1\n%1 s2 : banana\n%99999 : @0\n%2 v1 : @15\n\x00\x01 : :"
     regs, findings = parse_model_output(text, problem)
     kinds = {f.kind for f in findings}
     assert kinds == {"model-output"}
     msgs = " ".join(f.message for f in findings)
-    assert "not `%N ... : register`" in msgs and "second time" in msgs and "banana" in msgs and "gave no register" in msgs
-    assert problem.order[0] in regs
+    assert "not `%N ... : @j`" in msgs and "second time" in msgs and "banana" in msgs and "gave no decision" in msgs
+    assert "'@15' names no listed choice" in msgs
+    tables = ChoiceTables(problem)
+    listed, _ = tables.choices(tables.start(), 0)
+    assert regs[problem.order[0]] == listed[0].reg
 
 
 def test_constrained_decoding_never_proposes_a_masked_register(tiny_model: Path) -> None:
     from verilocc.llm.decode import RegisterMask, propose
     from verilocc.llm.lm import load_lm
-    from verilocc.llm.normalise import line_prefix
 
     lm = load_lm(str(tiny_model))
     pre = read_module(CORPUS / "gfx90a" / "reduce_sum.pre.mir")
     problem = build_problem(pre.functions[0], get_target("gfx90a"))
+    tables = ChoiceTables(problem)
     for seed in range(3):
         prop = propose(lm, problem, constrained=True, temperature=1.5, seed=seed)
         assert prop.dead_end is None and not prop.findings
-        chosen: dict = {}
+        state = tables.start()
         for k, v in enumerate(problem.order):
-            _, allowed = line_prefix(problem, k, v, chosen)
-            assert prop.regs[v] in allowed, f"%{v} got a register the constraints rule out"
-            chosen[v] = prop.regs[v]
+            _, listed = line_text(problem, tables, state, k)
+            assert prop.regs[v] in [c.reg for c in listed], f"%{v} got a register the constraints rule out"
+            tables.take(state, k, prop.regs[v])
         assert all(0 < n < vocab for n, vocab in prop.masked)
     scores = torch.zeros(1, 10)
     out = RegisterMask([2, 5])(torch.zeros(1, 1, dtype=torch.long), scores)
@@ -117,7 +124,7 @@ def test_constrained_decoding_never_proposes_a_masked_register(tiny_model: Path)
 def test_counterexample_changes_the_next_prompt(tiny_model: Path) -> None:
     from verilocc.llm.lm import load_lm
     from verilocc.llm.loop import bans_from, run_loop
-    from verilocc.llm.normalise import reg_token, rename_text
+    from verilocc.llm.normalise import rename_text
     from verilocc.report.render import render_feedback
     from verilocc.findings import FunctionResult, Report
 
@@ -131,16 +138,19 @@ def test_counterexample_changes_the_next_prompt(tiny_model: Path) -> None:
     fr = FunctionResult("vadd", "gfx942", ["constraints", "value-flow", "equivalence"], list(first.findings))
     expected = render_feedback(Report("x", None, [fr], "0"), rename=lambda m: rename_text(m, res.problem))
     assert expected.split("\n", 1)[1] in second.prompt
-    # the register a finding names is banned on its line: a `! R` hint the decoder honours
+    # the register a finding names is banned on its line: its listed choice is marked `!`
     bans: dict = {}
     regs, _ = parse_model_output(first.output, res.problem)
     bans_from(Report("x", None, [fr], "0"), res.problem, regs, bans)
-    assert bans
-    for v, banned in bans.items():
-        k = res.problem.dense[v]
-        line = next(ln for ln in second.output.splitlines() if ln.startswith(f"%{k} "))
-        assert all(f"! {reg_token(b)}" in line for b in banned[:4])
     assert not res.verified and res.post is None
+    if bans:  # the findings named registers (not only decisions that named no listed choice)
+        tables = ChoiceTables(res.problem)
+        state = tables.start()
+        for k, v in enumerate(res.problem.order):
+            _, listed = line_text(res.problem, tables, state, k, bans.get(v, ()))
+            assert all(c.kind == "!" for c in listed if c.reg in bans.get(v, ()))
+            if v in regs:
+                tables.take(state, k, regs[v])
 
 
 def test_loop_stops_at_first_verified(tiny_model: Path) -> None:
@@ -250,3 +260,193 @@ def test_fine_tune_local_hf_model(data: Path, hf_model: Path, tmp_path: Path, lo
     assert r.returncode in (0, 1), r.stderr[-2000:]
     assert "Traceback" not in r.stderr
     assert alloc.exists() == (r.returncode == 0)
+
+
+# --------------------------------------------------------------------------------------------
+# The normalisation: listed choices, decisions, round trips, targets
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kernel", ["gfx90a/sgemm_naive", "gfx1100/reduce_sum"])
+def test_listed_choices_are_the_problems_free_registers(kernel: str) -> None:
+    """The choice lists read the one interference relation: along a seeded walk over listed
+    choices, the free registers they count are exactly `AllocationProblem.allowed`'s."""
+    import random
+
+    pre = read_module(CORPUS / f"{kernel}.pre.mir")
+    problem = build_problem(pre.functions[0], get_target(kernel.split("/")[0]))
+    tables = ChoiceTables(problem)
+    rng = random.Random(0)
+    state, chosen = tables.start(), {}
+    for k, v in enumerate(problem.order):
+        listed, free = tables.choices(state, k)
+        allowed = problem.allowed(v, chosen, budget="capped")
+        assert free == len(allowed) and {c.reg for c in listed} <= set(allowed)
+        assert [c.reg for c in listed if c.kind in "fn"] == [r for r in allowed if r in {c.reg for c in listed}
+                                                             and r not in {c.reg for c in listed if c.kind in "=d"}]
+        pick = listed[rng.randrange(len(listed))]
+        tables.take(state, k, pick.reg)
+        chosen[v] = pick.reg
+
+
+def test_decisions_round_trip() -> None:
+    """Decisions replay to an assignment that normalises back to the same decisions, and an
+    assignment whose registers are all listed comes back from its decisions unchanged."""
+    import random
+
+    pre = read_module(CORPUS / "gfx90a" / "softmax_row.pre.mir")
+    problem = build_problem(pre.functions[0], get_target("gfx90a"))
+    tables = ChoiceTables(problem)
+    rng = random.Random(1)
+    state, decisions = tables.start(), []
+    for k in range(len(problem.order)):
+        listed, _ = tables.choices(state, k)
+        j = rng.randrange(len(listed))
+        decisions.append(f"@{j}")
+        tables.take(state, k, listed[j].reg)
+    regs, bad = replay(tables, decisions)
+    assert not bad and len(regs) == len(problem.order) and regs == state.regs
+    assert decisions_of(tables, regs) == decisions
+    again, bad = replay(tables, decisions_of(tables, regs))
+    assert not bad and again == regs
+    # a decision naming no listed choice leaves its register out, and says where
+    broken = list(decisions)
+    broken[5] = "@15"
+    regs2, bad2 = replay(tables, broken)
+    assert bad2[0] == 5 and problem.order[5] not in regs2
+
+
+def test_same_kernel_normalises_alike_on_gfx90a_and_gfx1100() -> None:
+    """The same function on gfx90a (even-aligned VGPR tuples, AGPRs) and gfx1100 (no
+    alignment): one decision sequence is a valid allocation on both, with other absolute
+    registers, and each normalises back to that sequence."""
+    import random
+
+    text = (EXAMPLES / "gfx90a" / "sgemm_naive.pre.mir").read_text()
+    gfx90a = parse_module(text, "gfx90a.mir")
+    gfx1100 = parse_module(text.replace('"target-cpu"="gfx90a"', '"target-cpu"="gfx1100"').replace("_align2", ""), "gfx1100.mir")
+    p9 = build_problem(gfx90a.functions[0], get_target("gfx90a"))
+    p11 = build_problem(gfx1100.functions[0], get_target("gfx1100"))
+    t9, t11 = ChoiceTables(p9), ChoiceTables(p11)
+    rng = random.Random(0)
+    state, decisions = t9.start(), []
+    for k in range(len(p9.order)):
+        listed, _ = t9.choices(state, k)
+        j = rng.randrange(min(3, len(listed)))
+        decisions.append(f"@{j}")
+        t9.take(state, k, listed[j].reg)
+    r9, bad9 = replay(t9, decisions)
+    r11, bad11 = replay(t11, decisions)
+    assert not bad9 and not bad11
+    assert decisions_of(t9, r9) == decisions_of(t11, r11) == decisions
+    differ = [v for v in r9 if r9[v] != r11[v]]
+    assert differ and any(r9[v].index % 2 == 0 and r11[v].index % 2 == 1 for v in differ if r9[v].width32 >= 2)
+
+
+def test_a_real_counterexample_is_fixed_by_its_ban() -> None:
+    """On LLVM's spill-cfg-position test, the first listed choice everywhere is REJECTED by
+    value flow (the one interference relation does not see it). The loop's ban marks that
+    register `!` on its line; taking the next listed choice there is VERIFIED."""
+    import dataclasses
+
+    from verilocc.findings import Verdict
+    from verilocc.llm.loop import bans_from, verify_regs
+    from verilocc.verify import Options
+
+    pre = read_module(FIXTURES / "llvm-tests" / "pairs" / "19" / "gfx908" / "spill-cfg-position.one-process.pre.mir")
+    pre = dataclasses.replace(pre, functions=[pre.functions[0]])
+    problem = build_problem(pre.functions[0], get_target("gfx908"))
+    tables = ChoiceTables(problem)
+    regs, bad = replay(tables, ["@0"] * len(problem.order))
+    assert not bad
+    _, report = verify_regs(pre, problem, regs, [], Options(timeout_s=30, seed=0))
+    assert report.verdict is Verdict.REJECTED
+    bans: dict = {}
+    bans_from(report, problem, regs, bans)
+    assert bans
+    state, decisions = tables.start(), []
+    for k, v in enumerate(problem.order):
+        _, listed = line_text(problem, tables, state, k, bans.get(v, ()))
+        assert [c.reg for c in listed if c.kind == "!"] == [r for r in bans.get(v, ()) if r in [c.reg for c in listed]]
+        j = next(i for i, c in enumerate(listed) if c.kind != "!")
+        decisions.append(f"@{j}")
+        tables.take(state, k, listed[j].reg)
+    text = "\n".join(f"%{k} : {d}" for k, d in enumerate(decisions))
+    fixed, findings = parse_model_output(text, problem, bans=bans)
+    assert not findings and fixed == state.regs
+    _, report = verify_regs(pre, problem, fixed, [], Options(timeout_s=30, seed=0))
+    assert report.verdict is Verdict.VERIFIED
+
+
+def test_pass_at_k_estimator() -> None:
+    from itertools import combinations
+
+    from verilocc.llm.evaluate import pass_at_k
+
+    for n, c in ((10, 0), (10, 1), (10, 3), (12, 11), (6, 6)):
+        outcomes = [True] * c + [False] * (n - c)
+        for k in (1, 2, 5):
+            subsets = list(combinations(range(n), k))
+            exact = sum(any(outcomes[i] for i in sub) for sub in subsets) / len(subsets)
+            assert pass_at_k(n, c, k) == pytest.approx(exact)
+    assert pass_at_k(5, 2, 10) is None and pass_at_k(100, 0, 100) == 0.0 and pass_at_k(100, 1, 100) == 1.0
+
+
+def test_feedback_examples_are_the_loops_feedback(data: Path) -> None:
+    """A feedback example carries a round-1 proposal's findings as the loop renders them
+    (`render_feedback` of `verify_regs`), and LLVM's decisions as the corrected answers."""
+    import random
+
+    from verilocc.llm.dataset import feedback_round, teacher_lines
+    from verilocc.rewrite.assignment import assignment_from_allocation
+
+    examples = [json.loads(x) for x in (data / "train.jsonl").read_text().splitlines()]
+    fed = [ex for ex in examples if ex["feedback"]]
+    assert fed and all(ex["feedback"].startswith("feedback: REJECTED") for ex in fed)
+    ex = fed[0]
+    assert "names no listed choice" in ex["feedback"] or "was not allocated" in ex["feedback"]
+    # rebuilt here from the pair with the same seed: the same paragraph
+    pre = read_module(ex["pre"])
+    post = read_module(ex["pre"].replace(".pre.mir", ".post.mir"))
+    problem = build_problem(pre.functions[0], get_target(ex["target"]))
+    tables = ChoiceTables(problem)
+    teacher = dict(assignment_from_allocation(pre, post, ex["target"]).regs)
+    rng = random.Random(f"0:{ex['origin']}:{ex['target']}:{ex['kernel']}")
+    _, answers = teacher_lines(problem, tables, teacher, rng)
+    feedback, bans = feedback_round(pre, problem, tables, teacher, answers, rng)
+    assert feedback == ex["feedback"]
+    lines2, answers2 = teacher_lines(problem, tables, teacher, rng, bans, ban_rate=0.0)
+    assert lines2 == ex["lines"] and answers2 == ex["answers"]
+
+
+def test_sampling_is_deterministic_per_seed(tiny_model: Path) -> None:
+    """Sample s of a batch depends on (seed, s) only: the same with the same seed, alone or in
+    a larger batch; another seed gives other samples."""
+    from verilocc.llm.decode import propose_many
+    from verilocc.llm.lm import load_lm
+
+    lm = load_lm(str(tiny_model))
+    pre = read_module(CORPUS / "gfx90a" / "reduce_sum.pre.mir")
+    problem = build_problem(pre.functions[0], get_target("gfx90a"))
+    a = propose_many(lm, problem, samples=3, constrained=False, temperature=1.0, seed=7)
+    b = propose_many(lm, problem, samples=3, constrained=False, temperature=1.0, seed=7)
+    c = propose_many(lm, problem, samples=2, constrained=False, temperature=1.0, seed=7)
+    d = propose_many(lm, problem, samples=3, constrained=False, temperature=1.0, seed=8)
+    assert [p.text for p in a] == [p.text for p in b]
+    assert [p.text for p in a[:2]] == [p.text for p in c]
+    assert [p.text for p in a] != [p.text for p in d] and a[1].text != a[2].text
+    greedy = propose_many(lm, problem, samples=1, constrained=False, seed=99)[0]
+    assert a[0].text == greedy.text  # sample 0 is greedy, whatever the seed
+
+
+def test_cached_forward_matches_transformers(tiny_model: Path) -> None:
+    from verilocc.llm.kvcache import CachedLlama
+    from verilocc.llm.lm import load_lm
+
+    lm = load_lm(str(tiny_model))
+    torch.manual_seed(0)
+    ids = torch.randint(0, len(lm.tokenizer), (3, 40))
+    with torch.no_grad():
+        ref = lm.model(input_ids=ids).logits.float()
+    cache = CachedLlama(lm.model, capacity=64)
+    cache.reset(3)
+    first, second = cache.forward(ids[:, :25]), cache.forward(ids[:, 25:])
+    assert torch.allclose(first, ref[:, 24], atol=1e-4) and torch.allclose(second, ref[:, 39], atol=1e-4)

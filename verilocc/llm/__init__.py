@@ -1,9 +1,12 @@
 """The model loop of DESIGN.md section 6: data, normalisation, a small LM, decoding, feedback.
 
-Data flow: pre-RA MIR -> `problem` (the allocation problem: candidates, conflicts, copy hints
-from static analysis) -> `normalise` (dense renumbering, neutral class names, prompt lines) ->
-model (`tokenizer`, `tiny`, `train`) -> `decode` (constrained or not) -> assignment text ->
-`parse_model_output` -> materialise -> verify -> `feedback` (findings rendered for the next
-prompt) -> `loop`. Only `tiny`, `train`, `decode` and `loop` import torch/transformers, and
-only when called.
+Data flow: pre-RA MIR -> `problem` (the allocation problem: candidates, conflicts, copy hints,
+dying values from static analysis) -> `choices` (per virtual register, given the registers
+chosen before it, the listed choices a decision picks from) -> `normalise` (dense renumbering,
+neutral class names, prompt lines, decisions `@j` read back) -> model (`tokenizer`, `lm`,
+`train`; `kvcache` for decoding) -> `decode` (constrained or not, batched samples) ->
+assignment -> materialise -> verify -> feedback (findings rendered for the next prompt, bans
+marked on lines) -> `loop`; `dataset` and `evaluate` around it. Only `lm`, `kvcache`,
+`train`, `decode`, `loop` and `evaluate` import torch/transformers, and only model commands
+import them.
 """

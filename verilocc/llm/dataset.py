@@ -1,13 +1,23 @@
 """Training examples from pre/post MIR pairs, split by kernel source.
 
 An example is one function: its normalised header and one line per virtual register with
-LLVM's register as the answer (`assignment_from_allocation` on the pair). Registers LLVM split
-or spilled have no single answer: their answer is `?` (no loss) and they occupy nothing in the
-hints of later lines. Hints are computed from LLVM's earlier answers (teacher forcing), as the
-decoder computes them from its own. A few lines get a `! R` ban of a register that is not the
-answer, so the model learns what a counterexample's ban means. Held-out kernels are whole
-sources (`flash_attn.hip`, `softmax.hip` by default): no function of a held-out source is
-trained on, whatever its target, compiler or variant.
+LLVM's decision as the answer: the listed choice (`verilocc.llm.choices`) that is the register
+LLVM gave it (`assignment_from_allocation` on the pair). Lines are listed against LLVM's
+earlier registers (teacher forcing), as the decoder lists them against its own. Registers LLVM
+split or spilled, and registers it chose outside the listed choices, have no answer: `?` (no
+loss), and the state goes on with LLVM's register. A few lines get a `!` mark on a listed
+register that is not the answer, as a counterexample's ban puts it, so the model learns that
+such a choice is never the answer.
+
+A feedback example is the same function as round 2 of the loop sees it: a round-1 proposal
+(LLVM's decisions with one to three lines broken into decisions that name no listed choice,
+as a model writes them) is verified by the loop's own `verify_regs`, its findings rendered by
+`render_feedback` exactly as the loop renders them (names in the prompt's alphabet) and its
+bans taken as the loop takes them (`bans_from`); the example is the header, that paragraph and
+the lines with LLVM's decisions (for functions of up to `FEEDBACK_MAX_VREGS` virtual
+registers: each costs a verification). Held-out kernels are whole sources (`flash_attn.hip`,
+`sgemm_tiled.hip` by default): no function of a held-out source is trained on, whatever its
+target, compiler or variant.
 """
 
 from __future__ import annotations
@@ -18,15 +28,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from verilocc.rewrite.assignment import assignment_from_allocation
 from verilocc.analysis.operands import VReg
+from verilocc.llm.choices import ChoiceTables, answer_token
+from verilocc.llm.normalise import header_text, line_text, output_finding, resolve
+from verilocc.llm.problem import AllocationProblem, build_problem, single_function
+from verilocc.mir.model import Module
 from verilocc.mir.parser import read_module
-from verilocc.llm.normalise import header_text, line_prefix, reg_token
-from verilocc.llm.problem import build_problem, single_function
+from verilocc.rewrite.assignment import assignment_from_allocation
 from verilocc.target import PhysReg, get_target
 
-HELD_OUT_SOURCES = ("flash_attn.hip", "softmax.hip")
+HELD_OUT_SOURCES = ("flash_attn.hip", "sgemm_tiled.hip", "softmax.hip")
 BAN_RATE = 0.05
+FEEDBACK_MAX_VREGS = 400  # feedback examples verify a proposal: of functions up to this size
 
 
 @dataclass(frozen=True)
@@ -54,60 +67,118 @@ def kernel_source(kernel: str, sources: dict[str, str]) -> str:
     return sources.get(base, base)
 
 
-def example_from_pair(pair: Pair, source: str, seed: int = 0) -> dict[str, object]:
+def teacher_lines(problem: AllocationProblem, tables: ChoiceTables, teacher: dict[VReg, PhysReg],
+                  rng: random.Random, bans: dict[VReg, list[PhysReg]] | None = None,
+                  ban_rate: float = BAN_RATE) -> tuple[list[str], list[str]]:
+    """The lines of a function and the teacher's decisions (`?` where it chose no listed choice)."""
+    bans = bans or {}
+    state = tables.start()
+    lines: list[str] = []
+    answers: list[str] = []
+    for k, v in enumerate(problem.order):
+        label = teacher.get(v)
+        line_bans = list(bans.get(v, ()))
+        if label is not None and rng.random() < ban_rate:
+            listed, _ = tables.choices(state, k, line_bans)
+            others = [c.reg for c in listed if c.reg != label]
+            if others:
+                line_bans.append(rng.choice(others))
+        text, listed = line_text(problem, tables, state, k, line_bans)
+        j = next((i for i, c in enumerate(listed) if c.reg == label and c.kind != "!"), None)
+        lines.append(text)
+        answers.append("?" if j is None else answer_token(j))
+        tables.take(state, k, label)
+    return lines, answers
+
+
+def feedback_round(pre: Module, problem: AllocationProblem, tables: ChoiceTables, teacher: dict[VReg, PhysReg],
+                   answers: list[str], rng: random.Random) -> tuple[str, dict[VReg, list[PhysReg]]] | None:
+    """A round-1 proposal with broken lines, verified and fed back as the loop does it: the
+    feedback paragraph and the bans of round 2 (None when no line can be broken)."""
+    from verilocc.llm.loop import bans_from, verify_regs
+    from verilocc.llm.normalise import rename_text
+    from verilocc.report.render import render_feedback
+    from verilocc.verify import Options
+
+    decided = [k for k, a in enumerate(answers) if a != "?"]
+    if not decided:
+        return None
+    broken = sorted(rng.sample(decided, min(len(decided), rng.randint(1, 3))))
+    regs = dict(teacher)
+    findings = []
+    state = tables.start()
+    for k, v in enumerate(problem.order):
+        if k in broken:
+            listed, _ = tables.choices(state, k)
+            word = answer_token(rng.randint(len(listed), 15)) if len(listed) < 16 else "?"
+            _, why = resolve(word, listed, v)
+            findings.append(output_finding(problem, "<model>", k, why or ""))
+            regs.pop(v, None)
+        tables.take(state, k, regs.get(v))
+    _, report = verify_regs(pre, problem, regs, findings, Options(timeout_s=30.0, seed=0))
+    feedback = render_feedback(report, rename=lambda m: rename_text(m, problem))
+    bans: dict[VReg, list[PhysReg]] = {}
+    bans_from(report, problem, regs, bans)
+    return feedback, bans
+
+
+def examples_from_pair(pair: Pair, source: str, seed: int = 0, feedback: bool = True) -> list[dict[str, object]]:
+    """The plain example of a pair's function and, with `feedback`, its feedback example."""
     pre, post = read_module(pair.pre), read_module(pair.post)
     fn = single_function(pre)
     target = get_target(fn.target_cpu or pair.target)
     problem = build_problem(fn, target)
+    tables = ChoiceTables(problem)
     derived = assignment_from_allocation(pre, post, target.name)
+    teacher = dict(derived.regs)
     rng = random.Random(f"{seed}:{pair.origin}:{pair.target}:{pair.kernel}")
-    chosen: dict[VReg, PhysReg] = {}
-    lines: list[str] = []
-    answers: list[str] = []
-    for k, v in enumerate(problem.order):
-        label = derived.regs.get(v)
-        bans: list[PhysReg] = []
-        if label is not None and rng.random() < BAN_RATE:
-            others = [r for r in problem.info[v].candidates[:64] if r != label]
-            if others:
-                bans.append(rng.choice(others))
-        text, _ = line_prefix(problem, k, v, chosen, bans)
-        lines.append(text)
-        answers.append(reg_token(label) if label is not None else "?")
-        if label is not None:
-            chosen[v] = label
-    usage = problem.usage(chosen)
-    return {"kernel": pair.kernel, "source": source, "target": target.name, "origin": pair.origin,
-            "pre": str(pair.pre), "header": header_text(target, problem), "lines": lines, "answers": answers,
-            "unknown": len(derived.split) + len(derived.missing), "usage": usage}
+    lines, answers = teacher_lines(problem, tables, teacher, rng)
+    base = {"kernel": pair.kernel, "source": source, "target": target.name, "origin": pair.origin,
+            "pre": str(pair.pre), "header": header_text(target, problem), "unknown": len(derived.split) + len(derived.missing),
+            "usage": problem.usage(teacher)}
+    out: list[dict[str, object]] = [{**base, "feedback": "", "lines": lines, "answers": answers}]
+    if feedback and len(problem.order) <= FEEDBACK_MAX_VREGS:
+        got = feedback_round(pre, problem, tables, teacher, answers, rng)
+        if got is not None:
+            text, bans = got
+            lines2, answers2 = teacher_lines(problem, tables, teacher, rng, bans, ban_rate=0.0)
+            out.append({**base, "feedback": text, "lines": lines2, "answers": answers2})
+    return out
 
 
-def _example_job(job: tuple[Pair, str]) -> dict[str, object] | str:
-    pair, source = job
+def _example_job(job: tuple[Pair, str, bool]) -> list[dict[str, object]] | str:
+    pair, source, feedback = job
     try:
-        return example_from_pair(pair, source)
+        return examples_from_pair(pair, source, feedback=feedback)
     except Exception as e:  # noqa: BLE001 - one unreadable pair must not stop the build
         return f"{type(e).__name__}: {e}"
 
 
 def build_examples(pairs: list[Pair], sources: dict[str, str], out: Path, held_out: tuple[str, ...],
-                   progress: Callable[[str], None], jobs: int = 1) -> dict[str, int]:
-    """Write train.jsonl and heldout.jsonl (one example per line, in `pairs` order) and manifest.tsv."""
+                   progress: Callable[[str], None], jobs: int = 1, feedback: bool = True) -> dict[str, int]:
+    """Write train.jsonl and heldout.jsonl (one example per line, in `pairs` order; feedback
+    examples for training pairs only) and manifest.tsv."""
     from concurrent.futures import ProcessPoolExecutor
 
-    counts = {"train": 0, "heldout": 0, "failed": 0, "train_lines": 0}
+    counts = {"train": 0, "heldout": 0, "failed": 0, "train_lines": 0, "feedback": 0}
     out.mkdir(parents=True, exist_ok=True)
-    work = [(p, kernel_source(p.kernel, sources)) for p in pairs]
+    work = []
+    for p in pairs:
+        source = kernel_source(p.kernel, sources)
+        work.append((p, source, feedback and source not in held_out))
     with (out / "train.jsonl").open("w", encoding="utf-8") as tr, (out / "heldout.jsonl").open("w", encoding="utf-8") as ho, \
             (out / "manifest.tsv").open("w", encoding="utf-8") as man, ProcessPoolExecutor(max_workers=jobs) as pool:
         man.write("split\torigin\ttarget\tkernel\tsource\tvregs\tunknown\n")
-        for (pair, source), ex in zip(work, pool.map(_example_job, work)):
+        for (pair, source, _), exs in zip(work, pool.map(_example_job, work)):
             split = "heldout" if source in held_out else "train"
-            if isinstance(ex, str):
+            if isinstance(exs, str):
                 counts["failed"] += 1
-                progress(f"skip {pair.origin} {pair.target}/{pair.kernel}: {ex}")
+                progress(f"skip {pair.origin} {pair.target}/{pair.kernel}: {exs}")
                 continue
-            (ho if split == "heldout" else tr).write(json.dumps(ex) + "\n")
+            for ex in exs:
+                (ho if split == "heldout" else tr).write(json.dumps(ex) + "\n")
+                counts["feedback"] += bool(ex["feedback"])
+            ex = exs[0]
             counts[split] += 1
             if split == "train":
                 counts["train_lines"] += len(ex["lines"])  # type: ignore[arg-type]

@@ -1,18 +1,29 @@
 """Decoding an assignment from a model, one virtual register at a time.
 
-The model reads the header, the feedback of the last counterexample and the previous
-`window` lines (each with its answer), then the current line up to `:`, and writes the
-register. With constrained decoding, `RegisterMask` (a transformers `LogitsProcessor`) keeps
-only the tokens that continue a register the problem still allows: class, tuple alignment,
-budget, reservations, conflicts with the choices already made, and the registers a
-counterexample banned. A register that takes several tokens (a generic tokenizer) is decoded
-through the prefix tree of the allowed registers' token sequences. Without constraints the
-model's most likely tokens are taken as they are, up to the end of the line; whatever it
-writes goes through `parse_model_output`, where malformed text becomes a finding.
+The model reads the header, the feedback of the last counterexample and up to `window - 1`
+previous lines (each with its decision), then the current line up to `:` (its listed choices,
+`verilocc.llm.choices`), and writes its decision `@j`. The listed choices are recomputed after
+every decision from the registers chosen so far, so each sample of a batch has its own lines.
+
+The project's own model decodes all samples of a call as one batch with a key/value cache:
+every line of a function has the same number of tokens in every sample, so the samples advance
+in lockstep, one forward pass of the new line's tokens per line. The cache holds the header and
+feedback once and at most `window - 1` lines; when it is full it is cut back to the header and
+the last `window / 2` lines are encoded again (the windows the model was trained on). Each
+sample draws from its own generator, seeded by (seed, sample), so a sample's text does not
+depend on the other samples of its batch. Other Hugging Face models decode sample by sample
+without a cache (their tokenizers split lines unevenly).
+
+Unconstrained, the model's most likely token (or a sample at `temperature`) is taken as it is:
+a decision that names no listed choice, or any other word, becomes a `model-output` finding.
+With constrained decoding, `RegisterMask` (a transformers `LogitsProcessor`) keeps only the
+decisions that name listed choices not ruled out by a counterexample; when there is none the
+sample stops at a dead end (the function needs spilling, which an assignment cannot express).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -20,10 +31,10 @@ import torch
 from transformers import LogitsProcessor
 
 from verilocc.analysis.operands import VReg
-from verilocc.errors import TargetError
 from verilocc.findings import Finding
+from verilocc.llm.choices import Choice, ChoiceTables, State, answer_token
 from verilocc.llm.lm import LM
-from verilocc.llm.normalise import header_text, line_prefix, parse_model_output, reg_token, token_register
+from verilocc.llm.normalise import header_text, line_text, output_finding, resolve
 from verilocc.llm.problem import AllocationProblem
 from verilocc.target import PhysReg
 
@@ -44,18 +55,18 @@ class RegisterMask(LogitsProcessor):
 
 @dataclass
 class Proposal:
-    text: str  # the model's lines, `%k <hints> : R`
+    text: str  # the model's lines, `%k <line> : @j`
     regs: dict[VReg, PhysReg]
-    findings: list[Finding]  # from parsing the text
+    findings: list[Finding]  # decisions that name no listed choice
     dead_end: str | None = None  # constrained decoding found no register left: why
     masked: list[tuple[int, int]] = field(default_factory=list)  # (allowed, vocabulary) per constrained step
+    decisions: list[str] = field(default_factory=list)  # per line, as written
 
 
 def reads_feedback(lm: LM) -> bool:
-    """Whether the model reads the feedback paragraph in its context. The project's small
-    model was trained without it and gets worse with it (measured: round 2 of the loop on
-    softmax_row went from 15 to 285 errors); it reads the same findings as `! R` bans on the
-    lines they concern, which it was trained on. Other models read both."""
+    """Whether the model reads the feedback paragraph in its context: models trained on
+    counterexamples (`feedback_in_context` in their metadata) and other Hugging Face models
+    do; a model trained without them reads the findings only as `!` marks on its lines."""
     return bool(lm.meta.get("feedback_in_context", not lm.own))
 
 
@@ -66,74 +77,189 @@ def prompt_head(problem: AllocationProblem, feedback: str) -> str:
 
 def propose(lm: LM, problem: AllocationProblem, *, constrained: bool, feedback: str = "",
             bans: Mapping[VReg, Sequence[PhysReg]] | None = None, temperature: float = 0.0, seed: int = 0,
-            file: str = "<model>") -> Proposal:
-    gen = torch.Generator().manual_seed(seed)
-    bans = bans or {}
-    head_ids = lm.bos + lm.encode(header_text(problem.target, problem)) + lm.line_end
+            file: str = "<model>", tables: ChoiceTables | None = None) -> Proposal:
+    """One proposal (greedy at temperature 0)."""
+    return propose_many(lm, problem, samples=1, constrained=constrained, feedback=feedback, bans=bans,
+                        temperature=temperature, seed=seed, file=file, tables=tables, greedy_first=False)[0]
+
+
+def propose_many(lm: LM, problem: AllocationProblem, *, samples: int, constrained: bool, feedback: str = "",
+                 bans: Mapping[VReg, Sequence[PhysReg]] | None = None, temperature: float = 0.7, seed: int = 0,
+                 file: str = "<model>", tables: ChoiceTables | None = None, greedy_first: bool = True) -> list[Proposal]:
+    """`samples` proposals: sample s draws at `temperature` from generator (seed, s); with
+    `greedy_first` sample 0 is greedy."""
+    tables = tables or ChoiceTables(problem)
+    temps = [0.0 if (s == 0 and greedy_first) else temperature for s in range(samples)]
+    rngs = [random.Random(f"{seed}:{s}") for s in range(samples)]
+    head = lm.bos + lm.encode(header_text(problem.target, problem)) + lm.line_end
     if feedback and reads_feedback(lm):
-        head_ids += lm.encode(feedback)[:MAX_FEEDBACK_TOKENS] + lm.line_end
-    nl = lm.line_end
-    chosen: dict[VReg, PhysReg] = {}
-    history: list[list[int]] = []
-    out_lines: list[str] = []
-    masked: list[tuple[int, int]] = []
-    for k, v in enumerate(problem.order):
-        prefix, allowed = line_prefix(problem, k, v, chosen, list(bans.get(v, ())))
-        ctx = head_ids + [t for ids in history[-(lm.window - 1):] for t in ids] + lm.encode(prefix + " :")
-        if constrained:
-            if not allowed:
-                text = "\n".join(out_lines)
-                why = (f"no register of class {problem.info[v].cls.name} is left for %{v} "
-                       f"without a conflict: the function needs spilling or another order")
-                return Proposal(text, chosen, [], dead_end=why, masked=masked)
-            options = {reg_token(r): (r, lm.answer_ids(reg_token(r))) for r in allowed}
-            token, ids = _pick_constrained(lm, ctx, options, temperature, gen, masked)
-            chosen[v] = options[token][0]
+        head += lm.encode(feedback)[:MAX_FEEDBACK_TOKENS] + lm.line_end
+    decoder = _Batch(lm, problem, tables, head, temps, rngs, constrained, dict(bans or {}), file)
+    if lm.own:
+        decoder.run_cached()
+    else:
+        decoder.run_uncached()
+    return decoder.proposals()
+
+
+class _Batch:
+    """The samples of one call: their states, lines and decisions."""
+
+    def __init__(self, lm: LM, problem: AllocationProblem, tables: ChoiceTables, head: list[int],
+                 temps: list[float], rngs: list[random.Random], constrained: bool,
+                 bans: dict[VReg, Sequence[PhysReg]], file: str) -> None:
+        self.lm, self.problem, self.tables, self.head = lm, problem, tables, head
+        self.temps, self.rngs, self.constrained, self.bans, self.file = temps, rngs, constrained, bans, file
+        n = len(temps)
+        self.states: list[State] = [tables.start() for _ in range(n)]
+        self.lines: list[list[str]] = [[] for _ in range(n)]
+        self.decisions: list[list[str]] = [[] for _ in range(n)]
+        self.findings: list[list[Finding]] = [[] for _ in range(n)]
+        self.dead: list[str | None] = [None] * n
+        self.masked: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+
+    # ---- what every path shares ------------------------------------------------------------
+    def line(self, s: int, k: int) -> tuple[str, list[Choice]]:
+        v = self.problem.order[k]
+        return line_text(self.problem, self.tables, self.states[s], k, self.bans.get(v, ()))
+
+    def allowed_answers(self, listed: list[Choice]) -> list[int]:
+        return [j for j, c in enumerate(listed) if c.kind != "!"]
+
+    def record(self, s: int, k: int, prefix: str, listed: list[Choice], answer: str) -> None:
+        v = self.problem.order[k]
+        self.lines[s].append(f"{prefix} : {answer}")
+        self.decisions[s].append(answer)
+        if self.dead[s] is not None:
+            return
+        choice, why = resolve(answer, listed, v)
+        if choice is None:
+            self.findings[s].append(output_finding(self.problem, self.file, k, why or ""))
         else:
-            ids = _free_answer(lm, ctx, temperature, gen)
-            token = lm.decode(ids).strip().split("\n")[0].strip()
-            try:
-                chosen[v] = token_register(token.split()[0] if token else "", problem.info[v].cls)
-            except (TargetError, IndexError):
-                pass
-        out_lines.append(f"{prefix} : {token}")
-        history.append(lm.encode(prefix + " :") + ids + nl)
-    text = "\n".join(out_lines) + "\n"
-    regs, findings = parse_model_output(text, problem, file)
-    return Proposal(text, regs, findings, masked=masked)
+            self.tables.take(self.states[s], k, choice.reg)
+
+    def dead_end(self, s: int, k: int) -> None:
+        v = self.problem.order[k]
+        self.dead[s] = (f"no register of class {self.problem.info[v].cls.name} is left for %{v} "
+                        f"without a conflict: the function needs spilling or other choices before it")
+
+    def draw(self, logits: torch.Tensor, s: int) -> int:
+        """A token from one row of logits: argmax at temperature 0, else inverse CDF with the
+        sample's own generator."""
+        t = self.temps[s]
+        if t <= 0:
+            return int(torch.argmax(logits))
+        probs = torch.softmax(logits.float() / t, dim=-1)
+        cdf = torch.cumsum(probs, dim=-1)
+        u = self.rngs[s].random() * float(cdf[-1])
+        return int(min(int(torch.searchsorted(cdf, torch.tensor([u]))[0]), logits.shape[-1] - 1))
+
+    def proposals(self) -> list[Proposal]:
+        out = []
+        for s in range(len(self.temps)):
+            text = "\n".join(self.lines[s]) + ("\n" if self.lines[s] else "")
+            out.append(Proposal(text, dict(self.states[s].regs), self.findings[s], self.dead[s], self.masked[s],
+                                self.decisions[s]))
+        return out
+
+    # ---- the project's own model: one batch, a key/value cache -------------------------------
+    @torch.no_grad()
+    def run_cached(self) -> None:
+        from verilocc.llm.kvcache import CachedLlama
+
+        lm = self.lm
+        n = len(self.temps)
+        nl = lm.line_end
+        window = max(2, lm.window)
+        capacity = len(self.head) + window * 32 + 64
+        prefix = CachedLlama(lm.model, capacity)
+        prefix.reset(1)
+        prefix.forward(torch.tensor([self.head]))
+        cache = CachedLlama(lm.model, capacity)
+        cache.reset(n)
+        history: list[list[list[int]]] = [[] for _ in range(n)]  # per sample, per line: its token ids
+        in_cache = -1  # complete lines in the cache; -1: not built yet
+        for k in range(len(self.problem.order)):
+            texts = [self.line(s, k) for s in range(n)]
+            ids = [lm.encode(prefix_text + " :") for prefix_text, _ in texts]
+            if in_cache < 0 or in_cache >= window - 1:
+                # (re)build: the header, then the last window/2 complete lines of each sample
+                keep = min(len(history[0]), window // 2) if in_cache >= 0 else 0
+                cache.copy_prefix(prefix, len(self.head))
+                rows = [[t for line in history[s][len(history[s]) - keep:] for t in line] + ids[s] for s in range(n)]
+                in_cache = keep
+            else:
+                rows = [history[s][-1][-1 - len(nl):] + ids[s] for s in range(n)]
+            logits = cache.forward(torch.tensor(rows, dtype=torch.long))
+            for s in range(n):
+                prefix_text, listed = texts[s]
+                tok = self._choose(logits[s], s, k, listed)
+                self.record(s, k, prefix_text, listed, lm.decode([tok]).strip() or "<empty>")
+                history[s].append(ids[s] + [tok] + nl)
+            in_cache += 1
+
+    def _choose(self, logits: torch.Tensor, s: int, k: int, listed: list[Choice]) -> int:
+        if not self.constrained or self.dead[s] is not None:
+            return self.draw(logits, s)
+        ok = self.allowed_answers(listed)
+        if not ok:
+            self.dead_end(s, k)
+            return self.draw(logits, s)
+        allowed = [self.lm.answer_ids(answer_token(j))[0] for j in ok]
+        self.masked[s].append((len(allowed), int(logits.shape[-1])))
+        masked = RegisterMask(allowed)(torch.zeros(1, 1, dtype=torch.long), logits.unsqueeze(0))[0]  # type: ignore[arg-type]
+        return self.draw(masked, s)
+
+    # ---- other Hugging Face models: sample by sample, no cache -------------------------------
+    @torch.no_grad()
+    def run_uncached(self) -> None:
+        lm = self.lm
+        nl = set(lm.line_end)
+        for s in range(len(self.temps)):
+            history: list[list[int]] = []
+            for k in range(len(self.problem.order)):
+                prefix, listed = self.line(s, k)
+                ctx = self.head + [t for ids in history[-(lm.window - 1):] for t in ids] + lm.encode(prefix + " :")
+                got: list[int] = []
+                if self.constrained and self.dead[s] is None:
+                    ok = self.allowed_answers(listed)
+                    if not ok:
+                        self.dead_end(s, k)
+                    else:
+                        got = self._pick_by_prefix(ctx, {answer_token(j): lm.answer_ids(answer_token(j)) for j in ok}, s)
+                if not got:
+                    for _ in range(6):
+                        tok = self.draw(lm.next_logits(ctx + got), s)
+                        if tok in nl:
+                            break
+                        got.append(tok)
+                answer = lm.decode(got).strip().split("\n")[0].strip() or "<empty>"
+                self.record(s, k, prefix, listed, answer)
+                history.append(lm.encode(prefix + " :") + got + lm.line_end)
+
+    def _pick_by_prefix(self, ctx: list[int], options: dict[str, list[int]], s: int) -> list[int]:
+        """Constrained decoding of an answer that takes several tokens: through the prefix tree
+        of the allowed answers' token sequences."""
+        got: list[int] = []
+        live = dict(options)
+        while True:
+            complete = [t for t, ids in live.items() if ids == got]
+            longer = {t: ids for t, ids in live.items() if len(ids) > len(got) and ids[: len(got)] == got}
+            if complete and not longer:
+                return got
+            nxt = sorted({ids[len(got)] for ids in longer.values()})
+            logits = self.lm.next_logits(ctx + got)
+            self.masked[s].append((len(nxt), int(logits.shape[-1])))
+            scores = RegisterMask(nxt)(torch.tensor([ctx + got]), logits.unsqueeze(0))[0]  # type: ignore[arg-type]
+            got.append(self.draw(scores, s))
+            live = {t: ids for t, ids in live.items() if ids[: len(got)] == got}
 
 
-def _sample(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> int:
-    if temperature <= 0:
-        return int(torch.argmax(logits))
-    probs = torch.softmax(logits / temperature, dim=-1)
-    return int(torch.multinomial(probs, 1, generator=gen))
+def _repeat(cache: object, n: int) -> object:
+    """A copy of a batch-1 cache with `n` rows."""
+    import copy
 
-
-def _pick_constrained(lm: LM, ctx: list[int], options: dict[str, tuple[PhysReg, list[int]]], temperature: float,
-                      gen: torch.Generator, masked: list[tuple[int, int]]) -> tuple[str, list[int]]:
-    got: list[int] = []
-    live = dict(options)
-    while True:
-        complete = [t for t, (_, ids) in live.items() if ids == got]
-        longer = {t: ids for t, (_, ids) in live.items() if len(ids) > len(got) and ids[: len(got)] == got}
-        if complete and not longer:
-            return complete[0], got
-        nxt = sorted({ids[len(got)] for ids in longer.values()})
-        logits = lm.next_logits(ctx + got)
-        masked.append((len(nxt), int(logits.shape[-1])))
-        scores = RegisterMask(nxt)(torch.tensor([ctx + got]), logits.unsqueeze(0))[0]  # type: ignore[arg-type]
-        tok = _sample(scores, temperature, gen)
-        got.append(tok)
-        live = {t: o for t, o in live.items() if o[1][: len(got)] == got}
-
-
-def _free_answer(lm: LM, ctx: list[int], temperature: float, gen: torch.Generator, limit: int = 6) -> list[int]:
-    nl = set(lm.line_end)
-    got: list[int] = []
-    for _ in range(limit if not lm.own else 1):
-        tok = _sample(lm.next_logits(ctx + got), temperature, gen)
-        if tok in nl:
-            break
-        got.append(tok)
-    return got
+    out = copy.deepcopy(cache)
+    if n > 1:
+        out.batch_repeat_interleave(n)  # type: ignore[attr-defined]
+    return out

@@ -1,187 +1,429 @@
-"""`verilocc eval`: the model loop on held-out kernels, against LLVM's greedy allocator.
+"""`verilocc eval`: the model loop on held-out functions, against LLVM's greedy allocator.
 
-Per kernel (a pre/post pair whose source is held out of training):
-- single shot: round 1 of the unconstrained loop (greedy decoding, no feedback) VERIFIED;
-- k rounds: the unconstrained loop with counterexample feedback VERIFIED within k rounds;
-- constrained: the loop with constrained decoding, rounds and seconds to success;
-- the VERIFIED constrained allocations are written to `<out>/alloc/<target>/<kernel>.alloc.mir`;
-- registers: VGPRs, AGPRs, SGPRs and waves per SIMD of the constrained (else the best
-  VERIFIED) allocation beside those of LLVM's post file (the greedy allocator on the same
-  pre file). Occupancy uses the target's rules (`Target.waves_per_simd`).
-No repair step runs here: the numbers are the model's.
+Held-out functions come in families, as the VeriLocc paper reports them: GEMM and attention
+kernels whose sources were never trained on (`sgemm_tiled.hip`, `flash_attn.hip`), and
+functions of LLVM's own AMDGPU tests (none trained on), per target. Per function:
+
+- fits: an assignment is known to exist (LLVM's own allocation is one: no spill, no split; or
+  one of ours is VERIFIED). Rates are over the functions that fit; the others need spill code,
+  which an assignment cannot express, and are counted apart.
+- single shot: the model's greedy first proposal, decoded without masking, is VERIFIED (all
+  three layers).
+- pass@k: `n` proposals sampled at `temperature` without masking, `c` of them VERIFIED; the
+  unbiased estimator 1 - C(n-c, k) / C(n, k) (Chen et al. 2021), for k <= n (n is smaller for
+  functions above `large` virtual registers: each distinct sample costs a verification).
+- rounds to VERIFIED with feedback, and without (the ablation): the loop with `rounds`
+  rounds of one proposal each, every proposal sampled (same seeds in both arms), the
+  counterexample fed back or not; None when no round verified.
+- constrained: the first constrained proposal (decoding masked to listed choices) VERIFIED.
+- registers: VGPRs, AGPRs, SGPRs and waves per SIMD of our VERIFIED allocation (the
+  single-shot one, else the constrained one; and the best VERIFIED sample) beside LLVM's post file (its greedy allocator on
+  the same pre file); occupancy by the target's rules (`Target.waves_per_simd`).
+- seconds: one greedy proposal (decoding), and per sample of the batch of n.
+No repair step runs here: the numbers are the model's. Verification verdicts are cached by
+assignment, so a proposal met twice is verified once.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from verilocc.mir.parser import read_module
-from verilocc.llm.dataset import Pair, find_pairs, kernel_source
+from verilocc.analysis.operands import VReg
+from verilocc.findings import Finding, Report, Verdict
+from verilocc.llm.choices import ChoiceTables
+from verilocc.llm.dataset import find_pairs, kernel_source
+from verilocc.llm.decode import propose_many
 from verilocc.llm.lm import LM
-from verilocc.llm.loop import LoopResult, run_loop
-from verilocc.llm.problem import register_usage, single_function
-from verilocc.verify import function_target
+from verilocc.llm.loop import run_loop, verify_regs
+from verilocc.llm.problem import AllocationProblem, build_problem, register_usage, single_function
+from verilocc.mir.model import Module
+from verilocc.mir.parser import read_module
+from verilocc.rewrite.assignment import assignment_from_allocation
+from verilocc.target import PhysReg
+from verilocc.verify import Options, function_target
+
+#: Kernel source -> family (the paper's GEMM and multi-head attention).
+FAMILIES = {"sgemm_tiled.hip": "GEMM", "sgemm_naive.hip": "GEMM", "hgemm_mfma.hip": "GEMM", "hgemm_wmma.hip": "GEMM",
+            "flash_attn.hip": "attention", "flash_attn_mfma.hip": "attention"}
+LLVM_TESTS = "LLVM tests"
+PASS_AT = (1, 10, 100)
 
 
 @dataclass
-class KernelResult:
+class Case:
+    """One held-out function: its pre module (that function only) and LLVM's allocation."""
+
+    family: str
     target: str
-    kernel: str
+    name: str
+    pre: Module
+    post: Module | None
+
+
+@dataclass
+class CaseResult:
+    family: str
+    target: str
+    name: str
     vregs: int
-    single_shot: bool | None  # None: not measured (--constrained-only)
-    within_k: bool | None
-    k_rounds: int  # rounds used by the unconstrained loop (to success, or all)
+    fits: bool
+    llvm_fits: bool  # LLVM's allocation is an assignment (no spill code, no split)
+    single_shot: bool
+    samples: int
+    verified_samples: int
+    pass_at: dict[str, float | None]
+    rounds_feedback: int | None
+    rounds_plain: int | None
     constrained: bool
-    constrained_rounds: int
-    constrained_seconds: float
-    unconstrained_seconds: float
     ours: dict[str, int]
+    best_sample: dict[str, int]  # the VERIFIED sample with the most waves (then fewest registers)
     greedy: dict[str, int]
+    seconds_proposal: float
+    seconds_sample: float
     note: str = ""
 
 
-def evaluate_pair(pair: Pair, lm: LM, rounds: int, samples: int, seed: int, timeout: float,
-                  log: Callable[[str], None], save: Path | None = None, constrained_only: bool = False) -> KernelResult:
-    pre = read_module(pair.pre)
-    post = read_module(pair.post)
-    fn = single_function(post)
-    target = function_target(fn, None, str(pair.post))
-    greedy = register_usage(fn, target)
-    free: LoopResult | None = None
-    if not constrained_only:
-        free = run_loop(pre, lm, samples=samples, rounds=rounds, constrained=False, repair=False, seed=seed,
-                        timeout=timeout, log=lambda s: log(f"  unconstrained {s}"))
-    cons: LoopResult = run_loop(pre, lm, samples=samples, rounds=rounds, constrained=True, repair=False, seed=seed,
-                                timeout=timeout, log=lambda s: log(f"  constrained {s}"))
-    if save is not None and cons.verified and cons.post is not None:  # for `verilocc verify` and llc afterwards
-        from verilocc.mir.printer import print_module
-
-        dest = save / pair.target / f"{pair.kernel}.alloc.mir"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(print_module(cons.post), encoding="utf-8")
-    single = None if free is None else bool(free.attempts) and free.attempts[0].verdict == "VERIFIED"
-    ours = cons.usage if cons.verified else free.usage if free is not None and free.verified else {}
-    note = "" if cons.verified else cons.reason
-    return KernelResult(pair.target, pair.kernel, len(cons.problem.order), single, None if free is None else free.verified,
-                        0 if free is None else free.rounds, cons.verified, cons.rounds, round(cons.seconds, 1),
-                        0.0 if free is None else round(free.seconds, 1), ours, greedy, note)
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """The unbiased estimator of pass@k from n samples with c correct (None when n < k)."""
+    if n < k:
+        return None
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
 
 
-def held_out_pairs(root: Path, targets: list[str], sources: dict[str, str], held: tuple[str, ...],
-                   kernels: list[str] | None) -> list[Pair]:
-    out = []
-    for p in sorted(find_pairs(root, "corpus"), key=lambda p: p.pre.stat().st_size):  # small kernels first
-        if p.target in targets and kernel_source(p.kernel, sources) in held and (not kernels or p.kernel in kernels):
-            out.append(p)
+# --------------------------------------------------------------------------------------------
+# Held-out functions
+# --------------------------------------------------------------------------------------------
+def kernel_cases(roots: list[Path], targets: list[str], sources: dict[str, str], held: tuple[str, ...],
+                 kernels: list[str] | None) -> list[Case]:
+    """Held-out kernel pairs (base variants: the corpus's), small first."""
+    out: list[Case] = []
+    seen: set[tuple[str, str]] = set()
+    for root in roots:
+        for p in sorted(find_pairs(root, root.name), key=lambda p: (p.pre.stat().st_size, str(p.pre))):
+            source = kernel_source(p.kernel, sources)
+            if p.target not in targets or source not in held or p.kernel.endswith("_nounroll"):
+                continue
+            if (kernels and p.kernel not in kernels) or (p.target, p.kernel) in seen:
+                continue
+            seen.add((p.target, p.kernel))
+            out.append(Case(FAMILIES.get(source, "other"), p.target, p.kernel, read_module(p.pre), read_module(p.post)))
     return out
 
 
-def summarise(results: list[KernelResult]) -> dict[str, Any]:
-    n = len(results)
+def llvm_test_cases(root: Path, targets: list[str], per_target: int, version: str = "19") -> list[Case]:
+    """Functions of LLVM's AMDGPU tests (pairs of `scripts/llvm_tests_corpus.py`), `per_target`
+    per target with at least one virtual register, in an order fixed by a hash of their names."""
+    out: list[Case] = []
+    for target in targets:
+        found: list[tuple[str, Case]] = []
+        for pre_path in sorted((root / version / target).glob("*.pre.mir")):
+            post_path = pre_path.with_name(pre_path.name.replace(".pre.mir", ".post.mir"))
+            if not post_path.exists():
+                continue
+            try:
+                pre, post = read_module(pre_path), read_module(post_path)
+            except Exception:  # noqa: BLE001 - a file verilocc cannot read is not a held-out case
+                continue
+            posts = {f.name: f for f in post.functions}
+            test = pre_path.name.split(".")[0]
+            for fn in pre.functions:
+                if not fn.registers or fn.name not in posts:
+                    continue
+                name = f"{test}:{fn.name}"
+                key = hashlib.sha256(f"{target}/{name}".encode()).hexdigest()
+                found.append((key, Case(LLVM_TESTS, target, name, dataclasses.replace(pre, functions=[fn]),
+                                        dataclasses.replace(post, functions=[posts[fn.name]]))))
+        out += [c for _, c in sorted(found, key=lambda x: x[0])[:per_target]]
+    return out
 
-    def rate(xs: list[bool | None]) -> float | None:
-        got = [x for x in xs if x is not None]
-        return round(sum(got) / len(got), 3) if got else None
 
-    ok = [r for r in results if r.constrained]
-    worse = [r for r in results if r.ours and r.ours["waves"] < r.greedy["waves"]]
-    return {
-        "kernels": n,
-        "single_shot_verified": rate([r.single_shot for r in results]),
-        "within_k_verified": rate([r.within_k for r in results]),
-        "constrained_verified": rate([r.constrained for r in results]),
-        "constrained_mean_rounds": round(sum(r.constrained_rounds for r in ok) / len(ok), 2) if ok else None,
-        "constrained_mean_seconds": round(sum(r.constrained_seconds for r in ok) / len(ok), 1) if ok else None,
-        "fewer_waves_than_greedy": [f"{r.target}/{r.kernel}" for r in worse],
-    }
+# --------------------------------------------------------------------------------------------
+# One function
+# --------------------------------------------------------------------------------------------
+class Verifier:
+    """`verify_regs` with verdicts cached by assignment and parse findings."""
+
+    def __init__(self, pre: Module, problem: AllocationProblem, opts: Options) -> None:
+        self.pre, self.problem, self.opts = pre, problem, opts
+        self.cache: dict[tuple[Any, ...], tuple[Module, Report]] = {}
+        self.problems: list[AllocationProblem] = []
+        self.calls = 0
+
+    def __call__(self, pre: Module, problem: AllocationProblem, regs: dict[VReg, PhysReg],
+                 parse_findings: list[Finding], opts: Options, reference: Module | None = None) -> tuple[Module, Report]:
+        # The program allocated changes when the loop spills more: its problem is in the key
+        # (and kept alive by `problems`, so that its id is not reused).
+        if not self.problems or self.problems[-1] is not problem:
+            self.problems.append(problem)
+        key = (id(problem), tuple(sorted((str(v), r.name) for v, r in regs.items())),
+               tuple(f.message for f in parse_findings))
+        got = self.cache.get(key)
+        if got is None:
+            self.calls += 1
+            got = verify_regs(pre, problem, regs, parse_findings, opts, reference=reference)
+            self.cache[key] = got
+        return got
+
+    def verified(self, regs: dict[VReg, PhysReg], parse_findings: list[Finding]) -> bool:
+        """VERIFIED within the function's requested budget (a proposal with decisions that name
+        no listed choice is REJECTED by those findings alone: not verified again)."""
+        if parse_findings:
+            return False
+        _, report = self(self.pre, self.problem, regs, parse_findings, self.opts)
+        return report.verdict is Verdict.VERIFIED and not any(f.kind == "budget" for f in report.findings)
 
 
-def render_table(results: list[KernelResult], summary: dict[str, Any], k: int, console: Any) -> None:
+def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature: float, seed: int, timeout: float,
+                  log: Callable[[str], None]) -> CaseResult:
+    fn = single_function(case.pre)
+    target = function_target(fn, None, case.pre.file)
+    problem = build_problem(fn, target)
+    tables = ChoiceTables(problem)
+    check = Verifier(case.pre, problem, Options(timeout_s=timeout, seed=seed))
+    greedy: dict[str, int] = {}
+    llvm_fits = False
+    if case.post is not None:
+        post_fn = single_function(case.post)
+        greedy = register_usage(post_fn, target)
+        derived = assignment_from_allocation(case.pre, case.post, target.name)
+        llvm_fits = not derived.split and not derived.missing and not _spills(post_fn)
+
+    t0 = time.monotonic()
+    first = propose_many(lm, problem, samples=1, constrained=False, tables=tables, greedy_first=True, seed=seed)[0]
+    seconds_proposal = time.monotonic() - t0
+    single = check.verified(first.regs, first.findings)
+
+    cons = propose_many(lm, problem, samples=1, constrained=True, tables=tables, greedy_first=True, seed=seed)[0]
+    constrained = cons.dead_end is None and check.verified(cons.regs, cons.findings)
+
+    t0 = time.monotonic()
+    props = propose_many(lm, problem, samples=samples, constrained=False, tables=tables, greedy_first=False,
+                         temperature=temperature, seed=seed + 1) if samples else []
+    seconds_sample = (time.monotonic() - t0) / max(1, samples)
+    good = [p for p in props if check.verified(p.regs, p.findings)]
+    verified = len(good)
+    best: dict[str, int] = {}
+    for p in good:  # the VERIFIED sample with the most waves, then the fewest registers
+        u = problem.usage(p.regs)
+        if not best or (-u["waves"], u["vgpr"] + u["agpr"], u["sgpr"]) < (-best["waves"], best["vgpr"] + best["agpr"], best["sgpr"]):
+            best = u
+
+    def loop_rounds(use_feedback: bool) -> int | None:
+        res = run_loop(case.pre, lm, samples=1, rounds=rounds, constrained=False, repair=False, seed=seed + 2,
+                       timeout=timeout, temperature=temperature, use_feedback=use_feedback, first_greedy=False,
+                       verify=check)
+        return res.rounds if res.verified else None
+
+    with_fb = loop_rounds(True) if rounds else None
+    without_fb = loop_rounds(False) if rounds else None
+    ours: dict[str, int] = {}
+    if single:
+        ours = problem.usage(first.regs)
+    elif constrained:
+        ours = problem.usage(cons.regs)
+    fits = llvm_fits or single or constrained or verified > 0 or with_fb is not None or without_fb is not None
+    note = ""
+    if not fits:
+        note = "needs spill code (LLVM spilled or split; no assignment of ours VERIFIED)"
+    elif cons.dead_end is not None:
+        note = "constrained: " + cons.dead_end
+    log(f"  {case.family} {case.target} {case.name}: {len(problem.order)} vregs, single shot "
+        f"{'VERIFIED' if single else 'no'}, {verified}/{samples} samples, rounds {with_fb}/{without_fb} "
+        f"(feedback/none), constrained {'VERIFIED' if constrained else 'no'}; {seconds_proposal:.1f}s per proposal, "
+        f"{check.calls} verifications")
+    return CaseResult(case.family, case.target, case.name, len(problem.order), fits, llvm_fits, single, samples, verified,
+                      {f"pass@{k}": pass_at_k(samples, verified, k) for k in PASS_AT}, with_fb, without_fb, constrained,
+                      ours, best, greedy, round(seconds_proposal, 2), round(seconds_sample, 3), note)
+
+
+def _spills(fn: Any) -> bool:
+    return any(ins.opcode.startswith(("SI_SPILL_", "SI_RESTORE_")) for b in fn.blocks for ins in b.instructions)
+
+
+# --------------------------------------------------------------------------------------------
+# Summaries, table, JSON, plot
+# --------------------------------------------------------------------------------------------
+def summarise(results: list[CaseResult]) -> dict[str, Any]:
+    """Rates over the functions that fit, per (family, target), per family and overall."""
+    groups: dict[str, list[CaseResult]] = {"all": results}
+    for r in results:
+        groups.setdefault(r.family, []).append(r)
+        groups.setdefault(f"{r.family} / {r.target}", []).append(r)
+    return {name: _summary(rs) for name, rs in groups.items()}
+
+
+def _mean(xs: list[float]) -> float | None:
+    return round(sum(xs) / len(xs), 3) if xs else None
+
+
+def _summary(rs: list[CaseResult]) -> dict[str, Any]:
+    fit = [r for r in rs if r.fits]
+    out: dict[str, Any] = {"functions": len(rs), "fit": len(fit), "need_spills": len(rs) - len(fit)}
+    out["single_shot"] = _mean([float(r.single_shot) for r in fit])
+    for k in PASS_AT:
+        got = [r.pass_at[f"pass@{k}"] for r in fit if r.pass_at[f"pass@{k}"] is not None]
+        out[f"pass@{k}"] = _mean([float(x) for x in got if x is not None])
+        out[f"pass@{k}_functions"] = len(got)
+    for arm in ("feedback", "plain"):
+        got = [getattr(r, f"rounds_{arm}") for r in fit]
+        ok = [x for x in got if x is not None]
+        out[f"verified_within_rounds_{arm}"] = _mean([float(x is not None) for x in got])
+        out[f"mean_rounds_{arm}"] = _mean([float(x) for x in ok])
+    out["constrained"] = _mean([float(r.constrained) for r in fit])
+    both = [r for r in rs if r.ours and r.greedy]
+    out["fewer_waves_than_greedy"] = [f"{r.target}/{r.name}" for r in both if r.ours["waves"] < r.greedy["waves"]]
+    out["more_waves_than_greedy"] = len([r for r in both if r.ours["waves"] > r.greedy["waves"]])
+    out["same_waves_as_greedy"] = len([r for r in both if r.ours["waves"] == r.greedy["waves"]])
+    sampled = [r for r in rs if r.best_sample and r.greedy]
+    out["best_sample_fewer_waves_than_greedy"] = len([r for r in sampled if r.best_sample["waves"] < r.greedy["waves"]])
+    out["best_sample_more_waves_than_greedy"] = len([r for r in sampled if r.best_sample["waves"] > r.greedy["waves"]])
+    out["mean_vector_registers_ours_over_greedy"] = _mean(
+        [(r.ours["vgpr"] + r.ours["agpr"]) / max(1, r.greedy["vgpr"] + r.greedy["agpr"]) for r in both])
+    out["mean_sgprs_ours_over_greedy"] = _mean([r.ours["sgpr"] / max(1, r.greedy["sgpr"]) for r in both])
+    out["mean_seconds_per_proposal"] = _mean([r.seconds_proposal for r in rs])
+    out["max_seconds_per_proposal"] = max((r.seconds_proposal for r in rs), default=None)
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: int, console: Any) -> None:
     from rich.table import Table
 
-    t = Table(title=f"held-out kernels: model loop vs LLVM greedy (k = {k} rounds)")
-    for col in ("target", "kernel", "vregs", "1-shot", f"<= {k} rounds", "constrained", "rounds", "seconds",
-                "VGPR+AGPR ours/greedy", "SGPR ours/greedy", "waves ours/greedy"):
-        t.add_column(col, justify="right" if col not in ("target", "kernel") else "left")
-    yes = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}
+    t = Table(title="held-out functions: the model (unconstrained unless said) vs LLVM greedy")
+    for col in ("family", "target", "function", "vregs", "fits", "1-shot", "VERIFIED/n", "pass@10", "pass@100",
+                "rounds fb/none", "constrained", "VGPR+AGPR ours/greedy", "SGPR ours/greedy", "waves ours/greedy", "s/proposal"):
+        t.add_column(col, justify="left" if col in ("family", "target", "function") else "right")
+    yes = {True: "[green]yes[/]", False: "[red]no[/]"}
     for r in results:
         o, g = r.ours, r.greedy
-        vec = f"{o['vgpr'] + o['agpr']}/{g['vgpr'] + g['agpr']}" if o else f"-/{g['vgpr'] + g['agpr']}"
-        sg = f"{o['sgpr']}/{g['sgpr']}" if o else f"-/{g['sgpr']}"
-        wv = f"{o['waves']}/{g['waves']}" if o else f"-/{g['waves']}"
-        if o and o["waves"] < g["waves"]:
+        vec = f"{o['vgpr'] + o['agpr'] if o else '-'}/{g['vgpr'] + g['agpr'] if g else '-'}"
+        sg = f"{o['sgpr'] if o else '-'}/{g['sgpr'] if g else '-'}"
+        wv = f"{o['waves'] if o else '-'}/{g['waves'] if g else '-'}"
+        if o and g and o["waves"] < g["waves"]:
             wv = f"[red]{wv}[/]"
-        t.add_row(r.target, r.kernel, str(r.vregs), yes[r.single_shot], yes[r.within_k], yes[r.constrained],
-                  str(r.constrained_rounds) if r.constrained else "-", f"{r.constrained_seconds:.1f}", vec, sg, wv)
+        t.add_row(r.family, r.target, r.name[:48], str(r.vregs), yes[r.fits], yes[r.single_shot],
+                  f"{r.verified_samples}/{r.samples}", _pct(r.pass_at["pass@10"]), _pct(r.pass_at["pass@100"]),
+                  f"{r.rounds_feedback or '-'}/{r.rounds_plain or '-'}", yes[r.constrained], vec, sg, wv,
+                  f"{r.seconds_proposal:.1f}")
     console.print(t)
-    def pct(x: float | None) -> str:
-        return "-" if x is None else f"{x:.0%}"
+    s = Table(title=f"summary over the functions that fit (rounds: within {rounds}, sampled, with feedback / without)")
+    for col in ("group", "functions", "fit", "1-shot", "pass@1", "pass@10", "pass@100", "within rounds fb/none",
+                "mean rounds fb/none", "constrained", "waves <greedy", "=greedy", ">greedy", "vector regs/greedy",
+                "s/proposal mean/max"):
+        s.add_column(col, justify="left" if col == "group" else "right")
+    for name in sorted(summary, key=lambda n: (n != "all", "/" in n, n)):
+        x = summary[name]
+        s.add_row(name, str(x["functions"]), str(x["fit"]), _pct(x["single_shot"]), _pct(x["pass@1"]),
+                  _pct(x["pass@10"]), _pct(x["pass@100"]) + f" ({x['pass@100_functions']})",
+                  f"{_pct(x['verified_within_rounds_feedback'])}/{_pct(x['verified_within_rounds_plain'])}",
+                  f"{x['mean_rounds_feedback']}/{x['mean_rounds_plain']}", _pct(x["constrained"]),
+                  str(len(x["fewer_waves_than_greedy"])), str(x["same_waves_as_greedy"]), str(x["more_waves_than_greedy"]),
+                  str(x["mean_vector_registers_ours_over_greedy"]),
+                  f"{x['mean_seconds_per_proposal']}/{x['max_seconds_per_proposal']}")
+    console.print(s)
 
-    console.print(f"single-shot VERIFIED {pct(summary['single_shot_verified'])}, within {k} rounds "
-                  f"{pct(summary['within_k_verified'])}, constrained {pct(summary['constrained_verified'])} "
-                  f"(mean {summary['constrained_mean_rounds']} rounds, {summary['constrained_mean_seconds']} s); "
-                  f"fewer waves than greedy: {', '.join(summary['fewer_waves_than_greedy']) or 'none'}")
 
-
-def plot(results: list[KernelResult], summary: dict[str, Any], path: Path, k: int) -> None:
+def plot(results: list[CaseResult], summary: dict[str, Any], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [1, 3]})
-    names = ["1-shot", f"<= {k} rounds", "constrained"]
-    vals = [summary["single_shot_verified"] or 0.0, summary["within_k_verified"] or 0.0, summary["constrained_verified"] or 0.0]
-    ax1.bar(names, vals, color=["#999999", "#6688cc", "#33aa55"])
-    for x, key in enumerate(("single_shot_verified", "within_k_verified", "constrained_verified")):
-        if summary[key] is None:
-            ax1.annotate("not measured", (x, 0.02), ha="center", fontsize=8)
-    ax1.set_ylim(0, 1)
-    ax1.set_ylabel("VERIFIED rate")
-    ax1.set_title(f"{summary['kernels']} held-out kernels")
-    labels = [f"{r.target}\n{r.kernel}" for r in results]
-    xs = range(len(results))
-    ours = [(r.ours["vgpr"] + r.ours["agpr"]) if r.ours else 0 for r in results]
-    greedy = [r.greedy["vgpr"] + r.greedy["agpr"] for r in results]
-    ax2.bar([x - 0.2 for x in xs], greedy, 0.4, label="LLVM greedy", color="#999999")
-    ax2.bar([x + 0.2 for x in xs], ours, 0.4, label="model (constrained)", color="#33aa55")
-    for x, r in zip(xs, results):
-        if r.ours:
-            ax2.annotate(f"{r.ours['waves']}w/{r.greedy['waves']}w", (x, max(ours[x], greedy[x])), ha="center",
-                         va="bottom", fontsize=7)
-    ax2.set_xticks(list(xs))
-    ax2.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
-    ax2.set_ylabel("VGPR + AGPR (labels: waves/SIMD ours/greedy)")
-    ax2.legend()
+    groups = [g for g in sorted(summary, key=lambda n: (n != "all", "/" in n, n)) if "/" in g]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(10, 1.1 * len(groups) + 3), 9))
+    metrics = [("single_shot", "1-shot", "#777777"), ("pass@10", "pass@10", "#6688cc"),
+               ("pass@100", "pass@100", "#2244aa"), ("constrained", "constrained", "#33aa55")]
+    width = 0.8 / len(metrics)
+    for i, (key, label, color) in enumerate(metrics):
+        vals = [summary[g][key] if summary[g][key] is not None else 0.0 for g in groups]
+        ax1.bar([x + (i - 1.5) * width for x in range(len(groups))], vals, width, label=label, color=color)
+    ax1.set_xticks(range(len(groups)))
+    ax1.set_xticklabels([g.replace(" / ", "\n") for g in groups], fontsize=8)
+    ax1.set_ylim(0, 1.05)
+    ax1.set_ylabel("VERIFIED rate (functions that fit)")
+    ax1.axhline(0.85, color="#cc4444", lw=0.8, ls="--")
+    ax1.legend(fontsize=8, ncol=4)
+    ax1.set_title("held-out functions: unconstrained model (1-shot, pass@k) and constrained decoding")
+    both = [r for r in results if r.ours and r.greedy]
+    xs = [r.greedy["vgpr"] + r.greedy["agpr"] for r in both]
+    ys = [r.ours["vgpr"] + r.ours["agpr"] for r in both]
+    colors = ["#cc4444" if r.ours["waves"] < r.greedy["waves"] else "#33aa55" if r.ours["waves"] > r.greedy["waves"]
+              else "#6688cc" for r in both]
+    ax2.scatter(xs, ys, c=colors, s=14)
+    top = max(xs + ys + [1])
+    ax2.plot([0, top], [0, top], color="#999999", lw=0.8)
+    ax2.set_xlabel("VGPR + AGPR, LLVM greedy")
+    ax2.set_ylabel("VGPR + AGPR, model")
+    ax2.set_title("registers per function (red: fewer waves than greedy, green: more, blue: same)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def run_eval(pairs: list[Pair], lm: LM, *, rounds: int, samples: int, seed: int, timeout: float, out: Path,
-             console: Any, command: str, constrained_only: bool = False) -> dict[str, Any]:
-    results: list[KernelResult] = []
+_WORKER_LM: LM | None = None
+
+
+def _worker_case(job: tuple[Case, str, dict[str, Any]]) -> CaseResult:
+    """One case in a worker process (`-j`): the model is loaded once per process."""
+    global _WORKER_LM
+    import torch
+
+    from verilocc.llm.lm import load_lm
+
+    case, model, kw = job
+    if _WORKER_LM is None or _WORKER_LM.path != model:
+        torch.set_num_threads(1)
+        _WORKER_LM = load_lm(model)
+    return evaluate_case(case, _WORKER_LM, log=print, **kw)
+
+
+def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperature: float, seed: int, timeout: float,
+             out: Path, console: Any, command: str, large: int = 300, large_samples: int = 20, jobs: int = 1) -> dict[str, Any]:
+    """Evaluate every case (in `jobs` worker processes); functions with more than `large`
+    virtual registers draw `large_samples` samples instead of `samples` (each distinct sample
+    costs a verification)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    results: list[CaseResult] = []
     t0 = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    for n, pair in enumerate(pairs, 1):
-        console.print(f"[{n}/{len(pairs)}] {pair.target}/{pair.kernel}")
-        results.append(evaluate_pair(pair, lm, rounds, samples, seed, timeout, console.print, save=out / "alloc",
-                                     constrained_only=constrained_only))
-        with (out / "partial.jsonl").open("a" if n > 1 else "w", encoding="utf-8") as fh:  # survives an interruption
-            fh.write(json.dumps(asdict(results[-1])) + "\n")
+    kws = [dict(samples=samples if len(single_function(c.pre).registers) <= large else min(samples, large_samples),
+                rounds=rounds, temperature=temperature, seed=seed, timeout=timeout) for c in cases]
+    if jobs > 1:
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        done = pool.map(_worker_case, [(c, lm.path, kw) for c, kw in zip(cases, kws)])
+    else:
+        pool = None
+        done = (evaluate_case(c, lm, log=console.print, **kw) for c, kw in zip(cases, kws))
+    try:
+        for n, (case, result) in enumerate(zip(cases, done), 1):
+            console.print(f"[{n}/{len(cases)}] {case.family} {case.target}/{case.name}")
+            results.append(result)
+            with (out / "partial.jsonl").open("a" if n > 1 else "w", encoding="utf-8") as fh:  # survives an interruption
+                fh.write(json.dumps(asdict(result)) + "\n")
+    finally:
+        if pool is not None:
+            pool.shutdown()
     summary = summarise(results)
-    summary.update({"command": command, "model": lm.path, "rounds": rounds, "samples": samples, "seed": seed,
-                    "seconds": round(time.monotonic() - t0, 1)})
-    render_table(results, summary, rounds, console)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "eval.json").write_text(json.dumps({"summary": summary, "kernels": [asdict(r) for r in results]}, indent=2) + "\n",
-                                   encoding="utf-8")
-    plot(results, summary, out / "eval.png", rounds)
+    meta = {"command": command, "model": lm.path, "samples": samples, "large": large, "large_samples": large_samples,
+            "rounds": rounds, "temperature": temperature, "seed": seed, "seconds": round(time.monotonic() - t0, 1)}
+    render_tables(results, summary, rounds, console)
+    (out / "eval.json").write_text(json.dumps({"meta": meta, "summary": summary, "functions": [asdict(r) for r in results]},
+                                              indent=1) + "\n", encoding="utf-8")
+    plot(results, summary, out / "eval.png")
     console.print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}")
     return summary

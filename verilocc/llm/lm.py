@@ -27,7 +27,7 @@ import torch  # noqa: E402
 from verilocc.errors import InputError
 from verilocc.llm.tokenizer import Tokenizer
 
-FORMAT = "verilocc-lines-1"
+FORMAT = "verilocc-choices-1"  # lines of listed choices, decisions `@j` (verilocc.llm.normalise)
 WINDOW = 32  # lines of context before the current one
 
 
@@ -128,6 +128,9 @@ def load_lm(path: str) -> LM:
             return LM(model.eval(), tok, False, path, {"window": 8})
         if (p / "words.json").exists():  # the project's own model (its word tokenizer)
             meta = json.loads((p / "verilocc.json").read_text(encoding="utf-8"))
+            if meta.get("format") != FORMAT:
+                raise InputError(f"this model reads prompts of format {meta.get('format')!r}, this verilocc writes "
+                                 f"{FORMAT!r}: retrain it (`make model`, `verilocc train`)", path, 0, 0)
             tok = Tokenizer.load(p / "words.json")
             model = _load_model(p).float()
             return LM(model.eval(), tok, True, path, meta)

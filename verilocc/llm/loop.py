@@ -1,14 +1,16 @@
 """The feedback loop of DESIGN.md section 6: propose, verify with every layer, feed back.
 
-Round r draws K proposals (the first greedy, the others sampled with a seeded generator);
-each is parsed, materialised and checked by layer 1, and one that passes it is verified
-with all three layers. The first VERIFIED one ends the loop. Otherwise the findings of the
-best proposal (fewest errors) go into the next prompt twice: as the feedback paragraph
-(`render_feedback`, the same Finding objects as the terminal text) and, for the virtual
-register each finding names last in program order, as a `! R` ban of the register it had. After R rounds, the optional repair step
-asks the SMT allocator (`verilocc.allocators.optimal.solve_function`) to keep as many of the
-model's choices as possible, and verifies its answer like any other. The result is a
-VERIFIED module or an explicit failure: nothing unverified is ever returned as an allocation.
+Round r draws K proposals in one batch (the first greedy unless `first_greedy` is off, the
+others sampled with seeded generators); each is materialised and checked by layer 1, and one
+that passes it is verified with all three layers. The first VERIFIED one ends the loop.
+Otherwise the findings of the best proposal (fewest errors) go into the next prompt twice: as
+the feedback paragraph (`render_feedback`, the same Finding objects as the terminal text) and,
+for the virtual register each finding names last in program order, as a ban of the register
+it had (a `!` choice on its line). `use_feedback=False` keeps every prompt as in round 1 (the
+ablation of `verilocc eval`). After R rounds, the optional repair step asks the SMT allocator
+(`verilocc.allocators.optimal.solve_function`) to keep as many of the model's choices as
+possible, and verifies its answer like any other. The result is a VERIFIED module or an
+explicit failure: nothing unverified is ever returned as an allocation.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from verilocc.rewrite.finish import finish_for_llc
 from verilocc.analysis.operands import VReg
 from verilocc.findings import Finding, Report, Verdict
 from verilocc.mir.model import Module
-from verilocc.llm.decode import Proposal, prompt_head, propose, reads_feedback
+from verilocc.llm.choices import ChoiceTables
+from verilocc.llm.decode import Proposal, prompt_head, propose_many, reads_feedback
 from verilocc.llm.lm import LM
 from verilocc.llm.normalise import rename_text
 from verilocc.llm.problem import AllocationProblem, build_problem, single_function
@@ -105,12 +108,16 @@ def bans_from(report: Report, problem: AllocationProblem, regs: dict[VReg, PhysR
 def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, constrained: bool = True,
              repair: bool = True, seed: int = 0, timeout: float = 60.0, temperature: float = 0.7,
              over_budget: bool = False, waves: int | None = None, floor: bool = True, spill: bool = True,
-             log: Callable[[str], None] = lambda s: None) -> LoopResult:
+             log: Callable[[str], None] = lambda s: None, use_feedback: bool = True,
+             first_greedy: bool = True, verify: Callable[..., tuple[Module, Report]] | None = None) -> LoopResult:
     """The loop on the one function of `pre`. `waves`: allocate for that occupancy. `spill`:
     when the values do not fit the budget, the model allocates the program with spill code
     (`verilocc.allocators.spill`), more of it after a round in which constrained decoding ran
     out of registers. `floor`: a VERIFIED proposal with fewer waves per SIMD than a first-fit
-    allocation reaches goes to the repair step, which puts occupancy first."""
+    allocation reaches goes to the repair step, which puts occupancy first. `use_feedback`:
+    off for the ablation that gives round 2 no findings. `first_greedy`: the first sample of
+    each round is the model's most likely answer. `verify`: a `verify_regs` that caches
+    verdicts (`verilocc eval`)."""
     t0 = time.monotonic()
     fn = single_function(pre)
     target = function_target(fn, None, pre.file)
@@ -140,6 +147,8 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     work = dataclasses.replace(pre, functions=[work_fn])
     problem = build_problem(work_fn, target)
     problem.over_budget = over_budget
+    tables = ChoiceTables(problem) if lm is not None else None
+    verify = verify or verify_regs  # `verilocc eval` passes one that caches verdicts
     opts = Options(timeout_s=timeout, seed=seed)
     attempts: list[Attempt] = []
     feedback = ""
@@ -152,18 +161,20 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     for r in range(rounds if lm is not None else 0):
         round_best: tuple[int, Proposal, Report] | None = None
         dead_ends = 0
-        for s in range(samples):
-            t1 = time.monotonic()
-            temp = 0.0 if s == 0 else temperature  # the first sample of every round is greedy
-            prop = propose(lm, problem, constrained=constrained, feedback=feedback, bans=bans,  # type: ignore[arg-type]
-                           temperature=temp, seed=seed * 1_000_003 + r * 1009 + s)
+        t1 = time.monotonic()
+        props = propose_many(lm, problem, samples=samples, constrained=constrained, feedback=feedback,  # type: ignore[arg-type]
+                             bans=bans, temperature=temperature, seed=seed * 1_000_003 + r * 1009,
+                             tables=tables, greedy_first=first_greedy)
+        decode_seconds = (time.monotonic() - t1) / samples
+        for s, prop in enumerate(props):
+            t1 = time.monotonic() - decode_seconds
             head = prompt_head(problem, feedback)
             if prop.dead_end is not None:
                 dead_ends += 1
                 attempts.append(Attempt(r, s, head, prop.text, "DEAD-END", 1, time.monotonic() - t1))
                 log(f"round {r + 1} sample {s + 1}: constrained decoding stopped: {prop.dead_end}")
                 continue
-            post, report = verify_regs(work, problem, prop.regs, prop.findings, opts, reference=pre)
+            post, report = verify(work, problem, prop.regs, prop.findings, opts, reference=pre)
             errors = sum(1 for f in report.findings if f.severity == "error")
             attempts.append(Attempt(r, s, head, prop.text, report.verdict.value, errors, time.monotonic() - t1,
                                     list(report.findings), feedback_read=reads_feedback(lm) or not feedback))  # type: ignore[arg-type]
@@ -194,12 +205,15 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
             work = dataclasses.replace(pre, functions=[work_fn])
             problem = build_problem(work_fn, target)
             problem.over_budget = over_budget
+            tables = ChoiceTables(problem)
             feedback, bans, best = "", {}, None
             continue
         if round_best is not None:
             errors, prop, report = round_best
             if best is None or errors <= best[0]:
                 best = (errors, prop)
+            if not use_feedback:
+                continue
             feedback = render_feedback(report, rename=lambda m: rename_text(m, problem))
             bans_from(report, problem, prop.regs, bans)
     why = "no VERIFIED proposal in " + (f"{rounds} round(s) of {samples} sample(s)" if lm is not None else "0 rounds")

@@ -4,31 +4,32 @@ A function becomes a header that states the target's constraints once, then one 
 virtual register in program order of first definition (dense renumbering `%0, %1, ...`):
 
     target align2 agprs wave64 vgprs 512 agprs 256 sgprs 102
-    %0 s2 0 14 3 = s4 f s4 : s4
-    %1 v2 2 40 17 f v0 ! v2 : v4
+    %0 s2 0 14 3 40 =s fs fs fs fs fs fs fs : @0
+    %1 v2 2 40 17 96 dv fv fv fv fv fv nv nv : @1
 
 Fields: dense id; architecture-neutral class (file letters `s`, `v`, `a`, `av` and the width in
 32-bit registers, `h` for 16-bit; the target's tuple alignment is stated once in the header);
-the start of the live interval relative to the previous line (instructions), its length and
-the number of registers it conflicts with (numbers above 511 are written 511); `= R` for each
-COPY partner whose register is already known; `f R`, the first register that the class,
-alignment and conflicts with the registers above leave free; `! R` for registers a verifier
-counterexample ruled out; then `:` and the register. The register comes right after its
-virtual register and interval, the format a small model learns (measured: a separate list at
-the end is never learned). Registers are written in a per-file alphabet (`v4` is the tuple of
-the class's width starting at VGPR 4; `vcc`, `m0` and other special registers by name) and
-mapped back to `%N -> $vgpr4_vgpr5` lines (DESIGN.md section 1) for verification.
+the start of the live interval relative to the previous line (instructions), its length, the
+number of registers it conflicts with and the number of registers still free for it (numbers
+above 511 are written 511); then `SLOTS` listed choices (`verilocc.llm.choices`: `=` a COPY
+partner's register, `d` a dying value's, `f` a free one, `n` one that raises the high-water
+mark, `!` one a counterexample ruled out, each with its file letter; `-` an empty slot), `:`
+and the decision `@j`, the j-th listed choice. No register is named on a line, so the same
+decisions describe the same allocation on every target whose constraints agree; answers map
+back to `%N -> $vgpr4_vgpr5` lines (DESIGN.md section 1) by replaying the choices.
+The feedback paragraph of a counterexample names registers in a per-file alphabet (`v4` is
+the tuple of the class's width starting at VGPR 4; `vcc`, `m0` by name).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from verilocc.analysis.operands import VReg
 from verilocc.errors import TargetError
 from verilocc.findings import Finding, Place
+from verilocc.llm.choices import NO_CHOICE, SLOTS, Choice, ChoiceTables, State
 from verilocc.llm.problem import AllocationProblem
 from verilocc.target import PhysReg, RegisterClass, Target
 from verilocc.target.registers import RegFile, file_half, file_register, parse_physreg
@@ -81,85 +82,97 @@ def _num(n: int) -> str:
     return str(max(0, min(n, MAX_NUMBER)))
 
 
-@dataclass
-class Line:
-    """One virtual register's line without its answer."""
-
-    dense: int
-    vreg: VReg
-    text: str  # "%3 v2 0 40 17 = v4 f v0"
-
-
-def line_prefix(problem: AllocationProblem, dense: int, v: VReg, chosen: Mapping[VReg, PhysReg],
-                bans: Sequence[PhysReg] = ()) -> tuple[str, list[PhysReg]]:
-    """The line of `v` up to `:`, and the registers constrained decoding allows for it."""
+def line_text(problem: AllocationProblem, tables: ChoiceTables, state: State, k: int,
+              bans: Sequence[PhysReg] = ()) -> tuple[str, list[Choice]]:
+    """The line of the k-th virtual register up to `:`, and its listed choices."""
+    v = problem.order[k]
     iv = problem.info[v]
-    prev = problem.info[problem.order[dense - 1]].start if dense else 0
-    n_conf = len({w for w, _, _ in iv.conflicts})
-    parts = [f"%{dense}", class_token(iv.cls), _num(iv.start - prev), _num(iv.end - iv.start), _num(n_conf)]
-    hints: list[str] = []
-    for p in iv.copies:
-        reg = p if isinstance(p, PhysReg) else chosen.get(p)
-        if reg is not None and len(hints) < 2 and reg_token(reg) not in hints:
-            hints.append(reg_token(reg))
-    for h in hints:
-        parts += ["=", h]
-    allowed = problem.allowed(v, chosen, budget="capped", excluded=bans)
-    if not allowed and problem.over_budget:
-        allowed = problem.allowed(v, chosen, budget="hard", excluded=bans)
-    if allowed:
-        parts += ["f", reg_token(allowed[0])]
-    for b in bans[:4]:
-        parts += ["!", reg_token(b)]
-    return " ".join(parts), allowed
+    prev = problem.info[problem.order[k - 1]].start if k else 0
+    listed, free = tables.choices(state, k, bans)
+    parts = [f"%{k}", class_token(iv.cls), _num(iv.start - prev), _num(iv.end - iv.start),
+             _num(tables.degree[k]), _num(free)]
+    parts += [c.token for c in listed] + [NO_CHOICE] * (SLOTS - len(listed))
+    return " ".join(parts), listed
+
+
+def resolve(answer: str, listed: Sequence[Choice], v: VReg) -> tuple[Choice | None, str | None]:
+    """The listed choice an answer names, or why it names none."""
+    word = answer.split()[0] if answer.split() else ""
+    j = int(word[1:]) if word.startswith("@") and word[1:].isdigit() else None
+    if j is None:
+        return None, f"'{word[:40]}' is not a decision `@j` for %{v}"
+    if j >= len(listed):
+        return None, (f"'{word}' names no listed choice for %{v} ({len(listed)} listed"
+                      + ("; no register of its class is free: the function needs spilling or other choices before it)"
+                         if not listed else ")"))
+    return listed[j], None
+
+
+def output_finding(problem: AllocationProblem, file: str, k: int, why: str) -> Finding:
+    """The finding for line k's decision that names no listed choice (line k + 1 of the text)."""
+    v = problem.order[k]
+    return Finding("model-output", "constraints", Place(file, problem.fn.name, -1, -1, k + 1, 1),
+                   f"model output line {k + 1}: {why}", vregs=(f"%{v}",))
 
 
 # --------------------------------------------------------------------------------------------
 # Reading a model's answers back
 # --------------------------------------------------------------------------------------------
-_ANSWER = re.compile(r"^\s*%(\d+)\b.*?:\s*(\S+)\s*$")
+_ANSWER = re.compile(r"^\s*%(\d+)\b.*?:\s*(\S*)\s*$")
 
 
-def parse_model_output(text: str, problem: AllocationProblem, file: str = "<model>") -> tuple[dict[VReg, PhysReg], list[Finding]]:
-    """Model text (normalised lines `%k ... : R`) -> registers of the original virtual registers.
+def parse_model_output(text: str, problem: AllocationProblem, file: str = "<model>",
+                       bans: Mapping[VReg, Sequence[PhysReg]] | None = None,
+                       tables: ChoiceTables | None = None) -> tuple[dict[VReg, PhysReg], list[Finding]]:
+    """Model text (normalised lines `%k ... : @j`) -> registers of the original virtual registers.
 
-    Never raises: a line that does not parse, an id that is not a virtual register, a token
-    that names no register, a register given twice or missing are findings (kind
-    `model-output`, layer constraints) at the line of the text, which the verifier's report
-    and the next prompt carry like any other finding.
+    The decisions are replayed in program order (with the bans the prompt carried), so each
+    `@j` names the register the model saw listed. Never raises: a line that does not parse, an
+    id that is not a virtual register, a decision given twice, missing or naming no listed
+    choice are findings (kind `model-output`, layer constraints) at the line of the text, which
+    the verifier's report and the next prompt carry like any other finding.
     """
-    regs: dict[VReg, PhysReg] = {}
     findings: list[Finding] = []
     fn = problem.fn.name
+    tables = tables or ChoiceTables(problem)
+    bans = bans or {}
 
     def bad(n: int, msg: str, vreg: VReg | None = None) -> None:
         findings.append(Finding("model-output", "constraints", Place(file, fn, -1, -1, n, 1), msg,
                                 vregs=(f"%{vreg}",) if vreg is not None else ()))
 
+    answers: dict[int, tuple[int, str]] = {}
     for n, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip() or raw.startswith(("target", "feedback", "#")):
             continue
         m = _ANSWER.match(raw)
         if m is None:
-            bad(n, f"model output line {n} is not `%N ... : register`: {raw.strip()[:80]!r}")
+            bad(n, f"model output line {n} is not `%N ... : @j`: {raw.strip()[:80]!r}")
             continue
-        k, tok = int(m.group(1)), m.group(2)
+        k = int(m.group(1))
         if k >= len(problem.order):
             bad(n, f"model output line {n} names %{k}, but the function has {len(problem.order)} virtual registers")
             continue
-        v = problem.order[k]
-        if v in regs:
-            bad(n, f"model output line {n} assigns %{v} a second time", v)
+        if k in answers:
+            bad(n, f"model output line {n} decides %{problem.order[k]} a second time", problem.order[k])
             continue
-        try:
-            regs[v] = token_register(tok, problem.info[v].cls)
-        except TargetError:
-            bad(n, f"model output line {n}: '{tok[:40]}' is not a register of class {problem.info[v].cls.name} "
-                   f"for %{v}", v)
-    missing = [v for v in problem.order if v not in regs and not any(f"%{v}" in f.vregs for f in findings)]
+        answers[k] = (n, m.group(2))
+    state = tables.start()
+    missing: list[VReg] = []
+    for k, v in enumerate(problem.order):
+        listed, _ = tables.choices(state, k, bans.get(v, ()))
+        if k not in answers:
+            missing.append(v)
+            continue
+        n, word = answers[k]
+        choice, why = resolve(word, listed, v)
+        if choice is None:
+            bad(n, f"model output line {n}: {why}", v)
+        else:
+            tables.take(state, k, choice.reg)
     for v in missing[:20]:
-        bad(0, f"the model gave no register for %{v}", v)
-    return regs, findings
+        bad(0, f"the model gave no decision for %{v}", v)
+    return state.regs, findings
 
 
 def rename_text(text: str, problem: AllocationProblem) -> str:

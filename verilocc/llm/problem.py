@@ -70,6 +70,9 @@ class VRegInfo:
     fixed: list[tuple[int, frozenset[int]]] = field(default_factory=list)  # (my slot mask, physical units)
     # The copied lanes of COPYs: no shared unit except at the identity position.
     copy_conflicts: list[CopyConflict] = field(default_factory=list)
+    # Virtual registers read where this one is first defined and live nowhere just after:
+    # their registers become free there (a good allocator reuses them).
+    dying: list[VReg] = field(default_factory=list)
 
 
 @dataclass
@@ -144,14 +147,19 @@ def _within(reg: PhysReg, caps: Mapping[RegFile, int]) -> bool:
 
 def occupancy_caps(problem: AllocationProblem) -> tuple[dict[RegFile, int], dict[RegFile, int]]:
     """Per vector file, the register counts of a first-fit allocation in program order, and
-    the counts that keep its waves per SIMD (both empty when first fit runs out of registers)."""
-    chosen: dict[VReg, PhysReg] = {}
-    for v in problem.order:
-        allowed = problem.allowed(v, chosen)
-        if not allowed:
+    the counts that keep its waves per SIMD (both empty when first fit runs out of registers).
+    First fit takes, for each register in turn, the first of `allowed` (budget "preferred"),
+    computed with the choice tables' bit sets (`verilocc.llm.choices`)."""
+    from verilocc.llm.choices import ChoiceTables
+
+    tables = ChoiceTables(problem)  # problem.tight/caps still empty: one tier, the preferred registers
+    state = tables.start()
+    for k in range(len(problem.order)):
+        free = tables.free(state, k)
+        if not free:
             return {}, {}
-        chosen[v] = allowed[0]
-    usage = problem.usage(chosen)
+        tables.take(state, k, free[0])
+    usage = problem.usage(state.regs)
     problem.floor_waves = usage["waves"]
     tight = {RegFile.VGPR: usage["vgpr"], RegFile.AGPR: usage["agpr"]}
     target = problem.target
@@ -212,6 +220,7 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
 
     first_def: dict[VReg, int] = {}
     first_use: dict[VReg, int] = {}
+    reads: dict[int, list[VReg]] = {}  # instruction number -> virtual registers it reads
     copies: dict[VReg, list[VReg | PhysReg]] = {v: [] for v in classes}
     for b in cfg.order:
         for idx, ins in enumerate(blocks[b].instructions):
@@ -219,6 +228,8 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
             for op in ins.operands:
                 if op.kind == "reg" and op.vreg is not None:
                     (first_def if op.is_def else first_use).setdefault(op.vreg, n)
+                    if not op.is_def and op.vreg not in reads.setdefault(n, []):
+                        reads[n].append(op.vreg)
             if ins.opcode == "COPY":
                 regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
                 if len(regs) == 2 and not regs[0].subreg and not regs[1].subreg:
@@ -250,6 +261,10 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
         start = iv.start // 2 if iv else first_def.get(v, first_use.get(v, 0))
         end = (iv.end + 1) // 2 if iv else start + 1
         info[v] = VRegInfo(v, cls, hard, soft, start, end, copies=copies[v])
+        n = first_def.get(v)
+        if n is not None:
+            info[v].dying = [w for w in reads.get(n, []) if w != v and w in intervals
+                             and intervals[w].live_at(2 * n) and not intervals[w].live_at(2 * n + 1)]
 
     seen: set[tuple[VReg, VReg, int, int]] = set()
 

@@ -1,7 +1,8 @@
 """A word-level tokenizer for normalised prompts, built by hand (no downloads).
 
-Every register of the per-file alphabet (`v12`, `s4`, `a0`, `vcc`), every neutral class,
-dense id (`%0`..`%4095`), number (0..511) and keyword is one token; any other word is spelt
+Every listed-choice kind (`fv`, `=s`, `-`), decision (`@0`..`@15`), register of the per-file
+alphabet (`v12`, `s4`, `a0`, `vcc`: the feedback paragraph names them), neutral class, dense id
+(`%0`..`%4095`), number (0..511) and keyword is one token; any other word is spelt
 in characters, so the feedback paragraph of a counterexample is still readable. Words are
 separated by spaces; the newline is a token of its own.
 """
@@ -12,6 +13,7 @@ import json
 import string
 from pathlib import Path
 
+from verilocc.llm.choices import FILE_LETTER, KINDS, NO_CHOICE
 from verilocc.llm.normalise import MAX_NUMBER
 from verilocc.target.registers import special_register_names
 
@@ -19,11 +21,14 @@ SPECIAL = ["<pad>", "<bos>", "<eos>", "<unk>", "\n", " "]
 KEYWORDS = ["target", "align1", "align2", "agprs", "noagprs", "wave32", "wave64", "vgprs", "sgprs",
             "feedback:", "=", "f", "!", ":", "error", "?"]
 MAX_IDS = 4096
+MAX_DECISIONS = 16
 _CHAR = "\x01"  # prefix of the character tokens that spell other words
 
 
 def _vocabulary() -> list[str]:
-    words: list[str] = list(SPECIAL) + KEYWORDS
+    words: list[str] = list(SPECIAL) + KEYWORDS + [NO_CHOICE]
+    words += [k + f for k in KINDS for f in (*FILE_LETTER.values(), "x")]
+    words += [f"@{j}" for j in range(MAX_DECISIONS)]
     for files in ("s", "v", "a", "av", "as", "asv", "sv", "x"):
         words += [f"{files}h"] + [f"{files}{w}" for w in range(1, 33)]
     for letter, count in (("s", 106), ("v", 256), ("a", 256)):

@@ -1,8 +1,8 @@
 """`verilocc train`: fit a causal LM to the normalised lines of the training split.
 
-A training window is the header and up to `window` consecutive lines of one function, each
-ending in LLVM's register; the loss is the cross-entropy of the answer tokens only (the
-model is never asked to predict the hints). Windows start at every `window`-th line, shifted
+A training window is the header (with the feedback paragraph of a feedback example) and up to
+`window` consecutive lines of one function, each ending in LLVM's decision; the loss is the
+cross-entropy of the decision tokens only (the model is never asked to predict the lines). Windows start at every `window`-th line, shifted
 by a seeded random offset each epoch. Training stops after `--minutes` or `--epochs`,
 whichever comes first; the learning rate decays linearly over that budget. One thread by
 default: the machine is shared, and two contended threads were measured 6x slower.
@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from verilocc.llm.dataset import read_examples
-from verilocc.llm.lm import LM, save_lm
+from verilocc.llm.lm import FORMAT, LM, save_lm
 
 IGNORE = -100
 
@@ -31,13 +31,18 @@ class Encoded:
     header: list[int]
     prefixes: list[list[int]]  # each line up to and including " :"
     answers: list[list[int] | None]  # None: no answer to learn ("?")
+    unknown: list[int]  # the "?" that stands in the context for a line without answer
 
 
 def encode_example(lm: LM, ex: dict[str, Any]) -> Encoded:
+    from verilocc.llm.decode import MAX_FEEDBACK_TOKENS
+
     header = lm.bos + lm.encode(str(ex["header"])) + lm.line_end
+    if ex.get("feedback"):
+        header += lm.encode(str(ex["feedback"]))[:MAX_FEEDBACK_TOKENS] + lm.line_end
     prefixes = [lm.encode(f"{line} :") for line in ex["lines"]]
     answers = [None if a == "?" else lm.answer_ids(str(a)) for a in ex["answers"]]
-    return Encoded(header, prefixes, answers)
+    return Encoded(header, prefixes, answers, lm.answer_ids("?"))
 
 
 def window_ids(enc: Encoded, start: int, stop: int, nl: list[int]) -> tuple[list[int], list[int]]:
@@ -47,7 +52,9 @@ def window_ids(enc: Encoded, start: int, stop: int, nl: list[int]) -> tuple[list
         ids += enc.prefixes[i]
         labels += [IGNORE] * len(enc.prefixes[i])
         ans = enc.answers[i]
-        if ans is None:  # LLVM split or spilled it: the line is context only
+        if ans is None:  # LLVM chose no listed choice (or split, spilled it): context only
+            ids += enc.unknown + nl
+            labels += [IGNORE] * (len(enc.unknown) + len(nl))
             continue
         # the last prefix position predicts the first answer token, and so on
         labels[-1] = ans[0]
@@ -97,6 +104,7 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: 
     done = False
     epoch = 0
     history: list[dict[str, float]] = []
+    last_log = t0
     while not done and epoch < epochs:
         jobs: list[tuple[int, int, int]] = []  # (example, first line, stop)
         for j, e in enumerate(encoded):
@@ -131,7 +139,8 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: 
             tokens += int(mask.sum())
             seen += n
             right += c
-            if step % 50 == 0:
+            if time.monotonic() - last_log >= 60:  # a line a minute
+                last_log = time.monotonic()
                 el = time.monotonic() - t0
                 acc = right / max(seen, 1)
                 history.append({"step": step, "seconds": round(el, 1), "loss": round(float(loss.detach()), 4), "accuracy": round(acc, 4)})
@@ -140,7 +149,8 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: 
                 seen = right = 0
         epoch += 1
     model.eval()
-    meta = {"command": command, "seed": seed, "steps": step, "epochs": epoch, "tokens": tokens,
+    meta = {"command": command, "seed": seed, "format": FORMAT, "window": w,
+            "feedback_in_context": any(ex.get("feedback") for ex in examples), "steps": step, "epochs": epoch, "tokens": tokens,
             "minutes": round((time.monotonic() - t0) / 60, 2), "history": history[-20:],
             "parameters": sum(p.numel() for p in model.parameters())}
     save_lm(lm, out, meta)
