@@ -149,6 +149,15 @@ def markdown(functions: list[dict], bad: list[dict], rows: dict, command: str) -
                 for v in sorted({m["llvm"] for m in members}, key=int))
             verdicts = "/".join(sorted({m.get("verdict") or m.get("error") for m in members}))
             out.append(f"| {test} | {fn} | {where} | {verdicts} | {cell(what)}{src} |")
+    anomalies = [f for f in functions if f.get("anomalies")]
+    out += ["", "### LLVM liveness anomalies", "",
+            f"{len(anomalies)} VERIFIED functions read a lane LLVM's allocation overwrote, with results "
+            "that do not depend on it (a `liveness-anomaly` warning; docs/llvm-fidelity.md)."]
+    if anomalies:
+        out += ["", "| test | LLVM | target | mode | function | instruction | warning |", "|---|---|---|---|---|---|---|"]
+        for f in anomalies:
+            out.append(f"| {f['test']} | {f['llvm']} | {f['target']} | {f['mode']} | {f['function']} | "
+                       f"`{cell(f.get('source', ''), 100)}` | {cell(f['message'])} |")
     return "\n".join(out) + "\n"
 
 
@@ -227,6 +236,60 @@ def keep_fixtures(dest: Path, pairs: Path, rows: dict, functions: list[dict], pe
     return kept
 
 
+def _portable(command: str, pairs: Path) -> str:
+    """A recorded sweep command without this machine's paths: the pairs directory as
+    `build/llvm-tests`, no --json/--markdown (the merged record is what is written)."""
+    words = command.split()
+    out: list[str] = []
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+            continue
+        if w in ("--json", "--markdown"):
+            skip = True
+            continue
+        out.append("build/llvm-tests" if Path(w) == pairs else w)
+    return " ".join(out)
+
+
+def merge(args: argparse.Namespace, argv: list[str]) -> int:
+    """Tabulate recorded sweeps (`--merge`): their functions, the pairs of `--pairs`."""
+    if args.pairs is None:
+        print("error: --merge needs --pairs (the directory the records were made from)", file=sys.stderr)
+        return 2
+    records: dict[tuple[str, ...], dict] = {}
+    bad: dict[tuple[str, ...], dict] = {}
+    commands = []
+    for path in args.merge:
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            print(f"error: {path}: {e}", file=sys.stderr)
+            return 2
+        commands.append(doc.get("command", str(path)))
+        for f in doc.get("functions", []):
+            records[(f["llvm"], f["target"], f["test"], f["mode"], f.get("function", ""))] = f
+        for b in doc.get("bad_pairs", []):
+            bad[(b["llvm"], b["target"], b["test"], b["mode"])] = b
+    manifest = args.pairs / "pairs.tsv"
+    rows = corpus.read_pairs(manifest) if manifest.is_file() else pairs_on_disk(args.pairs)
+    seen = {k[:4] for k in records} | set(bad)
+    rows = {k: r for k, r in rows.items() if (r.version, r.target, r.test, r.mode) in seen or r.status != "ok"}
+    functions, bad_pairs = summarise([{"functions": list(records.values())}, *bad.values()])
+    command = "; ".join(_portable(c, args.pairs) for c in commands)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    corpus.write_if_changed(args.json, json.dumps(
+        {"command": command, "functions": functions, "bad_pairs": bad_pairs,
+         "pairs_not_made": [r.cells() for r in rows.values() if r.status != "ok"]},
+        indent=1, sort_keys=True) + "\n")
+    write_markdown_section(args.markdown, markdown(functions, bad_pairs, rows, command))
+    c = Counter(f["verdict"] for f in functions)
+    print(f"{len(functions)} functions: {c['VERIFIED']} VERIFIED, {c['REJECTED']} REJECTED, "
+          f"{c['UNKNOWN']} UNKNOWN; {len(bad_pairs)} bad pairs")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Verify LLVM's allocations of its AMDGPU tests.")
     src = ap.add_mutually_exclusive_group(required=True)
@@ -245,9 +308,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="also copy a small selection of the pairs to DIR (with pairs.tsv)")
     ap.add_argument("--keep-per-category", type=int, default=6)
     ap.add_argument("--keep-max-bytes", type=int, default=4_500_000)
+    ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON", default=None,
+                    help="verify nothing: one table of the functions of these sweep records "
+                         "(each written by --json; a later record's function wins), with the "
+                         "pairs of --pairs as the pairs made")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error("-j must be at least 1")
+    if args.merge:
+        return merge(args, argv if argv is not None else sys.argv[1:])
     filters = ["--llvm", args.llvm, "--targets", args.targets, "--modes", args.modes]
     if args.tests:
         filters += ["--tests", args.tests]

@@ -6,8 +6,7 @@ Known bugs, each on pairs made from its reproducer (tests/fixtures/hunt/README.m
   subregister, and VERIFIES LLVM 19's.
 - #98474 (LLVM 13 to 19: a machine-verifier error after tail duplication, fixed in LLVM 20):
   the allocation is not a miscompile (the lane is poison), so LLVM 19's is VERIFIED; LLVM 22's
-  fix adds an implicit def of the live-out undefined lanes that verilocc's pairing does not read
-  yet (a limitation, pinned by a strict xfail).
+  fix adds an implicit def of the live-out undefined lanes, a liveness note: VERIFIED too.
 - #59358 (gfx1100 v_mad_u64_u32 destination overlapping a source): every LLVM from 15 to 22
   puts the early-clobber result on the *undefined* high half of the addend, which LLVM's own
   semantics allow; VERIFIED, while the same result on the defined half is REJECTED as an
@@ -77,10 +76,28 @@ def test_98474_llvm19_verified() -> None:
     assert _verify("issue98474.llvm19.gfx900").verdict is Verdict.VERIFIED
 
 
-@pytest.mark.xfail(strict=True, reason="the rewriter's implicit-def of live-out undefined lanes (PR #112679) makes "
-                   "`V_MOV_B32_e32 0, implicit-def $vgpr2` an added instruction for the pairing")
 def test_98474_llvm22_verified() -> None:
+    """LLVM 22's fix marks the undefined lane with `implicit-def $vgpr2` on the move that
+    defines its neighbour: a liveness note the hardware does not write, so the move is still the
+    rematerialised constant of the virtual program."""
+    post = (KNOWN / "issue98474.llvm22.gfx900.post.mir").read_text()
+    assert "renamable $vgpr1 = V_MOV_B32_e32 0, implicit $exec, implicit-def $vgpr2" in post
     assert _verify("issue98474.llvm22.gfx900").verdict is Verdict.VERIFIED
+
+
+def test_98474_liveness_note_hides_no_clobber(tmp_path: Path) -> None:
+    """The same move with its note, put on the register that holds the value EXP reads first,
+    is REJECTED: only the note is ignored, never the def."""
+    post = (KNOWN / "issue98474.llvm22.gfx900.post.mir").read_text()
+    bad = post.replace("renamable $vgpr1 = V_MOV_B32_e32 0, implicit $exec, implicit-def $vgpr2",
+                       "renamable $vgpr0 = V_MOV_B32_e32 0, implicit $exec, implicit-def $vgpr2")
+    assert bad != post
+    path = tmp_path / "bad.post.mir"
+    path.write_text(bad)
+    report = verify_modules(read_module(str(path)), read_module(str(KNOWN / "issue98474.llvm22.gfx900.pre.mir")),
+                            Options())
+    assert report.verdict is Verdict.REJECTED
+    assert any(f.kind == "wrong-value" for f in _errors(report))
 
 
 @pytest.mark.parametrize("stem", ["issue59358.llvm15.gfx1100", "issue59358.llvm22.gfx1100"])

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from verilocc.analysis.operands import VReg
-from verilocc.llm.problem import AllocationProblem
+from verilocc.llm.problem import AllocationProblem, within
 from verilocc.target import PhysReg
 from verilocc.target.registers import RegFile
 
@@ -112,6 +112,11 @@ class ChoiceTables:
     """The choice lists of one problem: static tables, then `choices(state, k)` per line."""
 
     def __init__(self, problem: AllocationProblem) -> None:
+        """Tables of `problem`; the first tables made for a problem compute its occupancy tiers
+        (`occupancy_caps`, a first fit with tables of one tier)."""
+        if not problem.caps_known:
+            problem.caps_known = True
+            problem.tight, problem.caps = occupancy_caps(problem)
         self.problem = problem
         dense = problem.dense
         self.lines: list[_Line] = []
@@ -147,7 +152,7 @@ class ChoiceTables:
         tiers: list[tuple[int, ...]] = []
         for caps in (problem.tight, problem.caps):
             if caps:
-                tiers.append(tuple(r.units[0] for r in preferred if _within(r, caps)))
+                tiers.append(tuple(r.units[0] for r in preferred if within(r, caps)))
         tiers.append(tuple(r.units[0] for r in preferred))
         if problem.over_budget:
             tiers.append(tuple(r.units[0] for r in hard))
@@ -244,11 +249,6 @@ class ChoiceTables:
             state.top[reg.file] = max(state.top[reg.file], reg.index + max(1, reg.width32))
 
 
-def _within(reg: PhysReg, caps: Mapping[RegFile, int]) -> bool:
-    cap = caps.get(reg.file)
-    return cap is None or reg.index + max(1, reg.width32) <= cap
-
-
 # --------------------------------------------------------------------------------------------
 # Assignments <-> decisions
 # --------------------------------------------------------------------------------------------
@@ -285,3 +285,31 @@ def replay(tables: ChoiceTables, decisions: Sequence[str]) -> tuple[dict[VReg, P
         else:
             bad.append(k)
     return state.regs, bad
+
+
+def occupancy_caps(problem: AllocationProblem) -> tuple[dict[RegFile, int], dict[RegFile, int]]:
+    """Per vector file, the register counts of a first-fit allocation in program order, and
+    the counts that keep its waves per SIMD (both empty when first fit runs out of registers).
+    First fit takes, for each register in turn, the first of `allowed` (budget "preferred"),
+    computed with the choice tables' bit sets (`verilocc.llm.choices`)."""
+    over, problem.over_budget = problem.over_budget, False
+    tables = ChoiceTables(problem)  # problem.tight/caps still empty: one tier, the preferred registers
+    problem.over_budget = over
+    state = tables.start()
+    for k in range(len(problem.order)):
+        free = tables.free(state, k)
+        if not free:
+            return {}, {}
+        tables.take(state, k, free[0])
+    usage = problem.usage(state.regs)
+    problem.floor_waves = usage["waves"]
+    tight = {RegFile.VGPR: usage["vgpr"], RegFile.AGPR: usage["agpr"]}
+    target = problem.target
+    most = target.max_vgprs_for_waves(usage["waves"])
+    agprs = usage["agpr"]
+    if target.unified_vgpr_file and agprs:
+        vgprs = (most - agprs) // 4 * 4
+    else:
+        vgprs = most
+    return tight, {RegFile.VGPR: max(vgprs, usage["vgpr"]),
+                   RegFile.AGPR: max(agprs, most if not target.unified_vgpr_file else agprs)}

@@ -84,8 +84,10 @@ class AllocationProblem:
     info: dict[VReg, VRegInfo]
     # Highest register number + 1 per file: what a first-fit allocation in program order uses
     # (`tight`), and what keeps the occupancy it reaches (`caps`); decoders try within them first.
+    # Computed by the first `verilocc.llm.choices.ChoiceTables` of the problem (`caps_known`).
     tight: dict[RegFile, int] = field(default_factory=dict)
     caps: dict[RegFile, int] = field(default_factory=dict)
+    caps_known: bool = False
     # Whether registers beyond what amdgpu-num-* / amdgpu-waves-per-eu request may be used.
     # The verifier only warns (LLVM 22 drops requests it cannot meet), but LLVM 19 reserves
     # those registers and llc-19 rejects an allocation that uses them: off by default.
@@ -126,7 +128,7 @@ class AllocationProblem:
         if budget == "capped":
             for caps in (self.caps, self.tight):
                 if caps:
-                    pools.insert(0, tuple(r for r in iv.preferred if _within(r, caps)))
+                    pools.insert(0, tuple(r for r in iv.preferred if within(r, caps)))
         for pool in pools:
             out = [reg for reg in pool if reg not in skip and all(
                 reg.units[s] not in units for mask, units in banned.items() for s in _bits(mask) if s < len(reg.units))
@@ -140,37 +142,9 @@ class AllocationProblem:
         return register_usage(self.fn, self.target, regs.values())
 
 
-def _within(reg: PhysReg, caps: Mapping[RegFile, int]) -> bool:
+def within(reg: PhysReg, caps: Mapping[RegFile, int]) -> bool:
     cap = caps.get(reg.file)
     return cap is None or reg.index + max(1, reg.width32) <= cap
-
-
-def occupancy_caps(problem: AllocationProblem) -> tuple[dict[RegFile, int], dict[RegFile, int]]:
-    """Per vector file, the register counts of a first-fit allocation in program order, and
-    the counts that keep its waves per SIMD (both empty when first fit runs out of registers).
-    First fit takes, for each register in turn, the first of `allowed` (budget "preferred"),
-    computed with the choice tables' bit sets (`verilocc.llm.choices`)."""
-    from verilocc.llm.choices import ChoiceTables
-
-    tables = ChoiceTables(problem)  # problem.tight/caps still empty: one tier, the preferred registers
-    state = tables.start()
-    for k in range(len(problem.order)):
-        free = tables.free(state, k)
-        if not free:
-            return {}, {}
-        tables.take(state, k, free[0])
-    usage = problem.usage(state.regs)
-    problem.floor_waves = usage["waves"]
-    tight = {RegFile.VGPR: usage["vgpr"], RegFile.AGPR: usage["agpr"]}
-    target = problem.target
-    most = target.max_vgprs_for_waves(usage["waves"])
-    agprs = usage["agpr"]
-    if target.unified_vgpr_file and agprs:
-        vgprs = (most - agprs) // 4 * 4
-    else:
-        vgprs = most
-    return tight, {RegFile.VGPR: max(vgprs, usage["vgpr"]),
-                   RegFile.AGPR: max(agprs, most if not target.unified_vgpr_file else agprs)}
 
 
 def _bits(mask: int) -> list[int]:
@@ -295,6 +269,4 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
         for m, units in iv2.fixed:
             merged.setdefault(m, set()).update(units)
         iv2.fixed = [(m, frozenset(u)) for m, u in sorted(merged.items())]
-    problem = AllocationProblem(original, target, limits, order, info)
-    problem.tight, problem.caps = occupancy_caps(problem)
-    return problem
+    return AllocationProblem(original, target, limits, order, info)

@@ -117,7 +117,7 @@ def is_pure(ins: Instruction, allocated: bool, fixed: bool = False) -> bool:
         return False
     if ins.mem is not None and ("invariant load" not in ins.mem or "store" in ins.mem):
         return False
-    defs = [op for op in ins.operands if op.kind == "reg" and op.is_def]
+    defs = [op for op in ins.operands if op.kind == "reg" and op.is_def and not (allocated and is_liveness_note(op))]
     if len(defs) != 1 or defs[0].is_implicit:
         return False
     d = defs[0]
@@ -126,6 +126,18 @@ def is_pure(ins: Instruction, allocated: bool, fixed: bool = False) -> bool:
     if not allocated and d.vreg is None:
         return False
     return True  # a tied use is one more input; llc prints `tied-def` only sometimes
+
+
+def is_liveness_note(op: Operand) -> bool:
+    """An `implicit-def` of a general register that the virtual-register rewriter adds to an
+    allocated instruction for liveness only: the super-register of a subregister def
+    (`implicit-def $vgpr1_vgpr2`), or, from LLVM 20, the lanes an `undef` subregister def
+    leaves undefined (`implicit-def $vgpr2`). No AMDGPU instruction writes a general register
+    implicitly (their implicit defs are $scc, $vcc, $exec, $m0, $mode), so the hardware does not
+    write it: value flow and equivalence leave the register as it was, as they do for such
+    operands of paired instructions."""
+    return (op.kind == "reg" and op.is_def and op.is_implicit and op.phys is not None
+            and op.phys.startswith(("vgpr", "sgpr", "agpr")))
 
 
 def is_removable(ins: Instruction) -> bool:

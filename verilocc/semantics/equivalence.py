@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from verilocc.pairing.alignment import FunctionAlignment, is_pure, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, is_liveness_note, is_pure, value_inputs
 from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg
@@ -326,7 +326,7 @@ class _BlockRun:
     def post_only(self, ins: Instruction, pure: bool | None = None) -> None:
         reads = [(op, self.post_read(op)) for op in ins.operands
                  if op.kind == "reg" and not op.is_def and not op.is_noreg and not op.has("debug-use")]
-        defs = [op for op in ins.defs if not op.is_noreg]
+        defs = [op for op in ins.defs if not op.is_noreg and not (pure and is_liveness_note(op))]
         widths = [len(self.eq.vf.units_of(d)) for d in defs]
         res, self.qtoken = self.execute(ins, reads, defs, widths, self.qtoken, pure)
         for d, lanes in zip(defs, res):
@@ -677,8 +677,8 @@ class EquivalenceChecker:
             lane = next(i for i, (a, b) in enumerate(zip(ob.lhs, ob.rhs)) if value(a) != value(b))
             self.findings.append(Finding(
                 "not-equivalent", LAYER, ob.place,
-                f"bb.{ob.place.block} line {ob.place.line}: {ob.what} fails: lane {lane} is {_hex(value(ob.lhs[lane]))} "
-                f"in the virtual program but {_hex(value(ob.rhs[lane]))} in the allocated one"
+                f"bb.{ob.place.block} line {ob.place.line}: expected that {ob.what}, but lane {lane} is "
+                f"{_hex(value(ob.lhs[lane]))} in the virtual program and {_hex(value(ob.rhs[lane]))} in the allocated one"
                 + (f" when {shown}" if shown else ""),
                 counterexample=tuple(inputs)))
         return bool(reported)
