@@ -238,7 +238,7 @@ def test_equivalence_failure_has_concrete_input() -> None:
     eq = [f for f in report.findings if f.layer == "equivalence" and f.kind == "not-equivalent"]
     assert eq and eq[0].counterexample
     assert all(value.startswith("0x") for _, value in eq[0].counterexample)
-    assert "in the virtual program but" in eq[0].message
+    assert "in the virtual program and" in eq[0].message and eq[0].message.count("expected that") == 1
 
 
 def test_mutation_operators_leave_input_alone() -> None:
