@@ -8,7 +8,8 @@ A run is made of chunks, `verilocc fuzz --examples N --seed S --jobs 2` (or `--d
 `--scheduler tcp://HOST:PORT`: the same examples and summary) with consecutive seeds (one seed
 per four targets), so chunks run at different times add up to one run. A part
 counts for the verifier of today only if `verilocc/` at its commit is today's `verilocc/` up to
-whitespace (`git diff -w --ignore-blank-lines`): a change to the verifier or to the fuzzer
+whitespace (`git diff -w --ignore-blank-lines`; packages neither imports, `NOT_RUN`, aside): a
+change to the verifier or to the fuzzer
 makes earlier parts evidence about older code. The one exception is a link in the campaign's
 `same_examples` list: a change confined to the fuzzer, its runners (`verilocc/batch/`: worker
 processes, Dask) and the command line (`FUZZER`, checked here; the campaign reaches the
@@ -30,15 +31,19 @@ ROOT = Path(__file__).resolve().parent.parent
 CAMPAIGN = ROOT / "bench" / "fuzz_campaign.json"
 TARGETS = 4  # gfx908, gfx90a, gfx942, gfx1100: one seed per four examples
 FUZZER = ("verilocc/fuzz/", "verilocc/batch/", "verilocc/cli.py")
+# Packages neither the verifier nor `verilocc fuzz` imports (tests/test_layers.py keeps it so):
+# a change there cannot change what a chunk generates or what the verifier says.
+NOT_RUN = ("verilocc/allocators/", "verilocc/llm/", "verilocc/view/", "verilocc/hunt/")
 
 
 def changed(a: str, b: str | None) -> list[str]:
-    """Files under `verilocc/` that differ beyond whitespace between commits `a` and `b`
-    (None: the working tree); `verilocc/` itself when either is not a commit (a part recorded
+    """Files under `verilocc/` (outside NOT_RUN) that differ beyond whitespace between commits
+    `a` and `b` (None: the working tree); `verilocc/` itself when either is not a commit (a part recorded
     as "before 210e3d5")."""
     # --name-only would list whitespace-only changes too; the patch leaves them out.
     diff = subprocess.run(["git", "diff", "--no-color", "-U0", "-w", "--ignore-blank-lines", a, *([b] if b else []),
-                           "--", "verilocc/"], cwd=ROOT, capture_output=True, text=True)
+                           "--", "verilocc/", *(f":(exclude){p}" for p in NOT_RUN)],
+                          cwd=ROOT, capture_output=True, text=True)
     if diff.returncode:
         return ["verilocc/"]
     return [ln.split(" b/", 1)[1] for ln in diff.stdout.splitlines() if ln.startswith("diff --git a/")]
