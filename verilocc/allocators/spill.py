@@ -43,6 +43,10 @@ use. At each point over the budget, from the most over, the live values with the
 per over-budget point they span are spilled until the point fits. Rounds repeat on the
 rewritten program (reload registers are live near uses) until every point fits `margin`
 below the budget.
+
+The module is longer than most: the choice by cost and the rewriter that carries the choice out
+(slots, lanes, AGPR homes, rematerialisation, region edges) share the regions and costs they
+are computed from.
 """
 
 from __future__ import annotations

@@ -88,6 +88,9 @@ The command line is ``scripts/llc_corpus.py`` (or ``python -m verilocc.llm.llc_p
     python3 scripts/llc_corpus.py --llc llc-19 --hip examples/kernels --clang clang-19 --out /tmp/examples
     python3 scripts/llc_corpus.py --llc llc-15 --hip ../shared/kernels --clang clang-15 \
         --targets gfx908,gfx90a,gfx940,gfx1030,gfx1100 --out /tmp/llc15
+
+The module is longer than most: every quirk of llc's MIR round trip it works around is
+explained where it is handled, and they must be applied in one order.
 """
 
 from __future__ import annotations

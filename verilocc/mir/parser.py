@@ -8,6 +8,10 @@ its exact line and column (llvm/docs/MIRLangRef.rst describes the body language)
 
 Parsers come in pairs as in xDSL: `_parse_optional_x` returns None when the construct is
 absent, the callers raise an InputError (file, line, column) when it was required.
+
+The module is longer than most because it is the whole grammar of the body language, and its
+fast paths for the shapes llc writes (a `registers:` list, document ends) sit beside the general
+rules they shortcut: one reads them together to see that they agree.
 """
 
 from __future__ import annotations

@@ -19,6 +19,10 @@ hash-consed, `verilocc.semantics.terms`); the rest, with the assumptions, are tr
 z3 and go to z3 in one query per function: assumptions /\\ not (O1 /\\ ... ).
 Unsat proves equivalence; sat gives a concrete input under which the programs differ; a
 timeout is UNKNOWN.
+
+The module is longer than most: the symbolic state, the visitor of paired steps that updates
+it, the obligations and their translation for z3 are one argument (docs/soundness.md), and the
+counterexample is read back through the same translation.
 """
 
 from __future__ import annotations
