@@ -73,9 +73,13 @@ llvm:
 	else echo "note: llc-19/llc-22/clang-19/chromium not installed and not root: tests that need them will be skipped"; fi
 
 demo: install model-install
-	$(VERILOCC) verify $(DEMO_DIR)/$(DEMO).post.mir --pre $(DEMO_DIR)/$(DEMO).pre.mir
 	@mkdir -p build/demo
-	@echo "== the loop without constraints: counterexamples go back into the prompt; no VERIFIED answer, nothing written"
+	@echo "== LLVM's allocation of $(DEMO): VERIFIED"
+	$(VERILOCC) verify $(DEMO_DIR)/$(DEMO).post.mir --pre $(DEMO_DIR)/$(DEMO).pre.mir
+	@echo "== a wrong allocation of vadd: REJECTED with its places and a counterexample; the page build/demo/vadd.html shows it"
+	-$(VERILOCC) verify docs/view/vadd.clobbered.post.mir --pre $(DEMO_DIR)/gfx90a/vadd.pre.mir
+	-$(VERILOCC) show docs/view/vadd.clobbered.post.mir --pre $(DEMO_DIR)/gfx90a/vadd.pre.mir -o build/demo/vadd.html
+	@echo "== the model's answers without constraints, 2 rounds: counterexamples go back into the prompt; written only if VERIFIED"
 	-$(VERILOCC) allocate $(DEMO_DIR)/$(DEMO_ALLOC).pre.mir --no-constrained --no-repair --rounds 2 \
 	    --transcript build/demo/unconstrained.json -o build/demo/unconstrained.mir
 	@echo "== with constrained decoding (default): stops at the first VERIFIED allocation"

@@ -236,6 +236,16 @@ def keep_fixtures(dest: Path, pairs: Path, rows: dict, functions: list[dict], pe
     return kept
 
 
+def write_records(args: argparse.Namespace, functions: list[dict], bad: list[dict], rows: dict, command: str) -> None:
+    """--json (every function, the bad pairs, the pairs llc did not make) and --markdown."""
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    corpus.write_if_changed(args.json, json.dumps(
+        {"command": command, "functions": functions, "bad_pairs": bad,
+         "pairs_not_made": [r.cells() for r in rows.values() if r.status != "ok"]},
+        indent=1, sort_keys=True) + "\n")
+    write_markdown_section(args.markdown, markdown(functions, bad, rows, command))
+
+
 def _portable(command: str, pairs: Path) -> str:
     """A recorded sweep command without this machine's paths: the pairs directory as
     `build/llvm-tests`, no --json/--markdown (the merged record is what is written)."""
@@ -278,12 +288,7 @@ def merge(args: argparse.Namespace, argv: list[str]) -> int:
     rows = {k: r for k, r in rows.items() if (r.version, r.target, r.test, r.mode) in seen or r.status != "ok"}
     functions, bad_pairs = summarise([{"functions": list(records.values())}, *bad.values()])
     command = "; ".join(_portable(c, args.pairs) for c in commands)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    corpus.write_if_changed(args.json, json.dumps(
-        {"command": command, "functions": functions, "bad_pairs": bad_pairs,
-         "pairs_not_made": [r.cells() for r in rows.values() if r.status != "ok"]},
-        indent=1, sort_keys=True) + "\n")
-    write_markdown_section(args.markdown, markdown(functions, bad_pairs, rows, command))
+    write_records(args, functions, bad_pairs, rows, command)
     c = Counter(f["verdict"] for f in functions)
     print(f"{len(functions)} functions: {c['VERIFIED']} VERIFIED, {c['REJECTED']} REJECTED, "
           f"{c['UNKNOWN']} UNKNOWN; {len(bad_pairs)} bad pairs")
@@ -355,12 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     functions, bad = summarise(results)
     command = "python3 scripts/llvm_tests_sweep.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    corpus.write_if_changed(args.json, json.dumps(
-        {"command": command, "functions": functions, "bad_pairs": bad,
-         "pairs_not_made": [r.cells() for r in rows.values() if r.status != "ok"]},
-        indent=1, sort_keys=True) + "\n")
-    write_markdown_section(args.markdown, markdown(functions, bad, rows, command))
+    write_records(args, functions, bad, rows, command)
     if args.keep_fixtures is not None:
         kept = keep_fixtures(args.keep_fixtures, pairs, rows, functions, args.keep_per_category,
                              args.keep_max_bytes)

@@ -134,6 +134,31 @@ def test_a_clobbered_lane_that_matters_is_still_rejected() -> None:
     assert any(f.kind == "wrong-value" and "%14.sub2_sub3" in f.message for f in report.findings)
 
 
+def test_packed_fp32_broadcast_leaves_the_high_component_unread() -> None:
+    """LLVM 22 (greedy, gfx90a, our sgemm_64x64 kernel) reuses the high SGPR of a pair that
+    `V_PK_FMA_F32 8, %a, 0, %b.sub2_sub3, ...` still names: modifiers 0 broadcast the low
+    component, so the high one is never read. VERIFIED with the anomaly named."""
+    post, pre = _pair("packed-broadcast.llvm22.gfx90a")
+    report = verify_modules(parse_module(post, "pk.post.mir"), read_module(pre), Options())
+    assert report.verdict is Verdict.VERIFIED
+    anomalies = [f for f in report.findings if f.kind == "liveness-anomaly"]
+    assert anomalies and all("V_PK_FMA_F32" in f.message and f.severity == "warning" for f in anomalies)
+
+
+def test_packed_fp32_component_that_is_read_is_still_rejected() -> None:
+    """The same allocation with the usual modifiers (8: each result reads its own component):
+    the high SGPR the allocation reused is read, and the value there is wrong."""
+    post, pre = _pair("packed-broadcast.llvm22.gfx90a")
+    pre_text = pre.read_text()
+    assert ", 0, %152.sub2_sub3, 8," in pre_text and ", 0, $sgpr6_sgpr7, 8," in post
+    report = verify_modules(parse_module(post.replace(", 0, $sgpr6_sgpr7, 8,", ", 8, $sgpr6_sgpr7, 8,"), "pk.post.mir"),
+                            parse_module(pre_text.replace(", 0, %152.sub2_sub3, 8,", ", 8, %152.sub2_sub3, 8,"),
+                                         "pk.pre.mir"), Options())
+    assert report.verdict is Verdict.REJECTED
+    assert not any(f.kind == "liveness-anomaly" for f in report.findings)
+    assert any(f.kind in ("wrong-value", "interference") and "%152" in f.message for f in report.findings)
+
+
 def test_true16_copy_from_the_wrong_register_is_rejected() -> None:
     """A 32-to-16-bit COPY moves the low half: taken from another register, it is wrong."""
     post, pre = _pair("fma.f16.llvm22.gfx1100")

@@ -293,12 +293,42 @@ def _results_live(ins: Instruction) -> set[str]:
     return out
 
 
+# Packed FP32 (VOP3P, gfx90a and later): each source is a pair of 32-bit components, and each
+# result component c reads, of every source, the component its modifiers select (OP_SEL_0 for
+# c = 0, OP_SEL_1 for c = 1; SIDefines.h SISrcMods). Whatever the arithmetic, a component no
+# result selects is not read. (V_PK_MOV_B32 reads src0 for one result and src1 for the other:
+# not listed.)
+PACKED_F32 = frozenset({"V_PK_FMA_F32", "V_PK_MUL_F32", "V_PK_ADD_F32"})
+OP_SEL_0, OP_SEL_1 = 1 << 2, 1 << 3
+
+
+def unselected_slots(ins: Instruction, position: int) -> frozenset[int]:
+    """The 16-bit slots of the source at operand `position` that `ins` never reads: for a
+    packed FP32 instruction, the 32-bit component its modifiers (the immediate before the
+    source) select for neither result (`V_PK_FMA_F32 8, %a, 0, %b, ...`: 0 broadcasts the
+    low component of %b, whose high one is not read)."""
+    if ins.opcode not in PACKED_F32 or position < 1 or ins.operands[position].kind != "reg":
+        return frozenset()
+    mods = ins.operands[position - 1]
+    if mods.kind != "imm" or ins.operands[position].is_def:
+        return frozenset()
+    try:
+        m = int(mods.text, 0)
+    except ValueError:
+        return frozenset()
+    read = {1 if m & OP_SEL_0 else 0, 1 if m & OP_SEL_1 else 0}
+    return frozenset(s for c in (0, 1) if c not in read for s in (2 * c, 2 * c + 1))
+
+
 def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits: dict[int, int],
                   timeout_ms: int = 2000) -> bool | None:
     """Whether the results of `ins` are the same for every value of the 16-bit `slots` of the
-    input at operand `position`, every other input held fixed. True: proved (unsat); False: a
-    counterexample exists or the opcode has no bit-precise meaning here; None: the solver gave
-    up. `input_bits` gives each register input's width in bits (by operand position)."""
+    input at operand `position`, every other input held fixed. True: proved (unsat), or the
+    slots are a packed component no result selects (`unselected_slots`, without a solver);
+    False: a counterexample exists or the opcode has no bit-precise meaning here; None: the
+    solver gave up. `input_bits` gives each register input's width in bits (by operand position)."""
+    if slots and input_bits.get(position) == 64 and set(slots) <= unselected_slots(ins, position):
+        return True
     import z3
 
     m = meaning(ins)
