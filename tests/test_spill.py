@@ -172,9 +172,9 @@ def test_planted_spiller_bug_is_rejected(plant, tmp_path: Path, monkeypatch: pyt
 # Modules, the regressions, the floor
 # --------------------------------------------------------------------------------------------
 def test_nested_loop_conditions_module_is_verified(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    # LLVM's nested-loop-conditions.ll for gfx90a: two functions; a solver assignment of
-    # reduced_nested_loop_conditions used to be REJECTED (a read of $sgpr0_sgpr1 after
-    # control flow), before the interference relation was shared with the verifier.
+    # LLVM's nested-loop-conditions.ll for gfx90a: two functions. An allocator with an
+    # interference relation of its own can put a value on $sgpr0_sgpr1 while the program
+    # still reads it after control flow; the one relation the verifier reads forbids it.
     out = tmp_path / "alloc.mir"
     assert main(["allocate", str(NESTED_LOOPS), "--solver", "--timeout", str(TIMEOUT), "-o", str(out)]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
