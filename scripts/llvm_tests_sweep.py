@@ -270,8 +270,9 @@ def merge(args: argparse.Namespace, argv: list[str]) -> int:
         return 2
     records: dict[tuple[str, ...], dict] = {}
     bad: dict[tuple[str, ...], dict] = {}
+    source: dict[tuple[str, ...], int] = {}  # which record each function and bad pair comes from
     commands = []
-    for path in args.merge:
+    for n, path in enumerate(args.merge):
         try:
             doc = json.loads(path.read_text())
         except (OSError, ValueError) as e:
@@ -279,9 +280,12 @@ def merge(args: argparse.Namespace, argv: list[str]) -> int:
             return 2
         commands.append(doc.get("command", str(path)))
         for f in doc.get("functions", []):
-            records[(f["llvm"], f["target"], f["test"], f["mode"], f.get("function", ""))] = f
+            key = (f["llvm"], f["target"], f["test"], f["mode"], f.get("function", ""))
+            records[key], source[key] = f, n
         for b in doc.get("bad_pairs", []):
-            bad[(b["llvm"], b["target"], b["test"], b["mode"])] = b
+            key = (b["llvm"], b["target"], b["test"], b["mode"])
+            bad[key], source[key] = b, n
+    commands = [c for n, c in enumerate(commands) if n in set(source.values())]  # the records still counted
     manifest = args.pairs / "pairs.tsv"
     rows = corpus.read_pairs(manifest) if manifest.is_file() else pairs_on_disk(args.pairs)
     seen = {k[:4] for k in records} | set(bad)

@@ -262,3 +262,34 @@ def test_wrong_register_file_rejected(pid: str, tmp_path: Path) -> None:
     report = _with_register(pid, site, site[2].replace("sgpr", "vgpr"), tmp_path)
     assert report.verdict is Verdict.REJECTED
     assert any(f.kind == "class" for f in report.findings), [f.message for f in report.findings]
+
+
+# --- tabulating recorded sweeps --------------------------------------------------------------
+
+def test_merged_sweeps_count_each_function_once(tmp_path: Path) -> None:
+    """`llvm_tests_sweep.py --merge`: a function in two records counts once, from the later one,
+    and only the commands of records still counted are named."""
+    import json
+    import subprocess
+
+    pid = next(iter(sorted(PAIR_FILES)))
+    version, target, rest = pid.split("/")
+    test, mode = rest.rsplit(".", 1)
+    row = {"llvm": version, "target": target, "test": test, "mode": mode, "function": "f"}
+    older = tmp_path / "older.json"
+    newer = tmp_path / "newer.json"
+    gone = tmp_path / "gone.json"
+    older.write_text(json.dumps({"command": "sweep A", "functions": [{**row, "verdict": "REJECTED", "kind": "k",
+                                                                        "message": "m", "cause": "other"}]}))
+    newer.write_text(json.dumps({"command": "sweep B", "functions": [{**row, "verdict": "VERIFIED"}]}))
+    gone.write_text(json.dumps({"command": "sweep C", "functions": []}))
+    out_json, out_md = tmp_path / "s.json", tmp_path / "s.md"
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "llvm_tests_sweep.py"), "--pairs", str(PAIRS),
+                        "--merge", str(older), str(gone), str(newer), "--json", str(out_json), "--markdown", str(out_md)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "1 functions: 1 VERIFIED, 0 REJECTED, 0 UNKNOWN" in r.stdout
+    doc = json.loads(out_json.read_text())
+    assert [f["verdict"] for f in doc["functions"]] == ["VERIFIED"]
+    assert doc["command"] == "sweep B"
+    assert "Made by `sweep B`" in out_md.read_text()
