@@ -64,7 +64,7 @@ from verilocc.analysis.wholewave import wwm_vregs
 from verilocc.mir.model import Function, Instruction, Operand, VRegDecl
 from verilocc.mir.parser import parse_instruction
 from verilocc.pairing.alignment import is_constant_def
-from verilocc.target import RegFile, RegisterClass, Target, get_class, index_for_range
+from verilocc.target import PhysReg, RegFile, RegisterClass, Target, get_class, index_for_range
 from verilocc.target.limits import Limits
 from verilocc.target.regmasks import RegMask
 from verilocc.target.registers import parse_physreg
@@ -122,12 +122,16 @@ def budget_caps(target: Target, limits: Limits) -> Caps:
     return Caps(limits.vgprs, vector, limits.sgprs)
 
 
+def _kept(reg: PhysReg, mask: RegMask, limits: Limits) -> bool:
+    """A register a call through `mask` preserves and the function does not reserve."""
+    return mask.preserves(reg) and not limits.reserved.intersection(reg.units)
+
+
 def call_caps(mask: RegMask, caps: Caps, limits: Limits) -> Caps:
     """Registers (32-bit) that values live across a call through `mask` may hold: the ones
-    within `caps` that the call preserves and the function does not reserve."""
+    within `caps` that the call keeps (`_kept`)."""
     def kept(prefix: str, n: int) -> int:
-        regs = (parse_physreg(f"{prefix}{i}") for i in range(max(0, n)))
-        return sum(1 for r in regs if mask.preserves(r) and not limits.reserved.intersection(r.units))
+        return sum(1 for i in range(max(0, n)) if _kept(parse_physreg(f"{prefix}{i}"), mask, limits))
 
     vgpr = kept("vgpr", caps.vgpr)
     agpr = kept("agpr", min(limits.agprs, caps.vector - caps.vgpr)) if limits.agprs else 0
@@ -135,9 +139,8 @@ def call_caps(mask: RegMask, caps: Caps, limits: Limits) -> Caps:
 
 
 def _fits_across(cls: RegisterClass, mask: RegMask, target: Target, limits: Limits, caps: Caps) -> bool:
-    """Whether some register of `cls` within `caps` is preserved by `mask` and not reserved."""
-    return any(mask.preserves(r) and not limits.reserved.intersection(r.units)
-               and r.index + max(1, cls.width32) <= _cap_of(r.file, caps)
+    """Whether some register of `cls` within `caps` is kept by a call through `mask`."""
+    return any(_kept(r, mask, limits) and r.index + max(1, cls.width32) <= _cap_of(r.file, caps)
                for r in cls.members(target))
 
 
@@ -230,30 +233,35 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     evict: dict[int, list[int]] = {}
     striped = sgpr_striped(fn)
     blocks = {blk.number: blk for blk in fn.blocks}
+    fits: dict[tuple[str, str], bool] = {}  # (class, mask) -> `_fits_across`
+
+    def mark(excess: int, b: int, idx: int, kind: str, live: dict[VReg, int]) -> None:
+        """Point `idx` of block `b` is `excess` registers of `kind` over: `live` may be spilled."""
+        over.append((excess, b, kind, live))
+        if not evict.get(b) or evict[b][-1] != idx:
+            evict.setdefault(b, []).append(idx)
+
     for b in cfg.order:
         for idx, live in liveness.walk_backward(b):
             mask = call_mask(blocks[b].instructions[idx], striped)
             if mask is not None:
-                # Values live after a call live across it: they fit the registers it preserves.
-                across = {"vgpr": 0, "vector": 0, "sgpr": 0}
-                for v, m in live.vregs.items():
-                    for k in kinds.get(v, ()):
-                        across[k] += m.bit_count()
+                # Values live after a call live across it: they fit the registers it keeps, by
+                # count, and each in a register of its shape (striped masks keep short runs).
                 kept = call_caps(mask, caps, limits)
-                homeless = {v: m for v, m in live.vregs.items()
-                            if v in classes and not _fits_across(classes[v], mask, state.target, limits, caps)}
-                if homeless:  # no register the call preserves has their shape (striped masks)
-                    k = kinds.get(next(iter(homeless)), ("sgpr",))[0]
-                    need = sum((m.bit_count() + 1) // 2 for m in homeless.values())
-                    over.append((need, b, k, homeless))
-                    if not evict.get(b) or evict[b][-1] != idx:
-                        evict.setdefault(b, []).append(idx)
-                for k, n in across.items():
-                    excess = (n + 1) // 2 - getattr(kept, k)
+                for k in ("vgpr", "vector", "sgpr"):
+                    of_kind = {v: m for v, m in live.vregs.items() if k in kinds.get(v, ())}
+                    excess = (sum(m.bit_count() for m in of_kind.values()) + 1) // 2 - getattr(kept, k)
                     if excess > 0:
-                        over.append((excess, b, k, {v: m for v, m in live.vregs.items() if k in kinds.get(v, ())}))
-                        if not evict.get(b) or evict[b][-1] != idx:
-                            evict.setdefault(b, []).append(idx)
+                        mark(excess, b, idx, k, of_kind)
+                    homeless: dict[VReg, int] = {}
+                    for v, m in of_kind.items():
+                        key = (classes[v].name, mask.name)
+                        if key not in fits:
+                            fits[key] = _fits_across(classes[v], mask, state.target, limits, caps)
+                        if not fits[key]:
+                            homeless[v] = m
+                    if homeless:
+                        mark(sum((m.bit_count() + 1) // 2 for m in homeless.values()), b, idx, k, homeless)
             lanes = {"vgpr": 0, "vector": 0, "sgpr": 0}
             for v, m in live.vregs.items():
                 n = m.bit_count()
@@ -275,9 +283,7 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
             for k, n in lanes.items():
                 excess = (n + 1) // 2 - cap[k]
                 if excess > 0:
-                    over.append((excess, b, k, {v: m for v, m in live.vregs.items() if k in kinds.get(v, ())}))
-                    if not evict.get(b) or evict[b][-1] != idx:
-                        evict.setdefault(b, []).append(idx)
+                    mark(excess, b, idx, k, {v: m for v, m in live.vregs.items() if k in kinds.get(v, ())})
     if not over:
         return {}
     state.evict = {b: sorted(ix) for b, ix in evict.items()}
