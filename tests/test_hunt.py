@@ -11,6 +11,9 @@ Known bugs, each on pairs made from its reproducer (tests/fixtures/hunt/README.m
   puts the early-clobber result on the *undefined* high half of the addend, which LLVM's own
   semantics allow; VERIFIED, while the same result on the defined half is REJECTED as an
   early-clobber fault.
+- the fast SGPR allocator of LLVM 16 to 22 deletes `%v.sub1 = COPY %v.sub0` of a VGPR tuple it
+  does not allocate (found by the hunt, docs/llvm-bugs.md): REJECTED on LLVM 19 (IR) and 22
+  (MIR), VERIFIED for LLVM 15 and for the greedy allocator.
 
 The hunt's own parts (triage, inputs, MIR key dropping, tables) are tested without llc; the
 end-to-end runs are marked `llc`.
@@ -124,6 +127,29 @@ def test_59358_result_on_the_defined_half_rejected() -> None:
     assert any(f.kind == "early-clobber" and "overlaps the use" in f.message for f in _errors(report))
 
 
+def test_fast_sgpr_stage_deleting_a_subregister_copy_rejected() -> None:
+    """The accumulator `undef %46.sub0 = V_MOV_B32 0; %46.sub1 = COPY %46.sub0` loses its COPY
+    in LLVM 19's fast SGPR stage; the loop then reads the high half that nothing wrote."""
+    stem = "regallocfast-subreg-copy.llvm19.gfx90a.fast"
+    assert "%46.sub1:vreg_64_align2 = COPY %46.sub0" in (KNOWN / f"{stem}.pre.mir").read_text()
+    report = _verify(stem)
+    assert report.verdict is Verdict.REJECTED
+    first = _errors(report)[0]
+    assert first.kind == "wrong-value" and "expecting %46 (lanes 0xC)" in first.message
+    assert "holds no value of the virtual program" in first.message
+    assert _verify("regallocfast-subreg-copy.llvm19.gfx90a").verdict is Verdict.VERIFIED  # greedy
+
+
+def test_fast_sgpr_stage_subregister_copy_in_mir_from_llvm16() -> None:
+    """The MIR reproducer: LLVM 22's fast SGPR stage deletes the three copies, LLVM 15 keeps them."""
+    bad = _verify("regallocfast-subreg-copy.mir.llvm22.gfx90a.fast")
+    assert bad.verdict is Verdict.REJECTED
+    assert any(f.kind == "wrong-value" and "expecting %2" in f.message for f in _errors(bad))
+    good = "regallocfast-subreg-copy.mir.llvm15.gfx90a.fast"
+    assert (KNOWN / f"{good}.post.mir").read_text().count("= COPY renamable $vgpr") == 3
+    assert _verify(good).verdict is Verdict.VERIFIED
+
+
 # --- triage -----------------------------------------------------------------------------------
 
 def _rec(**kw: Any) -> dict[str, Any]:
@@ -215,6 +241,13 @@ def test_unique_names_go_up_as_far_as_needed() -> None:
     b = Input("k", Path("x/16/gfx90a/k.ll"))
     c = Input("m", Path("x/16/gfx90a/m.ll"))
     assert [i.name for i in unique_names([a, b, c])] == ["15.gfx90a.k", "16.gfx90a.k", "m"]
+
+
+def test_unique_names_keep_the_suffix_of_same_stem_files() -> None:
+    """`x.ll` and `x.mir` of one directory would otherwise share their pairs' file names."""
+    ll, mir = Input("x", Path("d/x.ll")), Input("x", Path("d/x.mir"))
+    other = Input("x", Path("e/x.ll"))
+    assert [i.name for i in unique_names([ll, mir, other])] == ["x.ll", "x.mir", "x"]
 
 
 def test_input_triple() -> None:

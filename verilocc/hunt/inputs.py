@@ -84,10 +84,15 @@ def _target_cpu(path: Path) -> str | None:
 
 def unique_names(inputs: list[Input]) -> list[Input]:
     """Inputs whose names are made unique by as many parent directories as it takes
-    (`15/gfx90a/vadd` and `16/gfx90a/vadd` become `15.gfx90a.vadd` and `16.gfx90a.vadd`)."""
+    (`15/gfx90a/vadd` and `16/gfx90a/vadd` become `15.gfx90a.vadd` and `16.gfx90a.vadd`);
+    files of one directory with the same stem keep their suffix (`x.ll`, `x.mir`)."""
+    def leaf(i: Input) -> str:
+        twin = any(o.path != i.path and o.name == i.name and o.path.parent == i.path.parent for o in inputs)
+        return i.name + i.path.suffix if twin else i.name
+
     def name(i: Input, depth: int) -> str:
         parents = [p.name for p in list(i.path.parents)[:depth]][::-1]
-        return ".".join([*parents, i.name])
+        return ".".join([*parents, leaf(i)])
 
     out = []
     for i in inputs:

@@ -9,7 +9,10 @@ only moves and bookkeeping. So the instructions of each block are split into
 - *constant definitions* (moves of immediates and other pure defs with no register input):
   LLVM deletes, duplicates and moves them freely, so they are never paired;
 - *real* instructions, paired by a longest common subsequence over their keys (opcode,
-  instruction flags and every non-register operand).
+  instruction flags and every non-register operand): Myers' difference algorithm, exact when
+  the two sequences differ by few instructions (`MAX_EDITS`), as an allocation's do; above
+  that, difflib's matching blocks. Pairing is a guess that value flow then checks (a paired
+  instruction must read the values its partner reads), so a worse pairing can only reject.
 An unpaired pure instruction (one LLVM may rematerialise, `is_pure`) is a rematerialisation on
 the post side and a deleted original on the pre side (`Role.REMAT` / `Role.REMAT_ORIGIN`):
 value flow checks that a rematerialised copy reads the same inputs. Any other unpaired real
@@ -169,6 +172,72 @@ def is_constant_def(ins: Instruction, allocated: bool) -> bool:
     return is_pure(ins, allocated) and not value_inputs(ins)
 
 
+# Insertions plus deletions up to which `common_subsequence` is exact (Myers' algorithm costs
+# O((n + m) * edits)); repetitive blocks with rematerialised copies need the exact answer.
+MAX_EDITS = 400
+
+
+def common_subsequence(a: list[tuple[object, ...]], b: list[tuple[object, ...]]) -> list[tuple[int, int]]:
+    """Index pairs of a longest common subsequence of `a` and `b`, in order.
+
+    difflib's matcher takes the longest contiguous run first, which in a repetitive block
+    (address computations unrolled four times) can pair every instruction with the one a
+    group later once the allocated program has extra instructions between the groups
+    (rematerialised scalar loads): Myers' algorithm finds a longest common subsequence."""
+    ids: dict[tuple[object, ...], int] = {}
+    x_seq = [ids.setdefault(k, len(ids)) for k in a]
+    y_seq = [ids.setdefault(k, len(ids)) for k in b]
+    n, m = len(x_seq), len(y_seq)
+    limit = min(n + m, MAX_EDITS)
+    offset = limit + 1
+    v = [0] * (2 * limit + 3)
+    trace: list[list[int]] = []
+    for d in range(limit + 1):
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and v[offset + k - 1] < v[offset + k + 1]):
+                x = v[offset + k + 1]
+            else:
+                x = v[offset + k - 1] + 1
+            y = x - k
+            while x < n and y < m and x_seq[x] == y_seq[y]:
+                x += 1
+                y += 1
+            v[offset + k] = x
+            if x >= n and y >= m:
+                trace.append(v[:])
+                return _backtrack(trace, offset, n, m)
+        trace.append(v[:])
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return [(blk.a + k, blk.b + k) for blk in matcher.get_matching_blocks() for k in range(blk.size)]
+
+
+def _backtrack(trace: list[list[int]], offset: int, n: int, m: int) -> list[tuple[int, int]]:
+    """The diagonal moves (equal elements) of the path Myers' forward pass found."""
+    pairs: list[tuple[int, int]] = []
+    x, y = n, m
+    for d in range(len(trace) - 1, 0, -1):
+        prev = trace[d - 1]
+        k = x - y
+        if k == -d or (k != d and prev[offset + k - 1] < prev[offset + k + 1]):
+            prev_k = k + 1
+            start_x = prev[offset + prev_k]  # a step down: one element of b only
+        else:
+            prev_k = k - 1
+            start_x = prev[offset + prev_k] + 1  # a step right: one element of a only
+        while x > start_x:
+            x -= 1
+            y -= 1
+            pairs.append((x, y))
+        x = prev[offset + prev_k]
+        y = x - prev_k
+    while x > 0 and y > 0:
+        x -= 1
+        y -= 1
+        pairs.append((x, y))
+    pairs.reverse()
+    return pairs
+
+
 def align_block(pre: list[Instruction], post: list[Instruction],
                 known_keys: set[tuple[object, ...]] | None = None) -> list[Step]:
     """Pair the real instructions of two versions of one block; keep program order."""
@@ -182,8 +251,7 @@ def align_block(pre: list[Instruction], post: list[Instruction],
     if a == b:  # what the matcher finds for equal sequences: one block, all of them
         pairs = [(k, k) for k in range(len(a))]
     else:
-        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-        pairs = [(blk.a + k, blk.b + k) for blk in matcher.get_matching_blocks() for k in range(blk.size)]
+        pairs = common_subsequence(a, b)
     pair_of_pre: dict[int, int] = {}
     prev_b = -1
     for ai, bi in pairs:
