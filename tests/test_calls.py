@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from verilocc.analysis.operands import returns_through_virtual_register, vreg_classes
 from verilocc.findings import Verdict
 from verilocc.mir.parser import parse_module, read_module
 from verilocc.target.registers import parse_physreg
+from verilocc.target.classes import get_class, legacy_return_address_class
 from verilocc.target.regmasks import regmask
 from verilocc.verify import Options, verify_modules
 
@@ -43,6 +45,29 @@ def test_value_in_a_clobbered_vgpr_across_a_call_is_rejected() -> None:
     assert any(f.startswith("constraints/interference") and "the call `SI_CALL` clobbers $vgpr5" in f
                and "csr_amdgpu_gfx90ainsts" in f for f in findings), findings
     assert any(f.startswith("equivalence/") for f in findings), findings
+
+
+def test_llvm14_calls_and_returns() -> None:
+    """LLVM 14 calls through `csr_amdgpu_highregs_with_agprs` (v40-v47 stripes and s32-s105
+    preserved) and returns through `S_SETPC_B64_return %ra`, the return address in a
+    `ccr_sgpr_64` register that may be s[30:31] then. callee_fn keeps an argument in $vgpr41
+    across its call: in $vgpr5 the call destroys it."""
+    pre = CALLS / "call.llvm14.gfx90a.pre.mir"
+    fn = read_module(pre).functions[0]
+    assert returns_through_virtual_register(fn)
+    classes = set(vreg_classes(fn).values())
+    assert legacy_return_address_class() in classes
+    assert legacy_return_address_class().contains_llvm(parse_physreg("sgpr30_sgpr31"))
+    assert not get_class("ccr_sgpr_64").contains_llvm(parse_physreg("sgpr30_sgpr31"))
+    assert not returns_through_virtual_register(read_module(CALLS / "call.llvm19.gfx90a.pre.mir").functions[0])
+    text = (CALLS / "call.llvm14.gfx90a.post.mir").read_text()
+    start = text.index("name:            callee_fn")
+    end = text.index("\n...", start)
+    assert "$vgpr5" not in text[start:end] and "renamable $vgpr41 = COPY $vgpr3" in text
+    wrong = text[:start] + text[start:end].replace("$vgpr41", "$vgpr5") + text[end:]
+    verdict, findings = _verify(wrong, pre)
+    assert verdict is Verdict.REJECTED
+    assert any("csr_amdgpu_highregs_with_agprs" in f and "$vgpr5" in f for f in findings), findings
 
 
 def test_the_sgpr_rule_follows_the_llvm_version() -> None:
@@ -84,6 +109,11 @@ def test_register_masks() -> None:
     for mask in (old, new, gfx90a, gfx):
         assert mask.preserves(parse_physreg("exec")) and not mask.preserves(parse_physreg("vcc"))
     assert regmask("CustomRegMask($vgpr0)", True) is None
+    high = regmask("csr_amdgpu_highregs", True)  # LLVM 13 and 14
+    assert high is not None and high.preserves(parse_physreg("sgpr32")) and not high.preserves(parse_physreg("sgpr31"))
+    assert not high.preserves(parse_physreg("agpr32"))
+    with_agprs = regmask("csr_amdgpu_highregs_with_agprs", True)
+    assert with_agprs is not None and with_agprs.preserves(parse_physreg("agpr32"))
 
 
 @pytest.mark.parametrize("pair", ["call.llvm19.gfx90a", "call.llvm22.gfx90a"])

@@ -23,6 +23,7 @@ from verilocc.target import (
     slots_to_mask,
     subreg_mask,
 )
+from verilocc.target.classes import LEGACY_RETURN_CLASS, legacy_return_address_class
 from verilocc.target.limits import Limits, attribute_limits
 
 VReg = int | str
@@ -60,6 +61,14 @@ def slot_mask(lane_mask: int) -> int:
     return ((lane_mask & _EVEN) << 1) | ((lane_mask >> 1) & _EVEN)
 
 
+def returns_through_virtual_register(fn: Function) -> bool:
+    """Whether `fn` returns as LLVM 13 and 14 write it: `S_SETPC_B64_return %ra`, the return
+    address in a virtual register (LLVM 15 and later return with `SI_RETURN` until prolog and
+    epilog insertion)."""
+    return any(ins.opcode == "S_SETPC_B64_return" and any(op.vreg is not None for op in ins.operands)
+               for block in fn.blocks for ins in block.instructions)
+
+
 def vreg_classes(fn: Function) -> dict[VReg, RegisterClass]:
     """The register class of every virtual register: `registers:` first, then annotations."""
     names: dict[VReg, tuple[str, int, int]] = {}
@@ -72,11 +81,14 @@ def vreg_classes(fn: Function) -> dict[VReg, RegisterClass]:
                 if op.vreg is not None and op.reg_class and op.vreg not in names:
                     names[op.vreg] = (op.reg_class, op.line, op.column)
     out: dict[VReg, RegisterClass] = {}
+    legacy = returns_through_virtual_register(fn)
     for vid, (name, line, col) in names.items():
         try:
             out[vid] = get_class(name)
         except TargetError as e:
             raise InputError(str(e), fn.file, line, col) from None
+        if legacy and out[vid].name == LEGACY_RETURN_CLASS:
+            out[vid] = legacy_return_address_class()
     for block in fn.blocks:
         for ins in block.instructions:
             for op in ins.operands:
@@ -88,6 +100,8 @@ def vreg_classes(fn: Function) -> dict[VReg, RegisterClass]:
                         cls = get_class(op.reg_class)
                     except TargetError as e:
                         raise InputError(str(e), fn.file, op.line, op.column) from None
+                    if legacy and cls.name == LEGACY_RETURN_CLASS:
+                        cls = legacy_return_address_class()
                     if cls.name != out[op.vreg].name:
                         raise InputError(f"conflicting register classes for %{op.vreg}: {op.reg_class}, "
                                          f"previously {out[op.vreg].name}", fn.file, op.line, op.column)

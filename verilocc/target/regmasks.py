@@ -15,6 +15,9 @@ which picks the `_GFX90AInsts` variant where the subtarget has AGPRs as callee-s
   is the safe one (it preserves a subset of the earlier one, so it never lets a clobbered
   register pass as preserved).
 - The `amdgpu_gfx` masks (`csr_amdgpu_si_gfx*`) preserve s4-s31 and s64-s105.
+- LLVM 13 and 14 name their masks `csr_amdgpu_highregs` (`CSR_AMDGPU_HighRegs`: the VGPR
+  stripes and s32-s105; s30/s31 hold the return address and are clobbered) and
+  `csr_amdgpu_highregs_with_agprs` (plus a32-a255).
 - AGPRs 32-255 are preserved by the `_gfx90ainsts` masks.
 - EXEC and MODE are preserved by the calling convention whatever the mask says (the callee
   returns with the caller's EXEC; AMDGPUUsage, "Call Convention"): they are added to every
@@ -32,6 +35,7 @@ _VGPR_STRIPES = tuple(range(start, start + 8) for start in range(40, 256, 16))
 _SGPR_OLD = (range(30, 106),)
 _SGPR_STRIPED = (range(30, 40), range(48, 56), range(64, 72), range(80, 88), range(96, 106))
 _SGPR_GFX = (range(4, 32), range(64, 106))
+_SGPR_HIGHREGS = (range(32, 106),)
 _AGPR_CSR = (range(32, 256),)
 _ALWAYS = ("exec", "mode")
 
@@ -56,10 +60,12 @@ def regmask(name: str, sgpr_striped: bool) -> RegMask | None:
     """The mask `name` as llc prints it (case-insensitive), or None for a mask not known here
     (a call through it is then not modelled)."""
     key = name.lower()
-    agprs = key.endswith("_gfx90ainsts")
-    base = key.removesuffix("_gfx90ainsts")
+    agprs = key.endswith(("_gfx90ainsts", "_with_agprs"))
+    base = key.removesuffix("_gfx90ainsts").removesuffix("_with_agprs")
     units: set[int] = set()
-    if base == "csr_amdgpu":
+    if base == "csr_amdgpu_highregs":
+        units = _units("vgpr", _VGPR_STRIPES) | _units("sgpr", _SGPR_HIGHREGS)
+    elif base == "csr_amdgpu":
         units = _units("vgpr", _VGPR_STRIPES) | _units("sgpr", _SGPR_STRIPED if sgpr_striped else _SGPR_OLD)
     elif base == "csr_amdgpu_si_gfx":
         units = _units("vgpr", _VGPR_STRIPES) | _units("sgpr", _SGPR_GFX)
