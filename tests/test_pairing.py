@@ -9,7 +9,11 @@ import pytest
 from verilocc.findings import Report, Verdict
 from verilocc.fuzz import generate
 from verilocc.mir.parser import parse_module
-from verilocc.pairing.alignment import Role, Step, align_functions
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verilocc.mir.parser import read_module
+from verilocc.pairing.alignment import Role, Step, align_functions, common_subsequence
 from verilocc.pairing.steps import (
     MALFORMED_COPY,
     SPILL_CODE,
@@ -33,6 +37,8 @@ from verilocc.pairing.steps import (
     walk_block,
 )
 from verilocc.verify import Options, verify_modules
+
+from .conftest import FIXTURES
 
 TARGET = "gfx90a"
 STORE = "GLOBAL_STORE_DWORD {a}, {v}, 0, 0, implicit $exec :: (store (s32), addrspace 1)"
@@ -250,3 +256,35 @@ def test_walk_block_calls_one_method_per_step_in_order() -> None:
     assert len(calls) == len(steps)
     assert calls.index("spill_to_slot") < calls.index("reload_from_slot")
     assert calls[-1] == "matched"  # S_ENDPGM
+
+
+def _lcs_length(a: list[tuple[int]], b: list[tuple[int]]) -> int:
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) - 1, -1, -1):
+        for j in range(len(b) - 1, -1, -1):
+            table[i][j] = table[i + 1][j + 1] + 1 if a[i] == b[j] else max(table[i + 1][j], table[i][j + 1])
+    return table[0][0]
+
+
+_KEYS = st.lists(st.tuples(st.integers(0, 3)), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_KEYS, _KEYS)
+def test_common_subsequence_is_a_longest_one(a: list[tuple[int]], b: list[tuple[int]]) -> None:
+    pairs = common_subsequence(a, b)
+    assert all(a[i] == b[j] for i, j in pairs)
+    assert all(p[0] < q[0] and p[1] < q[1] for p, q in zip(pairs, pairs[1:]))
+    assert len(pairs) == _lcs_length(a, b)
+
+
+def test_rematerialised_loads_between_unrolled_groups_pair_every_instruction() -> None:
+    """Greedy rematerialises a kernel-argument load before three of four identical address
+    groups of a loop body (tests/fixtures/remat/README.md): every instruction of the virtual
+    block is paired and the allocation is VERIFIED."""
+    base = FIXTURES / "remat" / "sgemm_naive_s16.llvm19.gfx90a"
+    pre, post = read_module(f"{base}.pre.mir"), read_module(f"{base}.post.mir")
+    steps = align_functions(pre.functions[0], post.functions[0]).steps[16]
+    assert not [s for s in steps if s.role in (Role.ADDED, Role.DROPPED, Role.REMAT_ORIGIN)]
+    assert sum(1 for s in steps if s.role is Role.REMAT) >= 3
+    assert verify_modules(post, pre, Options()).verdict is Verdict.VERIFIED
