@@ -18,7 +18,7 @@ from verilocc.analysis.liveness import compute_liveness
 from verilocc.findings import Finding, Report, Verdict
 from verilocc.fuzz import mutations
 from verilocc.mir.model import Module
-from verilocc.mir.parser import read_module
+from verilocc.mir.parser import parse_module, read_module
 from verilocc.target import PhysReg, RegFile, get_class, get_target, parse_physreg
 from verilocc.verify import Options, verify_modules
 
@@ -248,3 +248,23 @@ def test_mutation_operators_leave_input_alone() -> None:
         op(post, random.Random(1))
     after = [(i.opcode, [o.text for o in i.operands]) for b in post.functions[0].blocks for i in b.instructions]
     assert before == after
+
+
+@pytest.mark.parametrize("pair", [
+    "19/gfx942/basic-call-return.one-process",
+    "19/gfx942/inline-asm-reserved-regs.reread",
+    "22/gfx90a/machine-sink-loop-var-out-of-divergent-loop-swdev407790.one-process",
+    "22/gfx942/scc-clobbered-sgpr-to-vmem-spill.one-process",
+])
+def test_inline_assembly_missing_from_the_allocation_is_rejected(pair: str) -> None:
+    """Inline assembly is a side effect whatever its outputs: an allocation without one of
+    LLVM's `INLINEASM` lines (a clobber-only statement, one whose output is dead) is REJECTED,
+    never taken for a deleted dead definition."""
+    base = FIXTURES / "llvm-tests" / "pairs" / pair
+    pre = read_module(f"{base}.pre.mir")
+    lines = Path(f"{base}.post.mir").read_text().split("\n")
+    asm = [i for i, line in enumerate(lines) if "INLINEASM" in line]
+    assert asm
+    for i in asm:
+        post = parse_module("\n".join(lines[:i] + lines[i + 1:]), "dropped.post.mir")
+        assert verify_modules(post, pre, Options()).verdict is Verdict.REJECTED, lines[i]

@@ -99,11 +99,13 @@ def _is_sgpr(name: str | None) -> bool:
 # Implicit inputs that do not change a value in LLVM's model (remat ignores them too).
 AMBIENT_REGISTERS = frozenset({"exec", "exec_lo", "exec_hi", "mode"})
 # Opcodes that order with other side effects (control transfer, synchronisation, messages,
-# memory) whatever their operands say.
+# memory, inline assembly) whatever their operands say. Inline assembly counts whatever its
+# flags: LLVM's allocators never delete, duplicate or move it, so it is never a rematerialised
+# or deleted definition, and a missing one is a finding even when its outputs are unused.
 SIDE_EFFECT_PREFIXES = (
     "S_BRANCH", "S_CBRANCH", "SI_", "S_ENDPGM", "S_SETPC", "S_BARRIER", "S_WAITCNT", "S_SETPRIO", "S_SENDMSG",
     "S_SLEEP", "ATOMIC_FENCE", "S_SETREG", "S_DCACHE", "S_MEMTIME", "S_MEMREALTIME", "S_GETREG", "BUFFER_",
-    "GLOBAL_", "FLAT_", "SCRATCH_", "DS_",
+    "GLOBAL_", "FLAT_", "SCRATCH_", "DS_", "INLINEASM",
 )
 _NOT_PURE_PREFIXES = SIDE_EFFECT_PREFIXES + ("DBG_",)
 
