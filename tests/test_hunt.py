@@ -14,6 +14,9 @@ Known bugs, each on pairs made from its reproducer (tests/fixtures/hunt/README.m
 - the fast SGPR allocator of LLVM 16 to 22 deletes `%v.sub1 = COPY %v.sub0` of a VGPR tuple it
   does not allocate (found by the hunt, docs/llvm-bugs.md): REJECTED on LLVM 19 (IR) and 22
   (MIR), VERIFIED for LLVM 15 and for the greedy allocator.
+- LLVM 15 and 16 put the address of a tail call that is also called before in a callee-saved
+  SGPR pair, which the epilogue restores before the jump (found by the hunt on LLVM's
+  `ipra.ll`, docs/llvm-bugs.md): REJECTED on LLVM 16, VERIFIED on LLVM 19.
 
 The hunt's own parts (triage, inputs, MIR key dropping, tables) are tested without llc; the
 end-to-end runs are marked `llc`.
@@ -148,6 +151,20 @@ def test_fast_sgpr_stage_subregister_copy_in_mir_from_llvm16() -> None:
     good = "regallocfast-subreg-copy.mir.llvm15.gfx90a.fast"
     assert (KNOWN / f"{good}.post.mir").read_text().count("= COPY renamable $vgpr") == 3
     assert _verify(good).verdict is Verdict.VERIFIED
+
+
+def test_tail_call_through_a_callee_saved_pair_rejected() -> None:
+    """`%9:sreg_64`, the address of @ext, serves SI_CALL and SI_TCRETURN; LLVM 16 keeps it in
+    the callee-saved $sgpr46_sgpr47, so the tail call jumps to the caller's s[46:47]."""
+    stem = "tailcall-csr.llvm16.gfx90a"
+    assert "SI_TCRETURN killed renamable $sgpr46_sgpr47" in (KNOWN / f"{stem}.post.mir").read_text()
+    report = _verify(stem)
+    assert report.verdict is Verdict.REJECTED
+    assert any(f.kind == "wrong-value" and "reads `$sgpr46_sgpr47` expecting %9" in f.message
+               and "the virtual program's $sgpr46_sgpr47" in f.message for f in _errors(report))
+    fixed = "tailcall-csr.llvm19.gfx90a"
+    assert "ccr_sgpr_64 = SI_PC_ADD_REL_OFFSET" in (KNOWN / f"{fixed}.pre.mir").read_text()
+    assert _verify(fixed).verdict is Verdict.VERIFIED
 
 
 # --- triage -----------------------------------------------------------------------------------

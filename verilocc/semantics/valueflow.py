@@ -331,6 +331,13 @@ class _Walker:
                 continue
             tags = self.c.tags_of(po)
             units = self.c.units_of(qo)
+            if po.vreg is None and po.phys is not None and (qo.phys is None or self.c.units_of(po) != units):
+                # A physical register the virtual program names (an inline-assembly output or
+                # clobber, a call's result, the stack pointer of a call frame pseudo) is part of
+                # the instruction: an allocator never renames it.
+                self.error("fixed-register", block, post_index, qi, qo,
+                           f"the virtual program writes {po.register_text} here, the allocated program `{qo.register_text}`")
+                continue
             if len(units) != len(tags):
                 self.error(
                     "width", block, post_index, qi, qo,
