@@ -268,3 +268,22 @@ def test_inline_assembly_missing_from_the_allocation_is_rejected(pair: str) -> N
     for i in asm:
         post = parse_module("\n".join(lines[:i] + lines[i + 1:]), "dropped.post.mir")
         assert verify_modules(post, pre, Options()).verdict is Verdict.REJECTED, lines[i]
+
+
+@pytest.mark.parametrize(("pair", "old", "new"), [
+    ("19/gfx1100/fix-frame-reg-in-custom-csr-spills.one-process", "implicit-def dead early-clobber $vgpr40",
+     "implicit-def dead early-clobber $vgpr41"),
+    ("22/gfx950/spill-csr-frame-ptr-reg-copy.one-process", "ADJCALLSTACKDOWN 0, 0, implicit-def dead $scc, implicit-def $sgpr32",
+     "ADJCALLSTACKDOWN 0, 0, implicit-def dead $scc, implicit-def $sgpr33"),
+])
+def test_physical_register_written_by_the_virtual_program_is_kept(pair: str, old: str, new: str) -> None:
+    """An inline-assembly clobber or the stack pointer a call-frame pseudo defines is part of
+    the instruction: the allocated program writing another register instead is REJECTED, even
+    where nothing reads either register afterwards."""
+    base = FIXTURES / "llvm-tests" / "pairs" / pair
+    text = Path(f"{base}.post.mir").read_text()
+    assert text.count(old) >= 1
+    report = verify_modules(parse_module(text.replace(old, new, 1), "renamed.post.mir"), read_module(f"{base}.pre.mir"),
+                            Options())
+    assert report.verdict is Verdict.REJECTED
+    assert any(f.kind == "fixed-register" and "the virtual program writes" in f.message for f in report.findings)
