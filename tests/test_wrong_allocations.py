@@ -287,3 +287,17 @@ def test_physical_register_written_by_the_virtual_program_is_kept(pair: str, old
                             Options())
     assert report.verdict is Verdict.REJECTED
     assert any(f.kind == "fixed-register" and "the virtual program writes" in f.message for f in report.findings)
+
+
+@pytest.mark.parametrize("address", ["$sgpr33, 0", "$sgpr32, 4"])
+def test_spill_slot_addressed_otherwise_is_not_verified(address: str) -> None:
+    """A stack slot is known by its frame index; a spill through another register or at an
+    offset reaches other memory, so it is never VERIFIED."""
+    base = FIXTURES / "llvm-tests" / "pairs" / "19/gfx908/whole-wave-register-spill.one-process"
+    text = Path(f"{base}.post.mir").read_text()
+    line = "SI_SPILL_WWM_V32_SAVE killed $vgpr0, %stack.3, $sgpr32, 0,"
+    assert line in text
+    post = parse_module(text.replace(line, line.replace("$sgpr32, 0", address)), "moved.post.mir")
+    report = verify_modules(post, read_module(f"{base}.pre.mir"), Options())
+    assert report.verdict is not Verdict.VERIFIED
+    assert any("not the stack pointer `$sgpr32, 0`" in f.message for f in report.findings)

@@ -215,6 +215,23 @@ def _decode_move(step: Step, ins: Instruction, pre_side: bool) -> DecodedStep:
     return kind(step, ins, regs[0], src, regs[1])
 
 
+def _slot_address_error(ins: Instruction, slot: Operand) -> str | None:
+    """Why a stack-slot spill does not address its slot the way LLVM writes it, or None.
+
+    The slot is known by its frame index only, so the rest of the address must be what
+    LLVM's storeRegToStackSlot/loadRegFromStackSlot give every spill at this point of the
+    pipeline: for VGPR/AGPR spills the stack pointer `$sgpr32` and offset 0 after the slot,
+    for SGPR spills nothing (the stack pointer is an implicit operand). Anything else would
+    reach other memory once frame indices are lowered."""
+    after = [o for o in ins.operands[ins.operands.index(slot) + 1:] if not (o.kind == "reg" and o.is_implicit)]
+    shape = [(o.kind, o.phys if o.kind == "reg" else o.text) for o in after]
+    if ins.opcode.startswith("SI_SPILL_S"):
+        return None if not shape else f"an SGPR spill with operands after its slot ({', '.join(o.text for o in after)})"
+    if shape == [("reg", "sgpr32"), ("imm", "0")]:
+        return None
+    return f"the slot is addressed by `{', '.join(o.text for o in after)}`, not the stack pointer `$sgpr32, 0`"
+
+
 def _decode_spill(step: Step, ins: Instruction) -> DecodedStep:
     op = ins.opcode
     regs = _explicit_regs(ins)
@@ -229,6 +246,8 @@ def _decode_spill(step: Step, ins: Instruction) -> DecodedStep:
         if op in ("SI_SPILL_S32_TO_VGPR", "V_WRITELANE_B32"):
             return SpillToLane(step, ins, src=regs[1], vgpr=regs[0], lane=int(imm.text))
         return RestoreFromLane(step, ins, dst=regs[0], vgpr=regs[1], lane=int(imm.text))
+    if slot is not None and (bad := _slot_address_error(ins, slot)):
+        return Unsupported(step, ins, SPILL_CODE, bad)
     if slot is not None and regs and op.endswith("_SAVE"):
         return SpillToSlot(step, ins, src=regs[0], slot=slot_number(slot))
     if slot is not None and regs and op.endswith("_RESTORE"):

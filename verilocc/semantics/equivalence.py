@@ -411,7 +411,8 @@ class _BlockRun:
         self.qlanes[loc] = store or {}
 
     def unsupported(self, s: ps.Unsupported) -> None:
-        self.eq.unknown(s.ins, self.b, f"`{s.ins.opcode}` is {s.reason} the executor does not model")
+        self.eq.unknown(s.ins, self.b, f"`{s.ins.opcode}` is {s.reason} the executor does not model"
+                        + (f": {s.detail}" if s.detail else ""))
 
     def edge_text(self, s: int, loc: object, t: Tag) -> str:
         return f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.loc_name(loc)} holds {self.eq.vf.tag_name(t)}"

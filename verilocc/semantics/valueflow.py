@@ -515,7 +515,8 @@ class _Walker:
             index = s.step.post if s.step.post is not None else -1
             self.found.append(self.c.finding(
                 "unsupported", self.block, index, ins, None,
-                f"`{ins.opcode}` is {s.reason} this checker does not model", severity="unknown", pre_line=s.in_pre))
+                f"`{ins.opcode}` is {s.reason} this checker does not model" + (f": {s.detail}" if s.detail else ""),
+                severity="unknown", pre_line=s.in_pre))
         if s.in_pre:
             self.undefine_defs(ins)
         else:
