@@ -136,10 +136,11 @@ class Layer1:
     state, as if it ran here. A child that fails leaves nothing half-done: the layer then runs
     here. `checker` is the checker when it ran here (None when in a child)."""
 
-    def __init__(self, make: Callable[[], ConstraintChecker], fork: bool) -> None:
+    def __init__(self, make: Callable[[], tuple[list[Finding], ConstraintChecker]], fork: bool) -> None:
         self.make = make
         self.started = time.perf_counter()
         self.checker: ConstraintChecker | None = None
+        self.first: list[Finding] = []  # findings of the checks of the allocated program alone
         self.child: tuple[int, int] | None = None  # (pid, read end of the pipe)
         if fork and hasattr(os, "fork") and len(os.sched_getaffinity(0)) > 1 and threading.active_count() == 1:
             self.child = self._fork()
@@ -149,7 +150,7 @@ class Layer1:
 
     def _start(self) -> None:
         start = time.perf_counter()
-        self.checker = self.make()
+        self.first, self.checker = self.make()
         self.checker.start()
         self.seconds += time.perf_counter() - start
 
@@ -167,17 +168,18 @@ class Layer1:
         code = 1
         try:  # the child: one layer, its result down the pipe, and out without cleanup
             os.close(read)
-            checker = self.make()
+            first, checker = self.make()
             findings = checker.run()
-            data = pickle.dumps((findings, checker.notes, checker.stats, time.perf_counter() - self.started))
+            data = pickle.dumps((first, findings, checker.notes, checker.stats, time.perf_counter() - self.started))
             with os.fdopen(write, "wb") as out:
                 out.write(data)
             code = 0
         finally:
             os._exit(code)
 
-    def finish(self) -> tuple[list[Finding], list[str], dict[str, object]]:
-        """The layer's findings, notes and statistics (`seconds_constraints` among them)."""
+    def finish(self) -> tuple[list[Finding], list[Finding], list[str], dict[str, object]]:
+        """The findings of the allocated program's checks, then the constraints' findings,
+        notes and statistics (`seconds_constraints` among them)."""
         if self.child is not None:
             pid, read = self.child
             self.child = None
@@ -185,14 +187,15 @@ class Layer1:
                 data = pipe.read()
             _, status = os.waitpid(pid, 0)
             if os.waitstatus_to_exitcode(status) == 0 and data:
-                findings, notes, stats, seconds = pickle.loads(data)
-                return findings, notes, {**stats, "seconds_constraints": round(seconds, 3)}
+                first, findings, notes, stats, seconds = pickle.loads(data)
+                return first, findings, notes, {**stats, "seconds_constraints": round(seconds, 3)}
             self._start()  # the child failed: the layer runs here
         assert self.checker is not None
         start = time.perf_counter()
         findings = self.checker.finish()
         self.seconds += time.perf_counter() - start
-        return findings, self.checker.notes, {**self.checker.stats, "seconds_constraints": round(self.seconds, 3)}
+        return self.first, findings, self.checker.notes, {**self.checker.stats,
+                                                          "seconds_constraints": round(self.seconds, 3)}
 
 
 def prepare_pair(post: Function, pre: Function, target: Target) -> PreparedPair:
@@ -213,54 +216,64 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
             check_header_registers(f, target)
     post_classes = vreg_classes(post)
     post_cfg = build_cfg(post)
-    if "constraints" in opts.layers:
-        fr.findings.extend(post_only_checks(post, target, post_classes))
-        fr.findings.extend(undefined_reads(post, post_cfg, target))
     if pre is None:
         if "constraints" in opts.layers:
             fr.layers.append("constraints")
+            fr.findings.extend(post_only_checks(post, target, post_classes))
+            fr.findings.extend(undefined_reads(post, post_cfg, target))
         fr.notes.append(
             "no virtual program given (--pre): checked register validity, alignment, bounds, reserved "
             "registers, ties and undefined reads only; value flow and equivalence were not checked"
         )
         fr.stats["seconds"] = round(time.perf_counter() - t0, 3)
         return fr
-    fr.findings.extend(unsupported_constructs(post))
-    pair = prepare_pair(post, pre, target)
-    pre, post, pre_classes, pre_cfg, alignment = pair.pre, pair.post, pair.pre_classes, pair.pre_cfg, pair.alignment
-    note = renumbering_note(pair.block_pairing)
-    if note is not None:
-        fr.notes.append(note)
-    fr.findings.extend(cfg_findings(pre, post, alignment))
-    t1 = time.perf_counter()
-    checker: ConstraintChecker | None = None
-    layer1: Layer1 | None = None
-    if "constraints" in opts.layers:
-        def make() -> ConstraintChecker:
-            liveness = compute_liveness(pre, pre_cfg, pre_classes)
-            return ConstraintChecker(pre, post, target, pre_classes, alignment, liveness,
-                                     timeout_s=opts.timeout_s, seed=opts.seed)
+    unprepared = post
 
-        fork = opts.fork and not opts.certify and sum(len(b.instructions) for b in pre.blocks) >= FORK_INSTRUCTIONS
-        layer1 = Layer1(make, fork)  # runs beside layers 2 and 3; its findings and notes go here
-        checker = layer1.checker
-        at, notes_at = len(fr.findings), len(fr.notes)
-        fr.layers.append("constraints")
+    def post_checks() -> list[Finding]:
+        """Layer 1's checks of the allocated program alone; their findings come first."""
+        return [*post_only_checks(unprepared, target, post_classes), *undefined_reads(unprepared, post_cfg, target)]
+
+    layer1: Layer1 | None = None
+    checker: ConstraintChecker | None = None
+    at = notes_at = 0
 
     def constraint_findings() -> tuple[list[Finding], list[str]]:
-        """Layer 1's findings and notes, put where they go (once)."""
+        """Layer 1's findings and notes put where they go (once); its constraints' findings
+        and notes returned."""
         nonlocal layer1
         if layer1 is None:
             return [], []
         done, layer1 = layer1, None
-        got, notes, stats = done.finish()
+        first, got, notes, stats = done.finish()
         fr.findings[at:at] = got
+        fr.findings[0:0] = first
         fr.notes[notes_at:notes_at] = notes
         fr.stats.update(stats)
         return got, notes
 
-    t2 = time.perf_counter()
+    t1 = t2 = t0
     try:
+        fr.findings.extend(unsupported_constructs(post))
+        pair = prepare_pair(post, pre, target)
+        pre, post, pre_classes, pre_cfg, alignment = pair.pre, pair.post, pair.pre_classes, pair.pre_cfg, pair.alignment
+        note = renumbering_note(pair.block_pairing)
+        if note is not None:
+            fr.notes.append(note)
+        fr.findings.extend(cfg_findings(pre, post, alignment))
+        t1 = time.perf_counter()
+        if "constraints" in opts.layers:
+            def make() -> tuple[list[Finding], ConstraintChecker]:
+                first = post_checks()
+                liveness = compute_liveness(pre, pre_cfg, pre_classes)
+                return first, ConstraintChecker(pre, post, target, pre_classes, alignment, liveness,
+                                                timeout_s=opts.timeout_s, seed=opts.seed)
+
+            size = sum(len(b.instructions) for b in pre.blocks)
+            layer1 = Layer1(make, opts.fork and not opts.certify and size >= FORK_INSTRUCTIONS)
+            checker = layer1.checker
+            at, notes_at = len(fr.findings), len(fr.notes)
+            fr.layers.append("constraints")
+        t2 = time.perf_counter()
         vf = ValueFlowChecker(pre, post, pre_classes, alignment, pre_cfg)
         if "value-flow" in opts.layers:
             fr.findings.extend(vf.run())
@@ -288,7 +301,10 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         else:
             eq = None
     except Exception:
-        constraint_findings()  # layer 1 ran first: an error of its own is the one to report
+        # What ran first reports its error first, as when the layers ran one after the other.
+        if layer1 is None and "constraints" in opts.layers:
+            post_checks()
+        constraint_findings()
         raise
     t4 = time.perf_counter()
     constraint_findings()
