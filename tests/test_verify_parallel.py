@@ -41,7 +41,7 @@ def _modules(base: os.PathLike[str]) -> list[tuple[Module, Module]]:
     return out
 
 
-@pytest.mark.skipif(not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2, reason="needs fork and two CPUs")
+@pytest.mark.skipif(not hasattr(os, "fork") or verify._processors() < 2, reason="needs fork and two processors")
 @pytest.mark.parametrize("base", PAIRS, ids=lambda p: p.name)
 def test_layer1_in_a_child_says_the_same(base: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> None:
     if threading.active_count() > 1:

@@ -126,15 +126,21 @@ class PreparedPair:
 FORK_INSTRUCTIONS = 300
 
 
+def _processors() -> int:
+    """The processors this process may run on."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
 class Layer1:
     """Layer 1 of one function, run beside layers 2 and 3, which do not read what it makes.
 
     In this process, z3 decides in a thread of its own (`ConstraintChecker.start`). With
     `fork` (a second processor, and no other thread whose locks a child could inherit held),
-    the whole layer runs in a forked child that sends back
-    its findings, notes and statistics: the same objects, made by the same code from the same
-    state, as if it ran here. A child that fails leaves nothing half-done: the layer then runs
-    here. `checker` is the checker when it ran here (None when in a child)."""
+    the whole layer runs in a forked child that sends back its findings, notes and statistics:
+    the same objects, made by the same code from the same state, as if it ran here. A child
+    that fails leaves nothing half-done: the layer then runs here. `checker` is the checker
+    when it ran here (None when in a child)."""
 
     def __init__(self, make: Callable[[], tuple[list[Finding], ConstraintChecker]], fork: bool) -> None:
         self.make = make
@@ -142,7 +148,7 @@ class Layer1:
         self.checker: ConstraintChecker | None = None
         self.first: list[Finding] = []  # findings of the checks of the allocated program alone
         self.child: tuple[int, int] | None = None  # (pid, read end of the pipe)
-        if fork and hasattr(os, "fork") and len(os.sched_getaffinity(0)) > 1 and threading.active_count() == 1:
+        if fork and hasattr(os, "fork") and _processors() > 1 and threading.active_count() == 1:
             self.child = self._fork()
         self.seconds = 0.0  # in this process: building the constraints and waiting for z3
         if self.child is None:
