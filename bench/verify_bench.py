@@ -2,7 +2,7 @@
 """Benchmark: `verilocc verify` beside llc's MachineVerifier, start-up, a size sweep, fuzzing.
 
     python bench/verify_bench.py [--repeat 3] [--llc llc-19] [--fuzz-examples 100] [--no-fuzz]
-                                 [--plot bench/verify_sweep.png]
+                                 [--no-sweep] [--plot bench/verify_sweep.png] [--compare DIR]
 
 One run prints, measured in child processes (`--repeat` times each, medians):
 1. gfx90a/fa_d128_kv4 (2,481 instructions, the largest corpus kernel for gfx90a):
@@ -15,7 +15,10 @@ One run prints, measured in child processes (`--repeat` times each, medians):
    (1.0 is linear) and a PNG plot (`--plot`, matplotlib);
 3. start-up: `verilocc --version`, `verilocc verify --help` and verifying
    examples/gfx90a/vadd (29 instructions);
-4. fuzzing (`bench/batch_bench.py`): the same `verilocc fuzz` chunk with 1 and 2 local worker
+4. with `--compare DIR` (another checkout, e.g. the main branch): the fa_d128_kv4 and vadd
+   verifications, `--version` and `verify --help` of both, measured in turn, run by run, so
+   that a change is measured against what it changes under the same load;
+5. fuzzing (`bench/batch_bench.py`): the same `verilocc fuzz` chunk with 1 and 2 local worker
    processes and on a Dask LocalCluster of 2 workers, examples per second; the three must
    print the same summary (the same examples and verdicts).
 
@@ -63,14 +66,15 @@ class Run:
         self.out = runs[-1][3]
 
 
-def measure(cmd: list[str], repeat: int) -> Run:
-    """Wall seconds, CPU seconds (user + system) and peak RSS in MiB of `cmd`, `repeat` times."""
+def measure(cmd: list[str], repeat: int, tree: Path = ROOT) -> Run:
+    """Wall seconds, CPU seconds (user + system) and peak RSS in MiB of `cmd`, `repeat` times,
+    with the verilocc of `tree` (this checkout by default)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = str(tree)
     runs = []
     for _ in range(repeat):
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=tree)
         assert proc.stdout is not None
         out = proc.stdout.read().decode()
         _, status, usage = os.wait4(proc.pid, 0)
@@ -177,6 +181,32 @@ def draw(rows: list[tuple[str, int, Run, Run | None]], out: Path) -> None:
     plt.close(fig)
 
 
+def compare(other: Path, repeat: int) -> None:
+    """This checkout beside another one (`--compare DIR`, e.g. `git worktree add DIR main`), the
+    two measured in turn, run by run, so that both see the same load."""
+    compileall.compile_dir(other / "verilocc", quiet=1)
+    print(f"\n## This checkout beside {other} (wall and CPU, median of {repeat}, measured in turn)\n")
+    print("| command | before wall s | before CPU s | before MiB | now wall s | now CPU s | now MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    small = [sys.executable, "-m", "verilocc", "verify", str(SMALL) + ".post.mir", "--pre", str(SMALL) + ".pre.mir"]
+    for label, cmd in ((f"verify {HEADLINE}", verify_cmd(HEADLINE)), ("verify examples/gfx90a/vadd", small),
+                       ("--version", [sys.executable, "-m", "verilocc", "--version"]),
+                       ("verify --help", [sys.executable, "-m", "verilocc", "verify", "--help"])):
+        runs: dict[Path, list[Run]] = {other: [], ROOT: []}
+        for _ in range(repeat):
+            for tree in runs:
+                runs[tree].append(measure(cmd, 1, tree))
+        cells = []
+        for tree in (other, ROOT):
+            rs = runs[tree]
+            assert len({r.out for r in rs}) == 1
+            cells.append(f"{statistics.median(r.wall for r in rs):.3f} | {statistics.median(r.cpu for r in rs):.3f} | "
+                         f"{max(r.mib for r in rs):.0f}")
+        if runs[other][0].out != runs[ROOT][0].out:
+            cells.append("(outputs differ)")
+        print(f"| `verilocc {label}` | {' | '.join(cells)} |")
+
+
 def startup(repeat: int) -> None:
     print("\n## Start-up and a small kernel (wall, median)\n")
     print("| command | wall s | CPU s | MiB |\n|---|---:|---:|---:|")
@@ -204,6 +234,8 @@ def main() -> int:
     ap.add_argument("--no-fuzz", action="store_true", help="leave out the fuzzing section")
     ap.add_argument("--no-sweep", action="store_true", help="leave out the size sweep")
     ap.add_argument("--plot", type=Path, default=ROOT / "bench" / "verify_sweep.png", help="the sweep's PNG plot")
+    ap.add_argument("--compare", type=Path, metavar="DIR",
+                    help="also measure the verilocc of another checkout DIR beside this one, in turn")
     args = ap.parse_args()
     if not (CORPUS / f"{HEADLINE}.post.mir").exists():
         print(f"{CORPUS} not found: the benchmark needs ../shared/corpus", file=sys.stderr)
@@ -216,6 +248,8 @@ def main() -> int:
     if not args.no_sweep:
         sweep(llc, args.repeat, args.plot)
     startup(args.repeat)
+    if args.compare is not None:
+        compare(args.compare.resolve(), args.repeat)
     if not args.no_fuzz:
         fuzz(args.fuzz_examples)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")

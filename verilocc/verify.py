@@ -8,7 +8,11 @@ decide leaves an "unknown" finding and the verdict UNKNOWN.
 
 from __future__ import annotations
 
+import os
+import pickle
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from verilocc import __version__
@@ -37,6 +41,9 @@ class Options:
     timeout_s: float = 60.0
     seed: int = 0
     certify: bool = False  # keep the proof obligations of a VERIFIED function (--certificate)
+    # Layer 1 of a large function in a child process beside layers 2 and 3 (`Layer1`); only
+    # for a caller that runs no other threads (the command line), where fork is safe.
+    fork: bool = False
 
 
 def function_target(fn: Function, mcpu: str | None, where: str) -> Target:
@@ -113,6 +120,90 @@ class PreparedPair:
     block_pairing: dict[int, int]  # allocated block number -> virtual block number
 
 
+# Functions of at least this many instructions have layer 1 in a child process when
+# `Options.fork` asks for it and a second processor is there: below it, starting the
+# process costs about what the parallel run saves.
+FORK_INSTRUCTIONS = 300
+
+
+def _processors() -> int:
+    """The processors this process may run on."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+class Layer1:
+    """Layer 1 of one function, run beside layers 2 and 3, which do not read what it makes.
+
+    In this process, z3 decides in a thread of its own (`ConstraintChecker.start`). With
+    `fork` (a second processor, and no other thread whose locks a child could inherit held),
+    the whole layer runs in a forked child that sends back its findings, notes and statistics:
+    the same objects, made by the same code from the same state, as if it ran here. A child
+    that fails leaves nothing half-done: the layer then runs here. `checker` is the checker
+    when it ran here (None when in a child)."""
+
+    def __init__(self, make: Callable[[], tuple[list[Finding], ConstraintChecker]], fork: bool) -> None:
+        self.make = make
+        self.started = time.perf_counter()
+        self.checker: ConstraintChecker | None = None
+        self.first: list[Finding] = []  # findings of the checks of the allocated program alone
+        self.child: tuple[int, int] | None = None  # (pid, read end of the pipe)
+        if fork and hasattr(os, "fork") and _processors() > 1 and threading.active_count() == 1:
+            self.child = self._fork()
+        self.seconds = 0.0  # in this process: building the constraints and waiting for z3
+        if self.child is None:
+            self._start()
+
+    def _start(self) -> None:
+        start = time.perf_counter()
+        self.first, self.checker = self.make()
+        self.checker.start()
+        self.seconds += time.perf_counter() - start
+
+    def _fork(self) -> tuple[int, int] | None:
+        read, write = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read)
+            os.close(write)
+            return None
+        if pid:
+            os.close(write)
+            return pid, read
+        code = 1
+        try:  # the child: one layer, its result down the pipe, and out without cleanup
+            os.close(read)
+            first, checker = self.make()
+            findings = checker.run()
+            data = pickle.dumps((first, findings, checker.notes, checker.stats, time.perf_counter() - self.started))
+            with os.fdopen(write, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+
+    def finish(self) -> tuple[list[Finding], list[Finding], list[str], dict[str, object]]:
+        """The findings of the allocated program's checks, then the constraints' findings,
+        notes and statistics (`seconds_constraints` among them)."""
+        if self.child is not None:
+            pid, read = self.child
+            self.child = None
+            with os.fdopen(read, "rb") as pipe:
+                data = pipe.read()
+            _, status = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(status) == 0 and data:
+                first, findings, notes, stats, seconds = pickle.loads(data)
+                return first, findings, notes, {**stats, "seconds_constraints": round(seconds, 3)}
+            self._start()  # the child failed: the layer runs here
+        assert self.checker is not None
+        start = time.perf_counter()
+        findings = self.checker.finish()
+        self.seconds += time.perf_counter() - start
+        return self.first, findings, self.checker.notes, {**self.checker.stats,
+                                                          "seconds_constraints": round(self.seconds, 3)}
+
+
 def prepare_pair(post: Function, pre: Function, target: Target) -> PreparedPair:
     """Pair blocks by structure, renumber, expand calls (one rule for both programs), align."""
     pairing = pair_blocks(pre, post)
@@ -131,63 +222,98 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
             check_header_registers(f, target)
     post_classes = vreg_classes(post)
     post_cfg = build_cfg(post)
-    if "constraints" in opts.layers:
-        fr.findings.extend(post_only_checks(post, target, post_classes))
-        fr.findings.extend(undefined_reads(post, post_cfg, target))
     if pre is None:
         if "constraints" in opts.layers:
             fr.layers.append("constraints")
+            fr.findings.extend(post_only_checks(post, target, post_classes))
+            fr.findings.extend(undefined_reads(post, post_cfg, target))
         fr.notes.append(
             "no virtual program given (--pre): checked register validity, alignment, bounds, reserved "
             "registers, ties and undefined reads only; value flow and equivalence were not checked"
         )
         fr.stats["seconds"] = round(time.perf_counter() - t0, 3)
         return fr
-    fr.findings.extend(unsupported_constructs(post))
-    pair = prepare_pair(post, pre, target)
-    pre, post, pre_classes, pre_cfg, alignment = pair.pre, pair.post, pair.pre_classes, pair.pre_cfg, pair.alignment
-    note = renumbering_note(pair.block_pairing)
-    if note is not None:
-        fr.notes.append(note)
-    fr.findings.extend(cfg_findings(pre, post, alignment))
-    t1 = time.perf_counter()
-    checker: ConstraintChecker | None = None
-    if "constraints" in opts.layers:
-        liveness = compute_liveness(pre, pre_cfg, pre_classes)
-        checker = ConstraintChecker(pre, post, target, pre_classes, alignment, liveness, timeout_s=opts.timeout_s, seed=opts.seed)
-        constraint_findings = checker.run()
-        fr.findings.extend(constraint_findings)
-        fr.layers.append("constraints")
-        fr.notes.extend(checker.notes)
-        fr.stats.update(checker.stats)
-    t2 = time.perf_counter()
-    vf = ValueFlowChecker(pre, post, pre_classes, alignment, pre_cfg)
-    if "value-flow" in opts.layers:
-        fr.findings.extend(vf.run())
-        fr.findings.extend(CalleeSavedChecker(pre, post, alignment, pre_cfg).run())
-        fr.layers.append("value-flow")
-        if vf.anomalies and checker is not None:
-            # Reads proved not to matter are not reads: layer 1 again on that liveness.
-            liveness = compute_liveness(pre, pre_cfg, pre_classes, unread_lanes(vf.anomalies, pre, pre_classes))
-            old_notes = checker.notes
-            checker = ConstraintChecker(pre, post, target, pre_classes, alignment, liveness,
-                                        timeout_s=opts.timeout_s, seed=opts.seed)
-            fr.findings = [f for f in fr.findings if f not in constraint_findings] + checker.run()
-            fr.notes = [n for n in fr.notes if n not in old_notes] + checker.notes
-            fr.stats.update(checker.stats)
-        fr.findings.extend(anomaly_findings(vf.anomalies, post))
-    t3 = time.perf_counter()
-    if "equivalence" in opts.layers:
-        from verilocc.semantics.equivalence import EquivalenceChecker
+    unprepared = post
 
-        eq = EquivalenceChecker(pre, post, target, pre_classes, alignment, pre_cfg, vf=vf,
-                                timeout_s=opts.timeout_s, seed=opts.seed)
-        fr.findings.extend(eq.run())
-        fr.layers.append("equivalence")
-        fr.stats.update(eq.stats)
-    else:
-        eq = None
+    def post_checks() -> list[Finding]:
+        """Layer 1's checks of the allocated program alone; their findings come first."""
+        return [*post_only_checks(unprepared, target, post_classes), *undefined_reads(unprepared, post_cfg, target)]
+
+    layer1: Layer1 | None = None
+    checker: ConstraintChecker | None = None
+    at = notes_at = 0
+
+    def constraint_findings() -> tuple[list[Finding], list[str]]:
+        """Layer 1's findings and notes put where they go (once); its constraints' findings
+        and notes returned."""
+        nonlocal layer1
+        if layer1 is None:
+            return [], []
+        done, layer1 = layer1, None
+        first, got, notes, stats = done.finish()
+        fr.findings[at:at] = got
+        fr.findings[0:0] = first
+        fr.notes[notes_at:notes_at] = notes
+        fr.stats.update(stats)
+        return got, notes
+
+    t1 = t2 = t0
+    try:
+        fr.findings.extend(unsupported_constructs(post))
+        pair = prepare_pair(post, pre, target)
+        pre, post, pre_classes, pre_cfg, alignment = pair.pre, pair.post, pair.pre_classes, pair.pre_cfg, pair.alignment
+        note = renumbering_note(pair.block_pairing)
+        if note is not None:
+            fr.notes.append(note)
+        fr.findings.extend(cfg_findings(pre, post, alignment))
+        t1 = time.perf_counter()
+        if "constraints" in opts.layers:
+            def make() -> tuple[list[Finding], ConstraintChecker]:
+                first = post_checks()
+                liveness = compute_liveness(pre, pre_cfg, pre_classes)
+                return first, ConstraintChecker(pre, post, target, pre_classes, alignment, liveness,
+                                                timeout_s=opts.timeout_s, seed=opts.seed)
+
+            size = sum(len(b.instructions) for b in pre.blocks)
+            layer1 = Layer1(make, opts.fork and not opts.certify and size >= FORK_INSTRUCTIONS)
+            checker = layer1.checker
+            at, notes_at = len(fr.findings), len(fr.notes)
+            fr.layers.append("constraints")
+        t2 = time.perf_counter()
+        vf = ValueFlowChecker(pre, post, pre_classes, alignment, pre_cfg)
+        if "value-flow" in opts.layers:
+            fr.findings.extend(vf.run())
+            fr.findings.extend(CalleeSavedChecker(pre, post, alignment, pre_cfg).run())
+            fr.layers.append("value-flow")
+            if vf.anomalies and "constraints" in opts.layers:
+                first_findings, old_notes = constraint_findings()
+                # Reads proved not to matter are not reads: layer 1 again on that liveness.
+                liveness = compute_liveness(pre, pre_cfg, pre_classes, unread_lanes(vf.anomalies, pre, pre_classes))
+                checker = ConstraintChecker(pre, post, target, pre_classes, alignment, liveness,
+                                            timeout_s=opts.timeout_s, seed=opts.seed)
+                fr.findings = [f for f in fr.findings if f not in first_findings] + checker.run()
+                fr.notes = [n for n in fr.notes if n not in old_notes] + checker.notes
+                fr.stats.update(checker.stats)
+            fr.findings.extend(anomaly_findings(vf.anomalies, post))
+        t3 = time.perf_counter()
+        if "equivalence" in opts.layers:
+            from verilocc.semantics.equivalence import EquivalenceChecker
+
+            eq = EquivalenceChecker(pre, post, target, pre_classes, alignment, pre_cfg, vf=vf,
+                                    timeout_s=opts.timeout_s, seed=opts.seed)
+            fr.findings.extend(eq.run())
+            fr.layers.append("equivalence")
+            fr.stats.update(eq.stats)
+        else:
+            eq = None
+    except Exception:
+        # What ran first reports its error first, as when the layers ran one after the other.
+        if layer1 is None and "constraints" in opts.layers:
+            post_checks()
+        constraint_findings()
+        raise
     t4 = time.perf_counter()
+    constraint_findings()
     fr.findings = dedupe(fr.findings)
     if opts.certify and fr.verdict is Verdict.VERIFIED and vf.anomalies:
         fr.notes.append("no certificate: the proof rests on bit-precise semantics of an instruction whose "
@@ -206,7 +332,7 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
     fr.stats.update(
         {
             "seconds_prepare": round(t1 - t0, 3),
-            "seconds_constraints": round(t2 - t1, 3),
+            "seconds_constraints": fr.stats.get("seconds_constraints", round(t2 - t1, 3)),
             "seconds_value_flow": round(t3 - t2, 3),
             "seconds_equivalence": round(t4 - t3, 3),
         }

@@ -10,3 +10,7 @@ marked on lines) -> `loop`; `dataset` and `evaluate` around it. Only `lm`, `kvca
 `train`, `decode`, `loop` and `evaluate` import torch/transformers, and only model commands
 import them.
 """
+
+# Kernel sources kept out of training (`llm.dataset`); here so that the command line's
+# defaults need not import the dataset code.
+HELD_OUT_SOURCES = ("flash_attn.hip", "sgemm_tiled.hip", "softmax.hip")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from verilocc.errors import InputError
-from verilocc.llm.dataset import HELD_OUT_SOURCES
+from verilocc.llm import HELD_OUT_SOURCES
 
 #: The project's small allocation model, shipped inside the package (`make model` rebuilds it).
 DEFAULT_MODEL = Path(__file__).resolve().parent / "data" / "verilocc-small"

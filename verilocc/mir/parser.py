@@ -506,6 +506,21 @@ def _piece(s: str, a: int, b: int, base_col: int) -> tuple[str, int]:
     return stripped, base_col + a + lead
 
 
+def _split_memory(s: str, base_col: int, file: str, line: int) -> list[tuple[str, int]]:
+    """`_split_top(s, " :: ", ...)`, the same pieces and errors, without scanning twice what
+    the callers scan again: with no ` :: ` the piece is the text (the split at ` = ` that
+    follows checks the same brackets and strings and raises the same first error); with one,
+    after text that has no brackets, quotes or escapes, it is a top-level separator (the
+    memory operands are scanned when split at `,`)."""
+    at = s.find(" :: ")
+    if at < 0:
+        text = s.strip()
+        return [(text, base_col + len(s) - len(s.lstrip()))] if text or not s else [(text, base_col + len(s))]
+    if s.find(" :: ", at + 4) < 0 and _NESTING.search(s, 0, at) is None:
+        return [_piece(s, 0, at, base_col), _piece(s, at + 4, len(s), base_col)]
+    return _split_top(s, " :: ", base_col, file, line)
+
+
 class _BodyParser:
     def __init__(self, lines: list[str], first: int, end: int, file: str) -> None:
         self.lines = lines
@@ -620,7 +635,7 @@ class _BodyParser:
 
     def parse_instruction(self, s: str, col: int, lineno: int) -> Instruction:
         head, mem, mem_col = s, None, 0
-        parts = _split_top(s, " :: ", col, self.file, lineno)
+        parts = _split_memory(s, col, self.file, lineno)
         if len(parts) > 2:
             raise self.error("more than one `::` in an instruction", lineno, parts[2][1])
         if len(parts) == 2:

@@ -187,6 +187,9 @@ class _Walker:
         for t, (_, inputs, _) in state.remat.items():
             for x in inputs:
                 self.rdeps[x].add(t)
+        # Instruction key -> lanes whose recipe had that key (some may have another recipe or
+        # none since: `remat` reads each one's current recipe); made when `remat` first asks.
+        self.by_key: dict[tuple[object, ...], set[Tag]] | None = None
 
     # --- primitive updates -------------------------------------------------------------
     def set_loc(self, loc: Loc, tags: frozenset[Tag]) -> None:
@@ -243,6 +246,8 @@ class _Walker:
         self.s.remat[tag] = recipe
         for x in recipe[1]:
             self.rdeps[x].add(tag)
+        if self.by_key is not None:
+            self.by_key[recipe[0]].add(tag)
 
     def clobber(self, units: Iterable[int]) -> None:
         for u in units:
@@ -500,7 +505,16 @@ class _Walker:
         units = self.c.units_of(d)
         inputs = [u for op in value_inputs(ins) for u in self.c.units_of(op)]
         by_pos: dict[int, set[Tag]] = defaultdict(set)
-        for t, (k, expected, p) in self.s.remat.items():
+        if self.by_key is None:
+            self.by_key = defaultdict(set)
+            for t, recipe in self.s.remat.items():
+                self.by_key[recipe[0]].add(t)
+        remat = self.s.remat
+        for t in self.by_key.get(key, ()):
+            recipe = remat.get(t)
+            if recipe is None:
+                continue
+            k, expected, p = recipe
             if k != key or len(expected) != len(inputs):
                 continue
             if all(e in self.s.holds(u) or not self.s.is_defined(e) for e, u in zip(expected, inputs)):

@@ -27,6 +27,7 @@ agree with that evaluation, and any disagreement or timeout is an "unknown" find
 from __future__ import annotations
 
 import functools
+import threading
 
 from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.liveness import Liveness
@@ -38,7 +39,7 @@ from verilocc.mir.model import Function, Instruction
 from verilocc.pairing.alignment import FunctionAlignment, Role, instruction_key, is_constant_def, is_pure
 from verilocc.pairing.homes import HomeUse, collect_homes, make_register
 from verilocc.smt.formulas import Disjoint, Member, Side
-from verilocc.smt.solver import Answer, check_z3
+from verilocc.smt.solver import Answer, Outcome, check_z3
 from verilocc.target import PhysReg, RegFile, RegisterClass, Target, register_for_units, slots_to_mask
 from verilocc.target.registers import is_defined
 from verilocc.target.limits import NUMBERED_FILES, Limits, budget_warning, register_problem
@@ -476,6 +477,13 @@ class ConstraintChecker:
         return "\n".join(out) + "\n"
 
     def run(self) -> list[Finding]:
+        self.start()
+        return self.finish()
+
+    def start(self) -> None:
+        """Build and evaluate the constraints, and have z3 decide them in a thread of its own
+        (z3 holds no Python lock while it parses and solves, so the other layers run
+        meanwhile); `finish` waits for its answer."""
         self.remat = self.rematerialised_vregs()
         self.collect_homes()
         self.remat |= self.moved_vregs()
@@ -489,9 +497,25 @@ class ConstraintChecker:
                 "rematerialised): their interference is checked by value flow, not here")
         self.stats.update({"variables": len(self.values), "member_constraints": len(self.members),
                            "disjoint_constraints": len(self.disjoint), "split_vregs": len(split)})
-        python_ok = failed == 0
+        self._python_ok = failed == 0
         self.query = self.smtlib()  # the text z3 decides is the text a certificate stores
-        outcome = check_z3(self.query, timeout_s=self.timeout_s, seed=self.seed)
+        self._answer: list[Outcome | BaseException] = []
+        self._thread = threading.Thread(target=self._decide, args=(self.query,), daemon=True)
+        self._thread.start()
+
+    def _decide(self, query: str) -> None:
+        try:
+            self._answer.append(check_z3(query, timeout_s=self.timeout_s, seed=self.seed))
+        except BaseException as e:  # noqa: BLE001 - raised again by `finish`, in the caller's thread
+            self._answer.append(e)
+
+    def finish(self) -> list[Finding]:
+        """z3's answer (`start`) checked against the evaluation; the layer's findings."""
+        self._thread.join()
+        (outcome,) = self._answer
+        if isinstance(outcome, BaseException):
+            raise outcome
+        python_ok = self._python_ok
         self.stats["solver_seconds"] = round(outcome.seconds, 3)
         self.stats["solver_answer"] = outcome.answer.value
         place = Place(self.post.file, self.post.name, -1, -1, 0)
