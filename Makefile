@@ -19,7 +19,7 @@ MODEL  := verilocc/llm/data/verilocc-small
 CHECK_TESTS := tests/test_layers.py tests/test_examples.py tests/test_mir.py tests/test_analysis.py \
                tests/test_reports.py tests/test_target.py tests/test_bad_input.py tests/test_wrong_allocations.py
 
-.PHONY: install model-install llvm hunt-llvm hunt demo check test bench clean dataset model model-eval
+.PHONY: install model-install llvm hunt-llvm hunt hunt-llvm-tests demo check test bench clean dataset model model-eval
 
 ifeq ($(origin VENV),file)
 $(BIN)/.installed: pyproject.toml
@@ -130,6 +130,12 @@ hunt: install hunt-llvm
 	  $(HUNT_HIP) --fuzz 5 --targets $(HUNT_TARGETS) --regalloc greedy --mir-regalloc greedy,fast,basic \
 	  --reduce --out build/hunt --markdown docs/hunt.md --json docs/hunt.json --command-name "make hunt" \
 	  -j $(HUNT_JOBS) $(HUNT_FLAGS) || [ $$? -eq 1 ]  # 1: candidate LLVM bugs in the table, not a failure of the hunt
+
+# LLVM's tests through llc-16 (docs/hunt-llvm-tests.md; llvm-tests.md has llc-19 and llc-22).
+hunt-llvm-tests: install hunt-llvm
+	$(VERILOCC) hunt tests/fixtures/llvm-tests/ll --llvm 16 --targets gfx90a,gfx1100 --regalloc greedy \
+	  --modes reread --out build/hunt-llvm-tests --markdown docs/hunt-llvm-tests.md --command-name "make hunt-llvm-tests" \
+	  -j $(HUNT_JOBS) $(HUNT_FLAGS) || [ $$? -eq 1 ]
 
 bench: install llvm
 	$(PY) bench/verify_bench.py
