@@ -14,7 +14,7 @@ Known bugs, each on pairs made from its reproducer (tests/fixtures/hunt/README.m
 - the fast SGPR allocator of LLVM 16 to 22 deletes `%v.sub1 = COPY %v.sub0` of a VGPR tuple it
   does not allocate (found by the hunt, docs/llvm-bugs.md): REJECTED on LLVM 19 (IR) and 22
   (MIR), VERIFIED for LLVM 15 and for the greedy allocator.
-- LLVM 15 and 16 put the address of a tail call that is also called before in a callee-saved
+- LLVM 13 to 16 put the address of a tail call that is also called before in a callee-saved
   SGPR pair, which the epilogue restores before the jump (found by the hunt on LLVM's
   `ipra.ll`, docs/llvm-bugs.md): REJECTED on LLVM 16, VERIFIED on LLVM 19.
 
