@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from verilocc.allocators.encoding import Encoding, NoRegister
 from verilocc.analysis.calls import call_mask, sgpr_striped
 from verilocc.allocators.problem import (SGPR_FILE, VGPR_FILE, Problem, Unsupported, allocation_budget, build_problem,
-                                         greedy_assignment, register_usage, vreg_key)
+                                         greedy_assignment, register_usage, spill_fit, vreg_key)
 from verilocc.allocators.search import RLIMIT_PER_SECOND, Bound, Search, wave_limits
 from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit
 from verilocc.mir.model import Function, Module
@@ -103,19 +103,30 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
            if any(op.kind == "regmask" for op in ins.operands)):
         return result("unsupported", "a call's register mask is not one the verifier models (csr_amdgpu*)")
     units = max(1, int(timeout * RLIMIT_PER_SECOND))
+    fn_values = set(problem.values)
     cpu_deadline = time.process_time() + _CPU_FACTOR * timeout
 
-    # (0) Fit: an assignment of the program, or of the program with spill code. Each try with
-    # spill code asks for more room below the budget (reload registers and tuple alignment
-    # need some); a search that finds no assignment in its share spills more.
+    # (0) Fit: an assignment of the program (first fit, else z3 in a share of the time
+    # limit), or of the program with spill code. A program with spill code is coloured first
+    # fit as a linear scan (`spill_fit`); values it cannot place are spilled as a whole in the
+    # next try, which also asks for more room below the budget (reload registers and tuple
+    # alignment need some). Only the last try asks z3 (in a share of the time limit), so the
+    # tries end in bounded time and the time limit is left for the objectives.
     spilled: Spilled | None = None
+    force: frozenset = frozenset()
     spent = 0
     why = ""
     search: Search | None = None
     enc: Encoding | None = None
     for attempt in range(len(_SPILL_MARGINS) + 1):
         over = _over_budget(problem)
-        if over is None:
+        last = not spill or attempt == len(_SPILL_MARGINS)
+        left: list = []
+        start_point = None
+        if over is None and spilled is not None:
+            placed, left = spill_fit(problem, spilled.home_regs)
+            start_point = None if left else placed
+        if over is None and (start_point is not None or spilled is None or last):
             ctx = z3.Context()
             try:
                 enc = Encoding(problem, ctx)
@@ -126,26 +137,28 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
             search = Search(enc, seed, units, cpu_deadline)
             search.spent = spent
             answer = "unknown"
-            start_point = greedy_assignment(problem)
+            if start_point is None:
+                start_point = greedy_assignment(problem)
             if start_point is not None:
                 answer = search.check(enc.pinned(start_point), pinned=True)
             if answer != "sat":
-                last = not spill or attempt == len(_SPILL_MARGINS)
-                answer = search.check(None, None if last else search.spent + _FIT_SHARE * units)
+                until = search.spent + (1.0 if last and spilled is None else _FIT_SHARE) * units
+                answer = search.check(None, min(until, units))
             spent = search.spent
             if answer == "sat":
                 break
             why = ("the values live at once do not fit in the budget" if answer == "unsat"
                    else f"no assignment found: {search.reason}")
-            if answer == "unknown" and search.remaining() <= 0:
-                return result("unknown", why)
+        elif over is None:
+            why = f"first fit left {len(left)} value(s) of the program with spill code without a register"
         else:
             why = over
-        if not spill or attempt == len(_SPILL_MARGINS):
+        if last:
             status = "infeasible" if over is not None or "do not fit" in why else "unknown"
             return result(status, why + ("" if spill else "; spill code is off (--no-spill)"))
+        force = force | {v for v in left if v in fn_values}
         try:
-            spilled = spill_to_fit(fn, target, budget, _SPILL_MARGINS[attempt])
+            spilled = spill_to_fit(fn, target, budget, _SPILL_MARGINS[attempt], force=force)
         except CannotSpill as e:
             return result("infeasible", f"{why}; spilling cannot make it fit: {e}")
         problem = build_problem(spilled.fn, target, budget)
