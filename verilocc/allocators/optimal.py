@@ -114,19 +114,22 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     # tries end in bounded time and the time limit is left for the objectives.
     spilled: Spilled | None = None
     force: frozenset = frozenset()
+    margins = iter(_SPILL_MARGINS)
+    final = not spill  # the last try: z3 looks for an assignment
+    fitted: Problem | None = None  # the program first fit last failed on
     spent = 0
     why = ""
     search: Search | None = None
     enc: Encoding | None = None
-    for attempt in range(len(_SPILL_MARGINS) + 1):
+    while True:
         over = _over_budget(problem)
-        last = not spill or attempt == len(_SPILL_MARGINS)
         left: list = []
         start_point = None
-        if over is None and spilled is not None:
+        if over is None and spilled is not None and fitted is not problem:
+            fitted = problem
             placed, left = spill_fit(problem, spilled.home_regs)
             start_point = None if left else placed
-        if over is None and (start_point is not None or spilled is None or last):
+        if over is None and (start_point is not None or spilled is None or final):
             ctx = z3.Context()
             try:
                 enc = Encoding(problem, ctx)
@@ -142,7 +145,7 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
             if start_point is not None:
                 answer = search.check(enc.pinned(start_point), pinned=True)
             if answer != "sat":
-                until = search.spent + (1.0 if last and spilled is None else _FIT_SHARE) * units
+                until = search.spent + (1.0 if final and spilled is None else _FIT_SHARE) * units
                 answer = search.check(None, min(until, units))
             spent = search.spent
             if answer == "sat":
@@ -153,14 +156,22 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
             why = f"first fit left {len(left)} value(s) of the program with spill code without a register"
         else:
             why = over
-        if last:
+        margin = None if final else next(margins, None)
+        if margin is None:
+            if not final and over is None and spilled is not None:
+                final = True  # no more room to ask for: z3 on this program
+                continue
             status = "infeasible" if over is not None or "do not fit" in why else "unknown"
             return result(status, why + ("" if spill else "; spill code is off (--no-spill)"))
         force = force | {v for v in left if v in fn_values}
         try:
-            spilled = spill_to_fit(fn, target, budget, _SPILL_MARGINS[attempt], force=force)
+            more = spill_to_fit(fn, target, budget, margin, force=force)
         except CannotSpill as e:
-            return result("infeasible", f"{why}; spilling cannot make it fit: {e}")
+            if over is not None or spilled is None:
+                return result("infeasible", f"{why}; spilling cannot make it fit: {e}")
+            final = True  # no more room to ask for: z3 on the program it has
+            continue
+        spilled = more
         problem = build_problem(spilled.fn, target, budget)
     assert search is not None and enc is not None
 
