@@ -108,15 +108,16 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
 
     # (0) Fit: an assignment of the program (first fit, else z3 in a share of the time
     # limit), or of the program with spill code. A program with spill code is coloured first
-    # fit as a linear scan (`spill_fit`); values it cannot place are spilled as a whole in the
-    # next try, which also asks for more room below the budget (reload registers and tuple
-    # alignment need some). Only the last try asks z3 (in a share of the time limit), so the
+    # fit as a linear scan (`spill_fit`); each next try asks for more room below the budget
+    # (reload registers and tuple alignment need some), and after `_ROOM_FIRST` failed tries
+    # also spills the values first fit left out as a whole. Only the last try asks z3 (in a share of the time limit), so the
     # tries end in bounded time and the time limit is left for the objectives.
     spilled: Spilled | None = None
     force: frozenset = frozenset()
     margins = iter(_SPILL_MARGINS)
     final = not spill  # the last try: z3 looks for an assignment
     fitted: Problem | None = None  # the program first fit last failed on
+    failed_fits = 0
     spent = 0
     why = ""
     search: Search | None = None
@@ -163,7 +164,9 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
                 continue
             status = "infeasible" if over is not None or "do not fit" in why else "unknown"
             return result(status, why + ("" if spill else "; spill code is off (--no-spill)"))
-        force = force | {v for v in left if v in fn_values}
+        failed_fits += 1 if left else 0
+        if failed_fits >= _ROOM_FIRST:
+            force = force | {v for v in left if v in fn_values}
         try:
             more = spill_to_fit(fn, target, budget, margin, force=force)
         except CannotSpill as e:
@@ -236,6 +239,9 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
 
 #: Margins below the budget (registers) the spiller aims for, one per try.
 _SPILL_MARGINS = (0, 2, 4, 8, 16, 32)
+#: Tries whose first fit fails before values it left out are spilled as a whole (more room
+#: alone often suffices, and costs fewer spill instructions).
+_ROOM_FIRST = 2
 #: Share of the time limit one try may spend looking for a first assignment before spilling more.
 _FIT_SHARE = 0.15
 
