@@ -32,7 +32,8 @@ counts its budget in z3 resource units, so the result does not depend on the mac
 Nothing leaves this module unchecked: the assignment is materialised, given llc's block
 live-ins and verified with all three layers; only a VERIFIED result is "optimal" or
 "feasible". A kernel whose pressure exceeds the budget needs spill code, which an assignment
-cannot express: "infeasible", with the reason.
+cannot express: the function gets spill code first (`verilocc.allocators.spill`; "infeasible"
+with `spill=False`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from verilocc.allocators.problem import (SGPR_FILE, VGPR_FILE, Problem, Unsuppor
                                          greedy_assignment, register_usage, spill_fit, vreg_key)
 from verilocc.allocators.search import RLIMIT_PER_SECOND, Bound, Search, wave_limits
 from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit
+from verilocc.analysis.operands import VReg
 from verilocc.mir.model import Function, Module
 from verilocc.target import PhysReg, Target
 
@@ -113,7 +115,7 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     # also spills the values first fit left out as a whole. Only the last try asks z3 (in a share of the time limit), so the
     # tries end in bounded time and the time limit is left for the objectives.
     spilled: Spilled | None = None
-    force: frozenset = frozenset()
+    force: frozenset[VReg] = frozenset()
     margins = iter(_SPILL_MARGINS)
     final = not spill  # the last try: z3 looks for an assignment
     fitted: Problem | None = None  # the program first fit last failed on
@@ -124,7 +126,7 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     enc: Encoding | None = None
     while True:
         over = _over_budget(problem)
-        left: list = []
+        left: list[VReg] = []
         start_point = None
         if over is None and spilled is not None and fitted is not problem:
             fitted = problem

@@ -42,7 +42,8 @@ of accesses; the stores and reloads at the region's edges; a constant costs half
 use. At each point over the budget, from the most over, the live values with the lowest cost
 per over-budget point they span are spilled until the point fits. Rounds repeat on the
 rewritten program (reload registers are live near uses) until every point fits `margin`
-below the budget.
+below the budget. Values an allocator could not colour (`force`) are spilled first, as a
+whole: in every block they live in, a reload before each access.
 
 The module is longer than most: the choice by cost and the rewriter that carries the choice out
 (slots, lanes, AGPR homes, rematerialisation, region edges) share the regions and costs they
