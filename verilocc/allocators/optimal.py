@@ -112,8 +112,9 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     # limit), or of the program with spill code. A program with spill code is coloured first
     # fit as a linear scan (`spill_fit`); each next try asks for more room below the budget
     # (reload registers and tuple alignment need some), and after `_ROOM_FIRST` failed tries
-    # also spills the values first fit left out as a whole. Only the last try asks z3 (in a share of the time limit), so the
-    # tries end in bounded time and the time limit is left for the objectives.
+    # also spills the values first fit left out as a whole. Only the last try asks z3 (in a
+    # share of the time limit), so the tries end in bounded time and the time limit is left
+    # for the objectives.
     spilled: Spilled | None = None
     force: frozenset[VReg] = frozenset()
     margins = iter(_SPILL_MARGINS)

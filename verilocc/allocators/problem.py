@@ -414,7 +414,8 @@ def _merit(p: Problem, placed: dict[VReg, tuple[int, int]]) -> tuple[int, int, i
     return u["waves"], -(u["vgpr"] + u["agpr"]), -u["sgpr"]
 
 
-def _first_fit(p: Problem, order_by: str, homes: frozenset[VReg] = frozenset()) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
+def _first_fit(p: Problem, order_by: str,
+               homes: frozenset[VReg] = frozenset()) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
     """(registers placed, values that fit nowhere); only "live" order goes on past the first
     value that fits nowhere."""
     adj: dict[VReg, list[tuple[Side, int, int, tuple[int, int] | None]]] = {v: [] for v in p.values}
