@@ -268,7 +268,7 @@ def test_no_time_for_z3_still_gives_a_verified_allocation(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 @pytest.mark.llc
-@pytest.mark.parametrize("kernel", ["gfx1100/fa_d128_kv4", "gfx90a/fa_d128_kv4"])
+@pytest.mark.parametrize("kernel", ["gfx1100/fa_d128_kv4"])  # gfx90a (12 min): the bench, docs/allocate.md
 def test_fa_d128_kv4_is_allocated_with_spill_code(kernel: str, tmp_path: Path) -> None:
     pre_path = CORPUS / f"{kernel}.pre.mir"
     if not pre_path.exists():
