@@ -436,7 +436,12 @@ class _Rewriter:
 
     # -- choice support ----------------------------------------------------------------------
     def agpr_split(self, cls: RegisterClass) -> bool:
-        return self.target.unified_vgpr_file and self.limits.agprs > 0 and _av_class(cls) is not None
+        """Whether a value of `cls` may live in an AGPR: on a unified file whose budget goes
+        beyond the VGPRs (LLVM 19 reserves every AGPR of a function that uses none when its
+        VGPR budget is at most the VGPR file, and llc rejects such an AGPR)."""
+        limits = self.limits
+        return (self.target.unified_vgpr_file and limits.agprs > 0 and limits.total_vector > limits.vgprs
+                and _av_class(cls) is not None)
 
     def costs(self, classes: dict[VReg, RegisterClass], regions: dict[VReg, set[int]], live_in: dict[VReg, set[int]],
               cfg: CFG) -> dict[VReg, tuple[float, str | None]]:
