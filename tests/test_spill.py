@@ -303,3 +303,16 @@ def test_model_loop_allocates_spill_code_and_whole_modules(tmp_path: Path, capsy
     err = capsys.readouterr().err
     assert "VERIFIED reduced_nested_loop_conditions" in err and "VERIFIED nested_loop_conditions" in err
     assert main(["verify", str(out2), "--pre", str(NESTED_LOOPS)]) == 0
+
+
+def test_no_agpr_homes_where_llvm_reserves_the_agprs(tmp_path: Path) -> None:
+    # gfx90a with a VGPR budget inside the VGPR file: LLVM 19 reserves every AGPR of a function
+    # that uses none, so a value spilled as a whole goes to the stack, not to an AGPR.
+    pre = read_module(_tight(tmp_path, '"amdgpu-num-vgpr"="8"'))
+    fn = pre.functions[0]
+    target = function_target(fn, None, pre.file)
+    budget = allocation_budget(fn, target)
+    assert budget.agprs > 0 and budget.total_vector <= budget.vgprs
+    vgpr_values = frozenset(v for v, d in fn.registers.items() if d.reg_class.startswith("vgpr_32"))
+    out = spill_to_fit(fn, target, budget, force=vgpr_values)
+    assert out.homes and "agpr" not in out.homes.values() and not out.home_regs
