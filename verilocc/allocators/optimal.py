@@ -161,22 +161,25 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
         else:
             why = over
         margin = None if final else next(margins, None)
-        if margin is None:
-            if not final and over is None and spilled is not None:
-                final = True  # no more room to ask for: z3 on this program
-                continue
-            status = "infeasible" if over is not None or "do not fit" in why else "unknown"
-            return result(status, why + ("" if spill else "; spill code is off (--no-spill)"))
         failed_fits += 1 if left else 0
         if failed_fits >= _ROOM_FIRST:
             force = force | {v for v in left if v in fn_values}
-        try:
-            more = spill_to_fit(fn, target, budget, margin, force=force)
-        except CannotSpill as e:
-            if over is not None or spilled is None:
-                return result("infeasible", f"{why}; spilling cannot make it fit: {e}")
-            final = True  # no more room to ask for: z3 on the program it has
-            continue
+        more: Spilled | None = None
+        cannot: CannotSpill | None = None
+        while margin is not None and more is None:
+            try:
+                more = spill_to_fit(fn, target, budget, margin, force=force)
+            except CannotSpill as e:  # another margin may still work: the choices differ
+                cannot = e
+                margin = next(margins, None)
+        if more is None:
+            if not final and over is None and spilled is not None:
+                final = True  # no more room to ask for: z3 on this program
+                continue
+            if cannot is not None:
+                return result("infeasible", f"{why}; spilling cannot make it fit: {cannot}")
+            status = "infeasible" if over is not None or "do not fit" in why else "unknown"
+            return result(status, why + ("" if spill else "; spill code is off (--no-spill)"))
         spilled = more
         problem = build_problem(spilled.fn, target, budget)
     assert search is not None and enc is not None
