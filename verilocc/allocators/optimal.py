@@ -32,7 +32,8 @@ counts its budget in z3 resource units, so the result does not depend on the mac
 Nothing leaves this module unchecked: the assignment is materialised, given llc's block
 live-ins and verified with all three layers; only a VERIFIED result is "optimal" or
 "feasible". A kernel whose pressure exceeds the budget needs spill code, which an assignment
-cannot express: "infeasible", with the reason.
+cannot express: the function gets spill code first (`verilocc.allocators.spill`; "infeasible"
+with `spill=False`).
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ from dataclasses import dataclass, field
 from verilocc.allocators.encoding import Encoding, NoRegister
 from verilocc.analysis.calls import call_mask, sgpr_striped
 from verilocc.allocators.problem import (SGPR_FILE, VGPR_FILE, Problem, Unsupported, allocation_budget, build_problem,
-                                         greedy_assignment, register_usage, vreg_key)
+                                         greedy_assignment, register_usage, spill_fit, vreg_key)
 from verilocc.allocators.search import RLIMIT_PER_SECOND, Bound, Search, wave_limits
 from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit
+from verilocc.analysis.operands import VReg
 from verilocc.mir.model import Function, Module
 from verilocc.target import PhysReg, Target
 
@@ -103,19 +105,35 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
            if any(op.kind == "regmask" for op in ins.operands)):
         return result("unsupported", "a call's register mask is not one the verifier models (csr_amdgpu*)")
     units = max(1, int(timeout * RLIMIT_PER_SECOND))
+    fn_values = set(problem.values)
     cpu_deadline = time.process_time() + _CPU_FACTOR * timeout
 
-    # (0) Fit: an assignment of the program, or of the program with spill code. Each try with
-    # spill code asks for more room below the budget (reload registers and tuple alignment
-    # need some); a search that finds no assignment in its share spills more.
+    # (0) Fit: an assignment of the program (first fit, else z3 in a share of the time
+    # limit), or of the program with spill code. A program with spill code is coloured first
+    # fit as a linear scan (`spill_fit`); each next try asks for more room below the budget
+    # (reload registers and tuple alignment need some), and after `_ROOM_FIRST` failed tries
+    # also spills the values first fit left out as a whole. Only the last try asks z3 (in a
+    # share of the time limit), so the tries end in bounded time and the time limit is left
+    # for the objectives.
     spilled: Spilled | None = None
+    force: frozenset[VReg] = frozenset()
+    margins = iter(_SPILL_MARGINS)
+    final = not spill  # the last try: z3 looks for an assignment
+    fitted: Problem | None = None  # the program first fit last failed on
+    failed_fits = 0
     spent = 0
     why = ""
     search: Search | None = None
     enc: Encoding | None = None
-    for attempt in range(len(_SPILL_MARGINS) + 1):
+    while True:
         over = _over_budget(problem)
-        if over is None:
+        left: list[VReg] = []
+        start_point = None
+        if over is None and spilled is not None and fitted is not problem:
+            fitted = problem
+            placed, left = spill_fit(problem, spilled.home_regs)
+            start_point = None if left else placed
+        if over is None and (start_point is not None or spilled is None or final):
             ctx = z3.Context()
             try:
                 enc = Encoding(problem, ctx)
@@ -126,28 +144,43 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
             search = Search(enc, seed, units, cpu_deadline)
             search.spent = spent
             answer = "unknown"
-            start_point = greedy_assignment(problem)
+            if start_point is None:
+                start_point = greedy_assignment(problem)
             if start_point is not None:
                 answer = search.check(enc.pinned(start_point), pinned=True)
             if answer != "sat":
-                last = not spill or attempt == len(_SPILL_MARGINS)
-                answer = search.check(None, None if last else search.spent + _FIT_SHARE * units)
+                until = search.spent + (1.0 if final and spilled is None else _FIT_SHARE) * units
+                answer = search.check(None, min(until, units))
             spent = search.spent
             if answer == "sat":
                 break
             why = ("the values live at once do not fit in the budget" if answer == "unsat"
                    else f"no assignment found: {search.reason}")
-            if answer == "unknown" and search.remaining() <= 0:
-                return result("unknown", why)
+        elif over is None:
+            why = f"first fit left {len(left)} value(s) of the program with spill code without a register"
         else:
             why = over
-        if not spill or attempt == len(_SPILL_MARGINS):
+        margin = None if final else next(margins, None)
+        failed_fits += 1 if left else 0
+        if failed_fits >= _ROOM_FIRST:
+            force = force | {v for v in left if v in fn_values}
+        more: Spilled | None = None
+        cannot: CannotSpill | None = None
+        while margin is not None and more is None:
+            try:
+                more = spill_to_fit(fn, target, budget, margin, force=force)
+            except CannotSpill as e:  # another margin may still work: the choices differ
+                cannot = e
+                margin = next(margins, None)
+        if more is None:
+            if not final and over is None and spilled is not None:
+                final = True  # no more room to ask for: z3 on this program
+                continue
+            if cannot is not None:
+                return result("infeasible", f"{why}; spilling cannot make it fit: {cannot}")
             status = "infeasible" if over is not None or "do not fit" in why else "unknown"
             return result(status, why + ("" if spill else "; spill code is off (--no-spill)"))
-        try:
-            spilled = spill_to_fit(fn, target, budget, _SPILL_MARGINS[attempt])
-        except CannotSpill as e:
-            return result("infeasible", f"{why}; spilling cannot make it fit: {e}")
+        spilled = more
         problem = build_problem(spilled.fn, target, budget)
     assert search is not None and enc is not None
 
@@ -212,6 +245,9 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
 
 #: Margins below the budget (registers) the spiller aims for, one per try.
 _SPILL_MARGINS = (0, 2, 4, 8, 16, 32)
+#: Tries whose first fit fails before values it left out are spilled as a whole (more room
+#: alone often suffices, and costs fewer spill instructions).
+_ROOM_FIRST = 2
 #: Share of the time limit one try may spend looking for a first assignment before spilling more.
 _FIT_SHARE = 0.15
 

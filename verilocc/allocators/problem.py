@@ -389,10 +389,20 @@ def greedy_assignment(p: Problem) -> dict[VReg, tuple[int, int]] | None:
     then fewer registers. When both run out of registers, widest values first with 32-bit
     values filling the holes tuples leave (the other half of an aligned pair that a conflict
     already takes). None when that runs out too."""
-    found = [a for a in (_first_fit(p, "program"), _first_fit(p, "conflicts")) if a is not None]
+    found = [a for a, left in (_first_fit(p, "program"), _first_fit(p, "conflicts")) if not left]
     if not found:
-        return _first_fit(p, "widest")
+        placed, left = _first_fit(p, "widest")
+        return None if left else placed
     return max(found, key=lambda a: _merit(p, a))
+
+
+def spill_fit(p: Problem, homes: frozenset[VReg] = frozenset()) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
+    """First fit for a program with spill code, as a linear scan: values in the order their
+    live ranges start (a block's live-ins at its top, then operands in program order), the
+    values in `homes` (the spiller's AGPR homes) in AGPRs first. A value that fits nowhere is
+    left out and the colouring goes on: (registers of the others, the values left out, in
+    order). The values left out are the ones to spill as a whole (`spill_to_fit`'s `force`)."""
+    return _first_fit(p, "live", homes)
 
 
 def _merit(p: Problem, placed: dict[VReg, tuple[int, int]]) -> tuple[int, int, int]:
@@ -404,7 +414,10 @@ def _merit(p: Problem, placed: dict[VReg, tuple[int, int]]) -> tuple[int, int, i
     return u["waves"], -(u["vgpr"] + u["agpr"]), -u["sgpr"]
 
 
-def _first_fit(p: Problem, order_by: str) -> dict[VReg, tuple[int, int]] | None:
+def _first_fit(p: Problem, order_by: str,
+               homes: frozenset[VReg] = frozenset()) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
+    """(registers placed, values that fit nowhere); only "live" order goes on past the first
+    value that fits nowhere."""
     adj: dict[VReg, list[tuple[Side, int, int, tuple[int, int] | None]]] = {v: [] for v in p.values}
     for a, am, b, bm, waiver in p.conflicts:
         if a.vreg is not None:
@@ -419,7 +432,12 @@ def _first_fit(p: Problem, order_by: str) -> dict[VReg, tuple[int, int]] | None:
             partners[src.vreg].append((dst, soff, doff))
     order: list[VReg] = []
     seen: set[VReg] = set()
+    live_in = compute_liveness(p.fn, build_cfg(p.fn), vreg_classes(p.fn)).live_in if order_by == "live" else {}
     for b in p.fn.blocks:
+        for w in sorted(live_in[b.number].vregs if b.number in live_in else (), key=vreg_key):
+            if w not in seen and w in p.values:
+                seen.add(w)
+                order.append(w)
         for ins in b.instructions:
             for op in ins.operands:
                 if op.vreg is not None and op.vreg not in seen and op.vreg in p.values:
@@ -432,6 +450,7 @@ def _first_fit(p: Problem, order_by: str) -> dict[VReg, tuple[int, int]] | None:
         degree = {v: len(adj[v]) for v in order}
         order.sort(key=lambda v: (-degree[v], position[v]))
     placed: dict[VReg, tuple[int, int]] = {}
+    left: list[VReg] = []
 
     def where(side: Side) -> tuple[int, int] | None:  # (file code, first slot)
         if side.vreg is None:
@@ -458,17 +477,21 @@ def _first_fit(p: Problem, order_by: str) -> dict[VReg, tuple[int, int]] | None:
             if loc is not None and (loc[1] + their_off - mine_off) % 2 == 0:
                 candidates.append((loc[0], (loc[1] + their_off - mine_off) // 2))
         hinted = len(candidates)
-        for code in sorted(val.allowed, key=lambda c: (c == VCC_FILE.code, c)):
+        first = AGPR_FILE.code if v in homes else -1
+        for code in sorted(val.allowed, key=lambda c: (c != first, c == VCC_FILE.code, c)):
             candidates.extend((code, r) for r in val.allowed[code])
         choice = next(((c, r) for c, r in candidates if r in val.allowed.get(c, ()) and fits(v, c, r)), None)
         if choice is None:
-            return None
+            left.append(v)
+            if order_by == "live":
+                continue
+            return placed, left
         if order_by == "widest" and val.width32 == 1 and candidates.index(choice) >= hinted:
             hole = next(((c, r) for c, r in candidates[hinted:] if (r ^ 1) in val.allowed.get(c, ())
                          and fits(v, c, r) and not fits(v, c, r ^ 1)), None)
             choice = hole or choice
         placed[v] = choice
-    return placed
+    return placed, left
 
 
 # --------------------------------------------------------------------------------------------

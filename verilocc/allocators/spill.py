@@ -42,7 +42,8 @@ of accesses; the stores and reloads at the region's edges; a constant costs half
 use. At each point over the budget, from the most over, the live values with the lowest cost
 per over-budget point they span are spilled until the point fits. Rounds repeat on the
 rewritten program (reload registers are live near uses) until every point fits `margin`
-below the budget.
+below the budget. Values an allocator could not colour (`force`) are spilled first, as a
+whole: in every block they live in, a reload before each access.
 
 The module is longer than most: the choice by cost and the rewriter that carries the choice out
 (slots, lanes, AGPR homes, rematerialisation, region edges) share the regions and costs they
@@ -171,6 +172,7 @@ class Spilled:
     fn: Function
     homes: dict[VReg, str] = field(default_factory=dict)  # spilled value -> one of HOMES
     slots: dict[VReg, int] = field(default_factory=dict)  # value -> stack slot id ("stack")
+    home_regs: frozenset[VReg] = frozenset()  # the av_* registers of "agpr" homes
     inserted: int = 0  # stores, reloads, split copies and lane moves written
     rounds: int = 0
 
@@ -187,11 +189,17 @@ class CannotSpill(Exception):
     """No value left to spill at a point over the budget."""
 
 
-def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, max_rounds: int = 16) -> Spilled:
+def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, max_rounds: int = 16,
+                 force: frozenset[VReg] = frozenset()) -> Spilled:
     """`fn` rewritten so that its pressure fits `margin` registers below the budget of
     `limits` (the function itself, unchanged, when it already fits). `CannotSpill` when the
     values at some point cannot be spilled (reload registers alone exceed the budget, or the
-    values there are not spillable)."""
+    values there are not spillable).
+
+    `force`: values of `fn` spilled first, wherever they live (their region is every block
+    they are live in, a reload before each access more than `NEAR` instructions after the
+    last): the values a colouring could not place (`verilocc.allocators.problem.spill_fit`),
+    as LLVM's greedy allocator spills a live range it can neither assign nor split."""
     caps = budget_caps(target, limits).less(margin)
     work = copy.deepcopy(fn)
     for v, cls in vreg_classes(work).items():
@@ -199,6 +207,10 @@ def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, 
             work.registers[v] = VRegDecl(v, cls.name, None)
     state = _Rewriter(work, target, limits)
     out = Spilled(state.fn)
+    if force:
+        forced = _forced(state, force)
+        if forced:
+            state.rewrite(forced)
     for rounds in range(max_rounds):
         chosen = _choose(state, caps)
         if not chosen:
@@ -211,6 +223,7 @@ def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, 
         out.rounds = max_rounds
     out.homes = dict(state.homes)
     out.slots = dict(state.slot_of)
+    out.home_regs = frozenset(state.home_reg.values())
     out.inserted = state.inserted
     if out.homes:
         state.finish_header()
@@ -319,6 +332,34 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     return chosen
 
 
+def _forced(state: _Rewriter, force: frozenset[VReg]) -> dict[VReg, str]:
+    """Homes of the values of `force` that can be spilled, each in every block it lives in."""
+    fn, limits = state.fn, state.limits
+    classes = vreg_classes(fn)
+    cfg = build_cfg(fn)
+    liveness = compute_liveness(fn, cfg, classes)
+    live_in: dict[VReg, set[int]] = {}
+    for b, ls in liveness.live_in.items():
+        for v in ls.vregs:
+            live_in.setdefault(v, set()).add(b)
+    regions: dict[VReg, set[int]] = {v: set(live_in.get(v, ())) for v in force if v in classes}
+    for b in fn.blocks:
+        for ins in b.instructions:
+            for v in _vregs_of(ins):
+                if v in regions:
+                    regions[v].add(b.number)
+    costs = state.costs(classes, regions, live_in, cfg)
+    chosen: dict[VReg, str] = {}
+    for v in sorted(costs, key=_key):
+        kinds = _kinds(classes[v], limits)
+        if not kinds:
+            continue
+        chosen[v] = costs[v][1] or ("lane" if kinds == ("sgpr",) else "agpr" if state.agpr_split(classes[v]) else "stack")
+    state.whole = set(chosen)
+    state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg)
+    return chosen
+
+
 def _region(hot: set[int], live_in: set[int], cfg: CFG) -> set[int]:
     """Blocks where a value spilled at points over the budget in `hot` lives in its home: the
     hot blocks, and every block it is live into from both a block inside and one outside
@@ -391,10 +432,16 @@ class _Rewriter:
         self.region: dict[VReg, set[int]] = {}  # this round's values -> blocks where they live in their homes
         self.tail_stores: dict[int, list[VReg]] = {}  # block -> values stored at its end (entering a region)
         self.head_reloads: dict[int, list[VReg]] = {}  # block -> values reloaded at its start (leaving one)
+        self.whole: set[VReg] = set()  # values spilled wherever they live (`force`)
 
     # -- choice support ----------------------------------------------------------------------
     def agpr_split(self, cls: RegisterClass) -> bool:
-        return self.target.unified_vgpr_file and self.limits.agprs > 0 and _av_class(cls) is not None
+        """Whether a value of `cls` may live in an AGPR: on a unified file whose budget goes
+        beyond the VGPRs (LLVM 19 reserves every AGPR of a function that uses none when its
+        VGPR budget is at most the VGPR file, and llc rejects such an AGPR)."""
+        limits = self.limits
+        return (self.target.unified_vgpr_file and limits.agprs > 0 and limits.total_vector > limits.vgprs
+                and _av_class(cls) is not None)
 
     def costs(self, classes: dict[VReg, RegisterClass], regions: dict[VReg, set[int]], live_in: dict[VReg, set[int]],
               cfg: CFG) -> dict[VReg, tuple[float, str | None]]:
@@ -478,11 +525,14 @@ class _Rewriter:
             for q in reloads:
                 self.head_reloads.setdefault(q, []).append(v)
 
-    def crosses(self, block: int, i: int, j: int) -> bool:
+    def crosses(self, block: int, i: int, j: int, v: VReg | None = None) -> bool:
         """Whether the register of a spilled value must not live from instruction i to j: a
-        point over the budget lies in between, and they are more than `NEAR` apart."""
+        point over the budget lies in between (anywhere for a value of `whole`), and they are
+        more than `NEAR` apart."""
         if j - i <= NEAR:
             return False
+        if v in self.whole:
+            return True
         ix = self.evict.get(block)
         if not ix:
             return False
@@ -596,7 +646,7 @@ class _Rewriter:
                     rename[v] = t
                     continue
                 got = avail.get(v)
-                if reads and got is not None and not self.crosses(block, got[1], i):
+                if reads and got is not None and not self.crosses(block, got[1], i, v):
                     t = got[0]
                 else:
                     t = self.new_vreg(cls.name)
@@ -608,7 +658,7 @@ class _Rewriter:
                         avail.pop(v, None)
                         continue
                     nxt = next((j for j in touches[v] if j > i), None)
-                    if (nxt is not None and nxt < tstart and not self.crosses(block, i, nxt)
+                    if (nxt is not None and nxt < tstart and not self.crosses(block, i, nxt, v)
                             and any(op.is_def for op in code[nxt].operands if op.kind == "reg" and op.vreg == v)):
                         avail[v] = (t, i)  # the next partial def stores
                     else:
