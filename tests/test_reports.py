@@ -133,3 +133,18 @@ def test_unknown_register_mask_is_unknown(capsys: pytest.CaptureFixture[str], tm
     (tmp_path / "q.mir").write_text(pre)
     code, out, _ = _run(capsys, "verify", str(tmp_path / "p.mir"), "--pre", str(tmp_path / "q.mir"))
     assert code == 3 and out.startswith("UNKNOWN") and "register mask" in out
+
+
+def test_commands_run_in_process_leave_the_cycle_collector_as_they_found_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """`verify` turns the cycle collector off for its one pair; a caller that runs commands in
+    its own process (this test suite) must get it back, or its memory grows without bound."""
+    import gc
+
+    from .conftest import EXAMPLES
+
+    before = gc.get_threshold()
+    assert gc.isenabled()
+    pair = EXAMPLES / "gfx90a" / "vadd"
+    assert main(["verify", f"{pair}.post.mir", "--pre", f"{pair}.pre.mir"]) == 0
+    capsys.readouterr()
+    assert gc.isenabled() and gc.get_threshold() == before

@@ -383,8 +383,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # The layers build large graphs of small objects that reference counting frees; at the
-    # default thresholds the cycle collector would walk all of them again and again.
+    # default thresholds the cycle collector would walk all of them again and again. A caller
+    # that runs commands in its own process (tests, a notebook) gets its collector back.
+    thresholds, enabled = gc.get_threshold(), gc.isenabled()
     gc.set_threshold(100_000, 50, 100)
+    try:
+        return _run(argv)
+    finally:
+        gc.set_threshold(*thresholds)
+        if enabled:
+            gc.enable()
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "layers", "unset") is None:
