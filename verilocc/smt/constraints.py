@@ -314,32 +314,35 @@ class ConstraintChecker:
         places: dict[tuple[int, int], Place] = {}  # one per instruction
 
         def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
-            key = (side.vreg, side.slots) if isinstance(side, VirtualLanes) else (side.units, side.reg)
-            got = made.get(key)
-            if got is not None:
-                return got
             if isinstance(side, VirtualLanes):
                 # Only registers with a variable reach here (`interferences(only=...)`).
-                got = [(Side(f"%{side.vreg}", var=f"h_{side.vreg}"), side.slots)]
-            else:
-                runs = unit_runs.get(side.units)
-                if runs is None:
-                    runs = []
-                    for u in sorted(side.units):
-                        if runs and runs[-1][0] + runs[-1][1] == u:
-                            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
-                        else:
-                            runs.append((u, 1))
-                    unit_runs[side.units] = runs
-                label = f"${side.reg.name}" if side.reg is not None else None
-                got = [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1) for s, n in runs]
-            made[key] = got
-            return got
+                return [(Side(f"%{side.vreg}", var=f"h_{side.vreg}"), side.slots)]
+            runs = unit_runs.get(side.units)
+            if runs is None:
+                runs = []
+                for u in sorted(side.units):
+                    if runs and runs[-1][0] + runs[-1][1] == u:
+                        runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+                    else:
+                        runs.append((u, 1))
+                unit_runs[side.units] = runs
+            label = f"${side.reg.name}" if side.reg is not None else None
+            return [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1) for s, n in runs]
 
+        def side_key(side: VirtualLanes | FixedUnits) -> tuple[object, ...]:
+            return (side.vreg, side.slots) if type(side) is VirtualLanes else (side.units, side.reg)
+
+        disjoint = self.disjoint
+        pre_file, pre_name = self.pre.file, self.pre.name
         # Facts with a side that has no variable make no constraint: `only` leaves them out.
         for fact in interferences(self.pre, self.liveness, only=with_var):
-            a_sides = sides(fact.defined)
-            b_sides = sides(fact.other)
+            ka, kb = side_key(fact.defined), side_key(fact.other)
+            a_sides = made.get(ka)
+            if a_sides is None:
+                a_sides = made[ka] = sides(fact.defined)
+            b_sides = made.get(kb)
+            if b_sides is None:
+                b_sides = made[kb] = sides(fact.other)
             place = places.get((fact.block, fact.index))
             # The identity position names units relative to a fixed side's lowest unit, which
             # is its only run when the relation gives one (a physical def).
@@ -353,9 +356,9 @@ class ConstraintChecker:
                     if place is None:
                         ins = pre_blocks[fact.block].instructions[fact.index]
                         place = places[(fact.block, fact.index)] = Place(
-                            self.pre.file, self.pre.name, fact.block, fact.index, ins.line, ins.column)
-                    self.disjoint.append(Disjoint(sa, ma, sb, mb, place, fact.kind, fact.def_op.register_text,
-                                                  fact.live_vreg, identity))
+                            pre_file, pre_name, fact.block, fact.index, ins.line, ins.column)
+                    disjoint.append(Disjoint(sa, ma, sb, mb, place, fact.kind, fact.def_op.register_text,
+                                             fact.live_vreg, identity))
 
     # --- evaluation and proof ------------------------------------------------------------
     def evaluate(self) -> int:
