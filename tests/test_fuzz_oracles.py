@@ -171,6 +171,33 @@ def test_exact_interpreter_sees_an_ignored_input() -> None:
         assert (_verdict(swapped, pre) is Verdict.VERIFIED) is harmless
 
 
+def test_the_opcodes_a_proof_rests_on_settle_a_difference_the_real_loop_never_reaches() -> None:
+    """A mutant the campaign made (gfx942, seed 147116) reloads the wrong stack slot into the
+    shift amount of `V_LSHLREV_B32_e64 $vgpr0, 0`: 0 shifted by anything is 0, and the verifier
+    proves it harmless (a liveness-anomaly warning naming the opcode). The hashing interpreter
+    tells the runs apart. With every real meaning, the loop counter (`S_ADD_I32 x, x` from 0)
+    never reaches its bound: both runs stop after the same number of steps, the allocated one
+    (with its spill code) earlier in the loop, so their stores differ too. With the real
+    meaning of only the opcode the proof rests on, the runs end and agree, so the oracle does
+    not call the VERIFIED verdict unsound; a real error elsewhere in the same program still
+    differs there and is REJECTED."""
+    base = FIXTURES.parent / "fuzz-oracle" / "ignored-shift-amount"
+    pre, post = Path(f"{base}.pre.mir").read_text(), Path(f"{base}.post.mir").read_text()
+    answer = oracle.VerifierAnswer(*oracle.default_verify()(parse_module(post, "post.mir"), parse_module(pre, "pre.mir")))
+    assert answer.verdict == Verdict.VERIFIED.name
+    assert answer.relies_on == frozenset({"V_LSHLREV_B32_e64"})
+    inputs = _inputs(pre, 4)
+    assert oracle.runs_differ(post, pre, inputs, 7)
+    assert oracle.runs_differ(post, pre, inputs, 7, exact=True)
+    assert not oracle.runs_differ(post, pre, inputs, 7, exact=True, relies_on=answer.relies_on)
+    # The second store of the last block reads %stack.2 (the shift's 0) instead of %stack.3.
+    reload = "renamable $vgpr7 = SI_SPILL_V32_RESTORE %stack.3, $sgpr32, 0, implicit $exec :: (load (s32) from %stack.3"
+    assert post.count(reload) == 1
+    wrong = post.replace(reload, reload.replace("%stack.3", "%stack.2"))
+    assert oracle.runs_differ(wrong, pre, inputs, 7, exact=True, relies_on=answer.relies_on)
+    assert _verdict(wrong, pre) is Verdict.REJECTED
+
+
 def test_interpreter_refuses_misaligned_tuples() -> None:
     program = random_program("gfx90a", 1, **oracle.GEN_AVOID)  # type: ignore[arg-type]
     alloc = allocate(program.text, random.Random(1))

@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from verilocc.errors import InputError
 from verilocc.findings import Verdict
@@ -116,16 +117,28 @@ class Outcome:
         return Counter((v.name.split(":")[0], v.verdict, v.differs) for v in self.variants)
 
 
-Verify = Callable[[Module, Module], tuple[str, tuple[str, ...]]]
+class VerifierAnswer(NamedTuple):
+    verdict: str  # Verdict name
+    errors: tuple[str, ...]  # "kind: message" of the verifier's errors
+    # Opcodes whose bit-precise meaning the proof rests on: those of the instructions the
+    # verifier reported as LLVM liveness anomalies (a read it proved does not matter).
+    relies_on: frozenset[str] = frozenset()
+
+
+# A verifier for the oracles: (verdict, errors) or a `VerifierAnswer`.
+Verify = Callable[[Module, Module], tuple[str, tuple[str, ...]] | VerifierAnswer]
 
 
 def default_verify(timeout_s: float = 20.0) -> Verify:
     from verilocc.verify import Options, verify_modules
 
-    def verify(post: Module, pre: Module) -> tuple[str, tuple[str, ...]]:
+    def verify(post: Module, pre: Module) -> VerifierAnswer:
         report = verify_modules(post, pre, Options(timeout_s=timeout_s))
         errors = tuple(f"{f.kind}: {f.message}" for f in report.findings if f.severity == "error")
-        return report.verdict.name, errors
+        lines = {f.place.line for f in report.findings if f.kind == "liveness-anomaly"}
+        relies_on = frozenset(ins.opcode for fn in post.functions for b in fn.blocks for ins in b.instructions
+                              if ins.line in lines)
+        return VerifierAnswer(report.verdict.name, errors, relies_on)
 
     return verify
 
@@ -156,8 +169,33 @@ def with_budget(text: str, attribute: str, count: int) -> str:
                         f'"amdgpu-flat-work-group-size"="1,256" "{attribute}"="{count}"', 1)
 
 
-def traces(program: Module | str, inputs: list[dict[str, int]], seed: int, exact: bool = False) -> list[Trace]:
+def traces(program: Module | str, inputs: list[dict[str, int]], seed: int,
+           exact: bool | frozenset[str] = False) -> list[Trace]:
     return [run(program, inp, seed=seed + k, exact=exact) for k, inp in enumerate(inputs)]
+
+
+def runs_differ(post: Module | str, virtual: Module | str, inputs: list[dict[str, int]], seed: int,
+                expected: list[Trace] | None = None, exact: bool = False,
+                relies_on: frozenset[str] = frozenset()) -> bool:
+    """Whether the interpreter finds an input where `post` and `virtual` store differently
+    (`expected`: the traces of `virtual`, when already run).
+
+    The interpreter hashes most opcodes, so an instruction that ignores an input for real (an
+    OR with -1, a shift of 0) shows a difference that no hardware would: `exact` (asked for
+    a VERIFIED variant) runs both again. First with the real meanings of only the opcodes
+    the verifier's proof rests on (`relies_on`), every other opcode hashed as before: that
+    proof holds whatever the other opcodes compute, so if it is right the runs agree, and
+    they end where the hashed runs end (with every real meaning, a loop counter that doubles
+    0 never reaches its bound, and two runs stopped after the same number of steps differ
+    only in how far each got). Then, when that does not settle it, with the real meanings
+    of every opcode that has one."""
+    if traces(post, inputs, seed) == (expected if expected is not None else traces(virtual, inputs, seed)):
+        return False
+    if not exact:
+        return True
+    if relies_on and traces(post, inputs, seed, exact=relies_on) == traces(virtual, inputs, seed, exact=relies_on):
+        return False
+    return traces(post, inputs, seed, exact=True) != traces(virtual, inputs, seed, exact=True)
 
 
 def check_example(
@@ -207,14 +245,9 @@ def check_example(
     ins = [ins[k] for k in keep]
     expected = [expected[k] for k in keep]
 
-    def differs(post: Module | str, virtual: Module = pre, exact: bool = False) -> bool:
-        """Whether the interpreter finds an input where `post` and `virtual` store differently.
-        It hashes most opcodes, so an instruction that ignores an input for real (an OR with
-        -1, an unsigned compare with -1) shows a difference that no hardware would: `exact`
-        asks again with the real meanings of the opcodes that have one."""
-        if traces(post, ins, seed) == (expected if virtual is pre else traces(virtual, ins, seed)):
-            return False
-        return not exact or traces(post, ins, seed, exact=True) != traces(virtual, ins, seed, exact=True)
+    def differs(post: Module | str, virtual: Module = pre, exact: bool = False,
+                relies_on: frozenset[str] = frozenset()) -> bool:
+        return runs_differ(post, virtual, ins, seed, expected if virtual is pre else None, exact, relies_on)
 
     try:
         alloc = allocate(pre, rng, budget or rng.choice(BUDGETS))
@@ -246,13 +279,14 @@ def check_example(
     def judge(name: str, post: Module, text: str | None, description: str, correct: bool,
               virtual: Module = pre, virtual_text: str = program.text) -> None:
         try:
-            verdict, errors = verify(post, virtual)
+            answer = VerifierAnswer(*verify(post, virtual))
         except InputError as e:  # the verifier's "bad input" answer: fine for a mutant
-            verdict, errors = "ERROR", (str(e),)
+            answer = VerifierAnswer("ERROR", (str(e),))
         except Exception as e:  # noqa: BLE001 - a traceback is never an answer: report it
-            verdict, errors = "CRASH", (f"{type(e).__name__}: {e}",)
-        # A VERIFIED variant is unsound only if the difference is real (see `differs`).
-        diff = differs(post, virtual, exact=verdict == Verdict.VERIFIED.name)
+            answer = VerifierAnswer("CRASH", (f"{type(e).__name__}: {e}",))
+        verdict, errors = answer.verdict, answer.errors
+        # A VERIFIED variant is unsound only if the difference is real (see `runs_differ`).
+        diff = differs(post, virtual, exact=verdict == Verdict.VERIFIED.name, relies_on=answer.relies_on)
         out.variants.append(Variant(name, verdict, diff, description, errors))
         detail = description
         if verdict == "CRASH" or (correct and verdict == "ERROR"):
