@@ -47,10 +47,12 @@ from verilocc.analysis.calls import call_mask, sgpr_striped
 from verilocc.allocators.problem import (SGPR_FILE, VGPR_FILE, Problem, Unsupported, allocation_budget, build_problem,
                                          greedy_assignment, register_usage, spill_fit, vreg_key)
 from verilocc.allocators.search import RLIMIT_PER_SECOND, Bound, Search, wave_limits
-from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit
+from verilocc.allocators.evict import evicting_fit
+from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit, spillable_values
 from verilocc.analysis.operands import VReg
 from verilocc.mir.model import Function, Module
 from verilocc.target import PhysReg, Target
+from verilocc.target.limits import Limits
 
 OBJECTIVES = ("registers", "waves")
 STATUSES = ("optimal", "feasible", "infeasible", "unknown", "unsupported")
@@ -105,83 +107,69 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
            if any(op.kind == "regmask" for op in ins.operands)):
         return result("unsupported", "a call's register mask is not one the verifier models (csr_amdgpu*)")
     units = max(1, int(timeout * RLIMIT_PER_SECOND))
-    fn_values = set(problem.values)
     cpu_deadline = time.process_time() + _CPU_FACTOR * timeout
 
     # (0) Fit: an assignment of the program (first fit, else z3 in a share of the time
-    # limit), or of the program with spill code. A program with spill code is coloured first
-    # fit as a linear scan (`spill_fit`); each next try asks for more room below the budget
-    # (reload registers and tuple alignment need some), and after `_ROOM_FIRST` failed tries
-    # also spills the values first fit left out as a whole. Only the last try asks z3 (in a
-    # share of the time limit), so the tries end in bounded time and the time limit is left
+    # limit), or of the program with spill code (`_spill_ladder`, one per plan of `_PLANS`;
+    # of the programs they colour, the one with the fewest spill instructions is kept). Only
+    # when no ladder colours its program does z3 look for an assignment of the first plan's
+    # last one, in a share of the time limit; so every try ends, and the time limit is left
     # for the objectives.
     spilled: Spilled | None = None
-    force: frozenset[VReg] = frozenset()
-    margins = iter(_SPILL_MARGINS)
-    final = not spill  # the last try: z3 looks for an assignment
-    fitted: Problem | None = None  # the program first fit last failed on
-    failed_fits = 0
     spent = 0
-    why = ""
     search: Search | None = None
     enc: Encoding | None = None
-    while True:
+
+    def z3_fit(p: Problem, start_point: dict[VReg, tuple[int, int]] | None, share: float) -> str:
+        """Sat when z3 confirms `start_point` or finds an assignment of `p` in `share` of the
+        time limit; `search` and `enc` are then this problem's."""
+        nonlocal search, enc, spent
+        enc = Encoding(p, z3.Context())
+        search = Search(enc, seed, units, cpu_deadline)
+        search.spent = spent
+        answer = "unknown"
+        if start_point is not None:
+            answer = search.check(enc.pinned(start_point), pinned=True)
+        if answer != "sat":
+            answer = search.check(None, min(search.spent + share * units, units))
+        spent = search.spent
+        return answer
+
+    def failure(answer: str) -> str:
+        assert search is not None
+        return ("the values live at once do not fit in the budget" if answer == "unsat"
+                else f"no assignment found: {search.reason}")
+
+    try:
         over = _over_budget(problem)
-        left: list[VReg] = []
-        start_point = None
-        if over is None and spilled is not None and fitted is not problem:
-            fitted = problem
-            placed, left = spill_fit(problem, spilled.home_regs)
-            start_point = None if left else placed
-        if over is None and (start_point is not None or spilled is None or final):
-            ctx = z3.Context()
-            try:
-                enc = Encoding(problem, ctx)
-            except NoRegister as e:
-                cls = problem.values[e.vreg].cls
-                return result("infeasible", f"no register of class {cls.name} for %{e.vreg} is allocatable within "
-                                            "this function's budget and reservations")
-            search = Search(enc, seed, units, cpu_deadline)
-            search.spent = spent
-            answer = "unknown"
-            if start_point is None:
-                start_point = greedy_assignment(problem)
-            if start_point is not None:
-                answer = search.check(enc.pinned(start_point), pinned=True)
+        answer = z3_fit(problem, greedy_assignment(problem), _FIT_SHARE if spill else 1.0) if over is None else "unsat"
+        why = over or failure(answer)
+        if answer != "sat" and not spill:
+            status = "infeasible" if answer == "unsat" else "unknown"
+            return result(status, why + "; spill code is off (--no-spill)")
+        if answer != "sat":
+            programs = _Programs(fn, target, budget, spillable_values(fn, target, budget))
+            ladders = [_spill_ladder(programs, _PLANS[0])]
+            if ladders[0].tries > 1:  # a ladder whose first program colours is every plan's
+                ladders += [_spill_ladder(programs, plan) for plan in _PLANS[1:]]
+            for ladder in sorted(ladders, key=_Ladder.cost):
+                if ladder.placed is not None and ladder.spilled is not None and ladder.problem is not None:
+                    spilled, problem = ladder.spilled, ladder.problem
+                    answer = z3_fit(problem, ladder.placed, _FIT_SHARE)
+                    if answer == "sat":
+                        break
             if answer != "sat":
-                until = search.spent + (1.0 if final and spilled is None else _FIT_SHARE) * units
-                answer = search.check(None, min(until, units))
-            spent = search.spent
-            if answer == "sat":
-                break
-            why = ("the values live at once do not fit in the budget" if answer == "unsat"
-                   else f"no assignment found: {search.reason}")
-        elif over is None:
-            why = f"first fit left {len(left)} value(s) of the program with spill code without a register"
-        else:
-            why = over
-        margin = None if final else next(margins, None)
-        failed_fits += 1 if left else 0
-        if failed_fits >= _ROOM_FIRST:
-            force = force | {v for v in left if v in fn_values}
-        more: Spilled | None = None
-        cannot: CannotSpill | None = None
-        while margin is not None and more is None:
-            try:
-                more = spill_to_fit(fn, target, budget, margin, force=force)
-            except CannotSpill as e:  # another margin may still work: the choices differ
-                cannot = e
-                margin = next(margins, None)
-        if more is None:
-            if not final and over is None and spilled is not None:
-                final = True  # no more room to ask for: z3 on this program
-                continue
-            if cannot is not None:
-                return result("infeasible", f"{why}; spilling cannot make it fit: {cannot}")
-            status = "infeasible" if over is not None or "do not fit" in why else "unknown"
-            return result(status, why + ("" if spill else "; spill code is off (--no-spill)"))
-        spilled = more
-        problem = build_problem(spilled.fn, target, budget)
+                last = ladders[0]
+                if last.spilled is None or last.problem is None:
+                    return result("infeasible", f"{why}; spilling cannot make it fit: {last.why}")
+                spilled, problem = last.spilled, last.problem  # no more room to ask for: z3 on it
+                answer = z3_fit(problem, None, _FIT_SHARE)
+                if answer != "sat":
+                    return result("infeasible" if answer == "unsat" else "unknown", failure(answer))
+    except NoRegister as e:
+        cls = problem.values[e.vreg].cls
+        return result("infeasible", f"no register of class {cls.name} for %{e.vreg} is allocatable within "
+                                    "this function's budget and reservations")
     assert search is not None and enc is not None
 
     # (1) Occupancy first when it is the floor; keep as many preferred registers as
@@ -245,11 +233,120 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
 
 #: Margins below the budget (registers) the spiller aims for, one per try.
 _SPILL_MARGINS = (0, 2, 4, 8, 16, 32)
-#: Tries whose first fit fails before values it left out are spilled as a whole (more room
-#: alone often suffices, and costs fewer spill instructions).
-_ROOM_FIRST = 2
+#: Tries at one margin that spill more values as a whole before the margin grows.
+_FORCE_ROUNDS = 6
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How a spill ladder colours and what it asks for when the colouring fails."""
+
+    evict: bool  # colour with `evicting_fit` where first fit leaves values out
+    room_first: int  # failed colourings before the values left out are spilled as a whole
+    stay: bool  # spill more values as a whole at the same margin while that adds values
+
+
+#: The ladders tried. Each wins on some kernels: first fit alone with more room first (its
+#: left-out values are often fine to spill), eviction with more room first, and eviction
+#: spilling the values it gives up (the cheap ones) from the first failure on.
+_PLANS = (_Plan(evict=False, room_first=2, stay=False), _Plan(evict=True, room_first=2, stay=True),
+          _Plan(evict=True, room_first=0, stay=True))
 #: Share of the time limit one try may spend looking for a first assignment before spilling more.
 _FIT_SHARE = 0.15
+
+
+@dataclass
+class _Ladder:
+    """The end of a spill ladder: the last program with spill code that fits by pressure and
+    its problem (None when the spiller could not make one), a colouring of every value of it
+    (None when the ladder ran out), why not, and the programs tried."""
+
+    spilled: Spilled | None
+    problem: Problem | None
+    placed: dict[VReg, tuple[int, int]] | None
+    why: str
+    tries: int
+
+    def cost(self) -> tuple[int, int]:
+        """Coloured ladders first, by the spill instructions their program has."""
+        if self.placed is None or self.spilled is None:
+            return (1, 0)
+        return (0, self.spilled.inserted)
+
+
+@dataclass
+class _Programs:
+    """The spiller's programs for `fn` and their problems, made once for all ladders (the
+    ladders ask for the same margins and forced values at their start)."""
+
+    fn: Function
+    target: Target
+    budget: Limits
+    evictable: frozenset[VReg]  # values the spiller can spill as a whole (`spillable_values`)
+    made: dict[tuple[int, frozenset[VReg]], tuple[Spilled, Problem] | CannotSpill] = field(default_factory=dict)
+
+    def get(self, margin: int, force: frozenset[VReg]) -> tuple[Spilled, Problem]:
+        """`spill_to_fit(margin, force)` and its problem; `CannotSpill` as it raises it."""
+        key = (margin, force)
+        if key not in self.made:
+            try:
+                spilled = spill_to_fit(self.fn, self.target, self.budget, margin, force=force)
+                self.made[key] = (spilled, build_problem(spilled.fn, self.target, self.budget))
+            except CannotSpill as e:
+                self.made[key] = e
+        got = self.made[key]
+        if isinstance(got, CannotSpill):
+            raise got
+        return got
+
+
+def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
+    """Programs with spill code, until one colours: each is coloured first fit as a linear
+    scan (`spill_fit`) and, with `plan.evict`, where that leaves values out, by the colouring
+    that evicts the cheapest values in the way (`evicting_fit`). A failed colouring asks the
+    spiller for more room below the budget (`_SPILL_MARGINS`: reload registers and tuple
+    alignment need some); after `plan.room_first` failures it also spills the values the
+    colouring left out as a whole (`spill_to_fit(force=...)`, as LLVM's greedy allocator
+    spills a range it can neither assign nor split), with `plan.stay` at the same margin as
+    long as that adds values (`_FORCE_ROUNDS`). A margin the spiller cannot reach is skipped
+    (another margin changes its choices)."""
+    margins = iter(_SPILL_MARGINS)
+    margin = next(margins, None)
+    force: frozenset[VReg] = frozenset()
+    failed = rounds = tries = 0
+    last = _Ladder(None, None, None, "", 0)
+    while margin is not None:
+        try:
+            spilled, problem = programs.get(margin, force)
+        except CannotSpill as e:
+            if last.spilled is None:
+                last.why = str(e)
+            margin = next(margins, None)
+            continue
+        tries += 1
+        over = _over_budget(problem)
+        left: list[VReg] = []
+        if over is None:
+            placed, left = spill_fit(problem, spilled.home_regs)
+            if left and plan.evict:
+                eviction = evicting_fit(problem, spilled.home_regs, programs.evictable)
+                placed, left = eviction.placed, eviction.left
+            if not left:
+                return _Ladder(spilled, problem, placed, "", tries)
+            failed += 1
+            last = _Ladder(spilled, problem, None, f"the colouring left {len(left)} value(s) of the program with "
+                                                   "spill code without a register", tries)
+        elif last.spilled is None:
+            last.why = over
+        grown = force | {v for v in left if v in programs.evictable}
+        again = plan.stay and failed > plan.room_first and grown != force and rounds < _FORCE_ROUNDS
+        rounds = rounds + 1 if again else 0
+        if failed >= plan.room_first:
+            force = grown
+        if not again:
+            margin = next(margins, None)
+    last.tries = tries
+    return last
 
 
 def _over_budget(problem: Problem) -> str | None:

@@ -13,7 +13,7 @@ and occupancy of an allocated function.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from verilocc.analysis.calls import expand_calls, sgpr_striped
 from verilocc.analysis.cfg import build_cfg
@@ -418,21 +418,38 @@ def _first_fit(p: Problem, order_by: str,
                homes: frozenset[VReg] = frozenset()) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
     """(registers placed, values that fit nowhere); only "live" order goes on past the first
     value that fits nowhere."""
-    adj: dict[VReg, list[tuple[Side, int, int, tuple[int, int] | None]]] = {v: [] for v in p.values}
-    for a, am, b, bm, waiver in p.conflicts:
-        if a.vreg is not None:
-            adj[a.vreg].append((b, am, bm, waiver))
-        if b.vreg is not None:
-            adj[b.vreg].append((a, bm, am, None if waiver is None else (waiver[1], waiver[0])))
-    partners: dict[VReg, list[tuple[Side, int, int]]] = {v: [] for v in p.values}
-    for dst, doff, src, soff, _ in p.copies:
-        if dst.vreg is not None:
-            partners[dst.vreg].append((src, doff, soff))
-        if src.vreg is not None:
-            partners[src.vreg].append((dst, soff, doff))
+    col = Colouring.of(p, homes)
+    order = colouring_order(p, order_by == "live")
+    position = {v: i for i, v in enumerate(order)}
+    if order_by == "widest":
+        order.sort(key=lambda v: (-p.values[v].width32, position[v]))
+    elif order_by == "conflicts":
+        degree = {v: len(col.adj[v]) for v in order}
+        order.sort(key=lambda v: (-degree[v], position[v]))
+    left: list[VReg] = []
+    for v in order:
+        val = p.values[v]
+        candidates, hinted = col.candidates(v)
+        choice = next(((c, r) for c, r in candidates if col.fits(v, c, r)), None)
+        if choice is None:
+            left.append(v)
+            if order_by == "live":
+                continue
+            return col.placed, left
+        if order_by == "widest" and val.width32 == 1 and candidates.index(choice) >= hinted:
+            hole = next(((c, r) for c, r in candidates[hinted:] if (r ^ 1) in val.allowed.get(c, ())
+                         and col.fits(v, c, r) and not col.fits(v, c, r ^ 1)), None)
+            choice = hole or choice
+        col.placed[v] = choice
+    return col.placed, left
+
+
+def colouring_order(p: Problem, live: bool) -> list[VReg]:
+    """Values in program order of their first operand; with `live`, in the order their live
+    ranges start (a block's live-ins at its top, then its operands)."""
     order: list[VReg] = []
     seen: set[VReg] = set()
-    live_in = compute_liveness(p.fn, build_cfg(p.fn), vreg_classes(p.fn)).live_in if order_by == "live" else {}
+    live_in = compute_liveness(p.fn, build_cfg(p.fn), vreg_classes(p.fn)).live_in if live else {}
     for b in p.fn.blocks:
         for w in sorted(live_in[b.number].vregs if b.number in live_in else (), key=vreg_key):
             if w not in seen and w in p.values:
@@ -443,55 +460,88 @@ def _first_fit(p: Problem, order_by: str,
                 if op.vreg is not None and op.vreg not in seen and op.vreg in p.values:
                     seen.add(op.vreg)
                     order.append(op.vreg)
-    position = {v: i for i, v in enumerate(order)}
-    if order_by == "widest":
-        order.sort(key=lambda v: (-p.values[v].width32, position[v]))
-    elif order_by == "conflicts":
-        degree = {v: len(adj[v]) for v in order}
-        order.sort(key=lambda v: (-degree[v], position[v]))
-    placed: dict[VReg, tuple[int, int]] = {}
-    left: list[VReg] = []
+    return order
 
-    def where(side: Side) -> tuple[int, int] | None:  # (file code, first slot)
+
+#: A conflict seen from one value: the other side, my slots, its slots, the identity waiver.
+Neighbour = tuple[Side, int, int, tuple[int, int] | None]
+
+
+@dataclass
+class Colouring:
+    """A partial assignment of a problem (file code, first register per value) and the
+    questions a colouring asks of it, in the terms of the problem's conflicts: whether a
+    register is free for a value, and which placed values stand in its way."""
+
+    problem: Problem
+    homes: frozenset[VReg]  # values that try AGPRs first (the spiller's AGPR homes)
+    adj: dict[VReg, list[Neighbour]]
+    partners: dict[VReg, list[tuple[Side, int, int]]]  # copy partner, my slot offset, its offset
+    placed: dict[VReg, tuple[int, int]] = field(default_factory=dict)
+
+    @staticmethod
+    def of(p: Problem, homes: frozenset[VReg] = frozenset()) -> Colouring:
+        adj: dict[VReg, list[Neighbour]] = {v: [] for v in p.values}
+        for a, am, b, bm, waiver in p.conflicts:
+            if a.vreg is not None:
+                adj[a.vreg].append((b, am, bm, waiver))
+            if b.vreg is not None:
+                adj[b.vreg].append((a, bm, am, None if waiver is None else (waiver[1], waiver[0])))
+        partners: dict[VReg, list[tuple[Side, int, int]]] = {v: [] for v in p.values}
+        for dst, doff, src, soff, _ in p.copies:
+            if dst.vreg is not None:
+                partners[dst.vreg].append((src, doff, soff))
+            if src.vreg is not None:
+                partners[src.vreg].append((dst, soff, doff))
+        return Colouring(p, homes, adj, partners)
+
+    def where(self, side: Side) -> tuple[int, int] | None:
+        """(file code, first 16-bit slot) of a side, None for a value not placed."""
         if side.vreg is None:
             return side.file, side.slot
-        got = placed.get(side.vreg)
+        got = self.placed.get(side.vreg)
         return None if got is None else (got[0], 2 * got[1])
 
-    def fits(v: VReg, code: int, r: int) -> bool:
-        for other, mine, theirs, waiver in adj[v]:
-            loc = where(other)
-            if loc is None or loc[0] != code:
-                continue
-            if waiver is not None and 2 * r + waiver[0] == loc[1] + waiver[1]:
-                continue
-            if (mine << (2 * r)) & (theirs << loc[1]):
-                return False
-        return True
+    def _clash(self, n: Neighbour, code: int, r: int) -> bool | None:
+        """Whether neighbour `n` shares a lane with a value at (code, r); None when it is not placed."""
+        other, mine, theirs, waiver = n
+        loc = self.where(other)
+        if loc is None:
+            return None
+        if loc[0] != code or (waiver is not None and 2 * r + waiver[0] == loc[1] + waiver[1]):
+            return False
+        return bool((mine << (2 * r)) & (theirs << loc[1]))
 
-    for v in order:
-        val = p.values[v]
-        candidates: list[tuple[int, int]] = []
-        for other, mine_off, their_off in partners[v]:
-            loc = where(other)
+    def fits(self, v: VReg, code: int, r: int) -> bool:
+        return not any(self._clash(n, code, r) for n in self.adj[v])
+
+    def in_the_way(self, v: VReg, code: int, r: int) -> set[VReg] | None:
+        """The placed values that keep `v` from (code, r); None when a fixed register does."""
+        out: set[VReg] = set()
+        for n in self.adj[v]:
+            if self._clash(n, code, r):
+                if n[0].vreg is None:
+                    return None
+                out.add(n[0].vreg)
+        return out
+
+    def candidates(self, v: VReg) -> tuple[list[tuple[int, int]], int]:
+        """(file code, register) in the order first fit tries them: a copy partner's register
+        first (the number of those is the second item), then the allowed registers, AGPRs first
+        for a value of `homes`, VCC last."""
+        val = self.problem.values[v]
+        out: list[tuple[int, int]] = []
+        for other, mine_off, their_off in self.partners[v]:
+            loc = self.where(other)
             if loc is not None and (loc[1] + their_off - mine_off) % 2 == 0:
-                candidates.append((loc[0], (loc[1] + their_off - mine_off) // 2))
-        hinted = len(candidates)
-        first = AGPR_FILE.code if v in homes else -1
+                c, r = loc[0], (loc[1] + their_off - mine_off) // 2
+                if r in val.allowed.get(c, ()):
+                    out.append((c, r))
+        hinted = len(out)
+        first = AGPR_FILE.code if v in self.homes else -1
         for code in sorted(val.allowed, key=lambda c: (c != first, c == VCC_FILE.code, c)):
-            candidates.extend((code, r) for r in val.allowed[code])
-        choice = next(((c, r) for c, r in candidates if r in val.allowed.get(c, ()) and fits(v, c, r)), None)
-        if choice is None:
-            left.append(v)
-            if order_by == "live":
-                continue
-            return placed, left
-        if order_by == "widest" and val.width32 == 1 and candidates.index(choice) >= hinted:
-            hole = next(((c, r) for c, r in candidates[hinted:] if (r ^ 1) in val.allowed.get(c, ())
-                         and fits(v, c, r) and not fits(v, c, r ^ 1)), None)
-            choice = hole or choice
-        placed[v] = choice
-    return placed, left
+            out.extend((code, r) for r in val.allowed[code])
+        return out, hinted
 
 
 # --------------------------------------------------------------------------------------------

@@ -230,6 +230,19 @@ def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, 
     return out
 
 
+def spillable_values(fn: Function, target: Target, limits: Limits) -> frozenset[VReg]:
+    """The values of `fn` that `spill_to_fit(force=...)` spills: of a class with spill code in
+    a register file of the budget, not whole-wave, not defined by a terminator or an
+    instruction that writes `$exec`, not in a bundle or a debug instruction. A colouring
+    evicts only these (`verilocc.allocators.evict`): a value it leaves out must be one the
+    spiller can take."""
+    state = _Rewriter(fn, target, limits)
+    classes = vreg_classes(fn)
+    cfg = build_cfg(fn)
+    costs = state.costs(classes, {v: set() for v in classes}, {}, cfg)
+    return frozenset(v for v in costs if _kinds(classes[v], limits))
+
+
 # --------------------------------------------------------------------------------------------
 # Choice by cost
 # --------------------------------------------------------------------------------------------
@@ -877,4 +890,4 @@ def cross_file_copies(fn: Function) -> int:
 
 
 __all__ = ["Caps", "CannotSpill", "HOMES", "Spilled", "budget_caps", "cross_file_copies", "is_terminator",
-           "spill_instructions", "spill_to_fit", "terminator_start"]
+           "spill_instructions", "spill_to_fit", "spillable_values", "terminator_start"]
