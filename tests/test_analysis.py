@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+
+import pytest
+
 from verilocc.rewrite.assignment import assignment_from_allocation
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.intervals import live_intervals, slot_numbers
 from verilocc.analysis.liveness import compute_liveness
-from verilocc.mir.parser import read_module
+from verilocc.mir.parser import parse_module as parse_module_text, read_module
 from verilocc.target import parse_physreg
 
-from .conftest import kernel
+from .conftest import have, kernel
 
 
 def _load(name: str):  # type: ignore[no-untyped-def]
@@ -23,6 +27,40 @@ def test_cfg_matches_successor_lists() -> None:
     for b in fn.blocks:
         assert sorted(live.cfg.successors(b.number)) == sorted(n for n, _ in b.successors)
     assert live.cfg.entry == fn.blocks[0].number
+
+
+# A block's last instruction, as llc-19 and llc-22 read it (operands made up, not verified).
+LAST_INSTRUCTIONS = {
+    "19": ["S_BRANCH %bb.2", "S_CBRANCH_SCC1 %bb.2, implicit undef $scc", "S_SETPC_B64 $sgpr16_sgpr17",
+           "S_SETPC_B64_return $sgpr30_sgpr31", "SI_RETURN", "SI_RETURN_TO_EPILOG", "S_ENDPGM 0", "S_ENDPGM_SAVED",
+           "S_ENDPGM_ORDERED_PS_DONE", "SI_TCRETURN $sgpr16_sgpr17, 0, 0, csr_amdgpu",
+           "SI_TCRETURN_GFX $sgpr36_sgpr37, 0, 0, csr_amdgpu_si_gfx",
+           "SI_CS_CHAIN_TC_W32 $sgpr16_sgpr17, 0, 0, $sgpr20, csr_amdgpu",
+           "SI_CS_CHAIN_TC_W64 $sgpr16_sgpr17, 0, 0, $sgpr20_sgpr21, csr_amdgpu", "S_TRAP 2", "S_RFE_B64 $sgpr30_sgpr31",
+           "S_NOP 0"],
+    "22": ["SI_TCRETURN_CHAIN $sgpr16_sgpr17, 0, 0, csr_amdgpu", "SI_WHOLE_WAVE_FUNC_RETURN $sgpr0"],
+}
+
+
+@pytest.mark.parametrize("llvm", sorted(LAST_INSTRUCTIONS))
+def test_inferred_edges_are_llcs(llvm: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A block written without `successors:` gets the edges llc's MIR parser gives it: its
+    branch targets, and the next block unless its last instruction is a barrier (a tail call
+    is one, `S_TRAP` is not)."""
+    if not have(f"llc-{llvm}"):
+        pytest.skip(f"llc-{llvm} not installed")
+    for last in LAST_INSTRUCTIONS[llvm] + (LAST_INSTRUCTIONS["19"] if llvm != "19" else []):
+        text = (f"---\nname: f\nbody: |\n  bb.0:\n    {last}\n"
+                "  bb.1:\n    S_NOP 0\n  bb.2:\n    S_ENDPGM 0\n...\n")
+        path = tmp_path / "f.mir"
+        path.write_text(text)
+        run = subprocess.run([f"llc-{llvm}", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-run-pass=none", str(path),
+                              "-o", "-"], capture_output=True, text=True, check=False)
+        assert run.returncode == 0, run.stderr
+        written = read_module(path).functions[0]
+        assert not written.blocks[0].successors_written
+        printed = parse_module_text(run.stdout).functions[0].blocks[0]
+        assert sorted(build_cfg(written).successors(0)) == sorted(n for n, _ in printed.successors), last
 
 
 def test_block_live_ins_agree_with_llvm() -> None:

@@ -3,6 +3,7 @@ names. LLVM's allocations are VERIFIED; the same files with a planted fault are 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,21 @@ def test_units_are_named_as_llvm_names_registers() -> None:
     assert units_name(parse_physreg("sgpr4_sgpr5").units) == "$sgpr4_sgpr5"
     odd = parse_physreg("sgpr5").units + parse_physreg("sgpr6").units
     assert units_name(odd) == "$sgpr5, $sgpr6"
+
+
+
+@pytest.mark.parametrize("pair", ["swdev373493.llvm19.gfx90a", "swdev373493.llvm22.gfx1100"])
+def test_wrong_tail_call_argument_is_rejected(pair: str) -> None:
+    """The block of the second tail call is reached only from its own branch (the first tail
+    call's block does not fall into it): its argument copies are checked on that path, and a
+    copy swapped with its neighbour is REJECTED."""
+    post, pre = _pair(pair)
+    block = post.index("  bb.5.bb8:")
+    first = re.search(r"\$vgpr(\d+) = COPY killed renamable (\$vgpr\d+)\n", post[block:])
+    second = re.search(r"\$vgpr(\d+) = COPY killed renamable (\$vgpr\d+)\n", post[block + first.end():])
+    assert first and second and "SI_TCRETURN" in post[block + first.end():]
+    a, b = block + first.start(2), block + first.end() + second.start(2)
+    wrong = post[:a] + second.group(2) + post[a + len(first.group(2)):b] + first.group(2) + post[b + len(second.group(2)):]
+    verdict, findings = _verify(wrong, pre)
+    assert verdict is Verdict.REJECTED
+    assert any(f.startswith("value-flow/wrong-value") for f in findings), findings
