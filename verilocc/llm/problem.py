@@ -218,7 +218,11 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
                                 except Exception:  # noqa: BLE001
                                     pass
     big = 1 << 30
-    order = sorted(classes, key=lambda v: (first_def.get(v, big), first_use.get(v, big), str(v)))
+    # Registers the `registers:` table declares but no instruction names (LLVM keeps
+    # `vreg_1` entries SILowerI1Copies emptied, a class without physical registers) are not
+    # allocated.
+    order = sorted((v for v in classes if v in first_def or v in first_use),
+                   key=lambda v: (first_def.get(v, big), first_use.get(v, big), str(v)))
 
     pool_cache: dict[str, tuple[tuple[PhysReg, ...], tuple[PhysReg, ...]]] = {}
     info: dict[VReg, VRegInfo] = {}
