@@ -58,7 +58,7 @@ model-eval: model-install llvm
 	nice -n 10 $(PY) scripts/llvm_tests_corpus.py --out build/llvm-tests --llvm 19 \
 	    --targets gfx90a,gfx942,gfx1100,gfx906 --modes one-process -j 1
 	nice -n 10 $(VERILOCC) eval --pairs $(SHARED)/corpus --pairs build/heldout/pairs-llc-19 --kernels $(SHARED)/kernels \
-	    --llvm-tests build/llvm-tests --llvm-test-functions 15 --large-samples 10 --targets gfx90a,gfx942,gfx1100,gfx906 -j 2 \
+	    --llvm-tests build/llvm-tests --llvm-test-functions 10 --large-samples 10 --targets gfx90a,gfx942,gfx1100,gfx906 -j 2 \
 	    -o bench/model_eval
 	nice -n 10 $(PY) bench/model_eval/feedback_gaps.py --llvm-tests build/llvm-tests \
 	    --targets gfx90a,gfx942,gfx1100,gfx906 -o bench/model_eval/feedback_gaps.json

@@ -16,7 +16,11 @@ processes, Dask) and the command line (`FUZZER`, checked here; the campaign reac
 verifier through `verify_modules`, which none of them is part of)
 after which `verilocc fuzz` generates the same examples for the four targets (the link's
 `evidence`, for example equal hashes of every program, allocation and mutant for a range of
-seeds). The clean run is the trailing stretch of counted parts with no disagreement.
+seeds). A link may also name verifier files (`verifier_files`) whose change cannot reach any
+example the campaign hands to the verifier: its `argument` says why (for example, the change is
+confined to opcodes the fuzzer never writes), and its `evidence` is a chunk run again on the
+later commit printing the same bytes. The clean run is the trailing stretch of counted parts with
+no disagreement.
 """
 
 from __future__ import annotations
@@ -49,13 +53,19 @@ def changed(a: str, b: str | None) -> list[str]:
     return [ln.split(" b/", 1)[1] for ln in diff.stdout.splitlines() if ln.startswith("diff --git a/")]
 
 
-def same_verifier(commit: str, links: list[dict[str, str]]) -> bool:
+def same_verifier(commit: str, links: list[dict[str, object]]) -> bool:
     """`verilocc/` at `commit` is the working tree's up to whitespace, directly or through
-    `same_examples` links whose changes stay inside the FUZZER files."""
+    `same_examples` links whose changes stay inside the FUZZER files and the link's own
+    `verifier_files`."""
     if not changed(commit, None):
         return True
-    return any(not changed(commit, link["from"]) and all(f.startswith(FUZZER) for f in changed(
-        link["from"], link["to"])) and same_verifier(link["to"], [k for k in links if k is not link]) for link in links)
+
+    def allowed(link: dict[str, object]) -> tuple[str, ...]:
+        return FUZZER + tuple(str(f) for f in link.get("verifier_files", []))  # type: ignore[union-attr]
+
+    return any(not changed(commit, str(link["from"])) and all(f.startswith(allowed(link)) for f in changed(
+        str(link["from"]), str(link["to"]))) and same_verifier(str(link["to"]), [k for k in links if k is not link])
+        for link in links)
 
 
 def first_seed(part: dict[str, object]) -> int:
