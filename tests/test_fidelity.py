@@ -190,10 +190,12 @@ def test_wrong_tail_call_argument_is_rejected(pair: str) -> None:
     copy swapped with its neighbour is REJECTED."""
     post, pre = _pair(pair)
     block = post.index("  bb.5.bb8:")
-    first = re.search(r"\$vgpr(\d+) = COPY killed renamable (\$vgpr\d+)\n", post[block:])
-    second = re.search(r"\$vgpr(\d+) = COPY killed renamable (\$vgpr\d+)\n", post[block + first.end():])
-    assert first and second and "SI_TCRETURN" in post[block + first.end():]
-    a, b = block + first.start(2), block + first.end() + second.start(2)
+    copy = re.compile(r"\$vgpr(\d+) = COPY killed renamable (\$vgpr\d+)\n")
+    first = copy.search(post, block)
+    assert first is not None
+    second = copy.search(post, first.end())
+    assert second is not None and "SI_TCRETURN" in post[second.end():]
+    a, b = first.start(2), second.start(2)
     wrong = post[:a] + second.group(2) + post[a + len(first.group(2)):b] + first.group(2) + post[b + len(second.group(2)):]
     verdict, findings = _verify(wrong, pre)
     assert verdict is Verdict.REJECTED

@@ -224,19 +224,19 @@ def test_llc_finishes_code_generation_from_spill_code(tmp_path: Path) -> None:
 def _fragmented() -> tuple[Module, object, object]:
     """gfx1100 sgemm_naive with `"amdgpu-num-vgpr"="12"`: the spiller's program at the budget
     fits by pressure, but first fit leaves values without a register (tuples and loops)."""
-    text = (EXAMPLES / "gfx1100" / "sgemm_naive.pre.mir").read_text()
-    assert '"target-cpu"="gfx1100"' in text
-    pre = parse_module(text.replace('"target-cpu"="gfx1100"', '"amdgpu-num-vgpr"="12" "target-cpu"="gfx1100"'),
-                       "sgemm_naive.pre.mir")
-    fn = pre.functions[0]
-    return pre, fn, function_target(fn, None, pre.file)
+    return _budgeted("gfx1100/sgemm_naive", 12)
 
 
-def test_first_fit_leaves_values_out_and_forced_spills_place_them() -> None:
+def _fragmented_at_budget() -> tuple[Module, object, object, object, object, object]:
+    """`_fragmented()` with its budget, the spiller's program at that budget and its problem."""
     pre, fn, target = _fragmented()
     budget = allocation_budget(fn, target)
     at_budget = spill_to_fit(fn, target, budget)
-    problem = build_problem(at_budget.fn, target, budget)
+    return pre, fn, target, budget, at_budget, build_problem(at_budget.fn, target, budget)
+
+
+def test_first_fit_leaves_values_out_and_forced_spills_place_them() -> None:
+    pre, fn, target, budget, at_budget, problem = _fragmented_at_budget()
     placed, left = spill_fit(problem, at_budget.home_regs)
     assert left and greedy_assignment(problem) is None
     forced = frozenset(left) & {op.vreg for b in fn.blocks for ins in b.instructions for op in ins.operands}
@@ -297,10 +297,7 @@ def test_eviction_chooses_what_to_spill() -> None:
     # colouring leaves out fewer values, the ones it evicted. Spilling those as a whole at the
     # same margin gives a program it colours, with less spill code than asking the spiller
     # for more room; VERIFIED.
-    pre, fn, target = _fragmented()
-    budget = allocation_budget(fn, target)
-    at_budget = spill_to_fit(fn, target, budget)
-    problem = build_problem(at_budget.fn, target, budget)
+    pre, fn, target, budget, at_budget, problem = _fragmented_at_budget()
     _, ff_left = spill_fit(problem, at_budget.home_regs)
     spillable = spillable_values(fn, target, budget)
     got = evicting_fit(problem, at_budget.home_regs, spillable)
@@ -315,10 +312,7 @@ def test_eviction_chooses_what_to_spill() -> None:
 def test_eviction_moves_only_what_may_be_evicted() -> None:
     # With nothing evictable the evicting colouring is first fit itself; the spiller's reload
     # registers are not among the values it may evict; every value has a spill weight.
-    _, fn, target = _fragmented()
-    budget = allocation_budget(fn, target)
-    at_budget = spill_to_fit(fn, target, budget)
-    problem = build_problem(at_budget.fn, target, budget)
+    _, fn, target, budget, at_budget, problem = _fragmented_at_budget()
     placed, left = spill_fit(problem, at_budget.home_regs)
     alone = evicting_fit(problem, at_budget.home_regs, frozenset())
     assert (alone.placed, alone.left, alone.evicted) == (placed, left, ())
