@@ -86,7 +86,7 @@ def evicting_fit(p: Problem, homes: frozenset[VReg], evictable: frozenset[VReg])
     while queue:
         v = queue.popleft()
         candidates, _ = col.candidates(v)
-        choice = next(((c, r) for c, r in candidates if col.fits(v, c, r)), None)
+        choice = col.first_fit(v, candidates)
         if choice is None:
             found = _cheapest(col, v, candidates, weight, evicted)
             if found is None:

@@ -13,6 +13,7 @@ and occupancy of an allocated function.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from verilocc.analysis.calls import expand_calls, sgpr_striped
@@ -24,7 +25,7 @@ from verilocc.analysis.usage import highest_registers
 from verilocc.errors import TargetError
 from verilocc.mir.model import Function
 from verilocc.target import PhysReg, RegFile, RegisterClass, Target, file_register, parse_physreg
-from verilocc.target.limits import Limits, register_problem
+from verilocc.target.limits import SHADER_CONVENTIONS, Limits, register_problem
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,15 +121,47 @@ def allocation_budget(fn: Function, target: Target, waves: int | None = None) ->
     """The registers an allocation of `fn` may use: what its attributes ask for
     (``amdgpu-waves-per-eu``, ``amdgpu-num-vgpr``/``-sgpr``; LLVM's budget), or, with `waves`,
     what that occupancy allows (as ``"amdgpu-waves-per-eu"="waves,waves"`` would)."""
+    limits = allocation_limits(fn, target, waves)
+    return limits.hint or limits
+
+
+def allocation_limits(fn: Function, target: Target, waves: int | None = None) -> Limits:
+    """The verifier's limits of `fn` (`attribute_limits`, with `waves` as in
+    `allocation_budget`), except that on a unified VGPR/AGPR file the split is LLVM's
+    (`llvm_uses_agprs`), not the verifier's larger choice: llc reserves the registers beyond it,
+    so an allocation must stay within it."""
     from verilocc.target.limits import attribute_limits
 
-    if waves is None:
-        limits = function_limits(fn, target)
-    else:
-        attrs = {k: v for k, v in fn.ir_attributes.items() if k not in ("amdgpu-num-vgpr", "amdgpu-num-sgpr")}
+    attrs = dict(fn.ir_attributes)
+    if waves is not None:
+        attrs = {k: v for k, v in attrs.items() if k not in ("amdgpu-num-vgpr", "amdgpu-num-sgpr")}
         attrs["amdgpu-waves-per-eu"] = f"{waves},{waves}"
-        limits = attribute_limits(target, attrs, fn.machine_function_info, fn.calling_convention)
-    return limits.hint or limits
+    uses = llvm_uses_agprs(fn, target) if target.unified_vgpr_file and target.has_agprs else None
+    return attribute_limits(target, attrs, fn.machine_function_info, fn.calling_convention, uses)
+
+
+def llvm_uses_agprs(fn: Function, target: Target) -> bool:
+    """Whether LLVM splits the unified vector file of `fn` evenly between VGPRs and AGPRs
+    (SIMachineFunctionInfo::usesAGPRs, which getReservedRegs asks). It does unless the
+    function may not need AGPRs (``"amdgpu-no-agpr"``, LLVM 19, or ``"amdgpu-agpr-alloc"="0"``,
+    LLVM 20+, with a budget of at most 256 vector registers) or it is an entry function
+    without calls and without a virtual register of an AGPR-only class. LLVM 18 and older
+    decide "may not need" from the IR instead (no call, no ``a`` asm constraint): there the
+    split is taken where LLVM may not take it, which costs registers, never correctness."""
+    from verilocc.target.limits import attribute_limits
+
+    attrs = fn.ir_attributes
+    no_agprs = "amdgpu-no-agpr" in attrs or attrs.get("amdgpu-agpr-alloc", "").split(",")[0].strip() == "0"
+    if no_agprs:
+        total = attribute_limits(target, attrs, fn.machine_function_info, fn.calling_convention, False)
+        if (total.hint or total).total_vector <= 256:
+            return False
+    entry = fn.machine_function_info.get("isEntryFunction") is True or fn.calling_convention in (
+        "amdgpu_kernel", "amdgpu_cs", *SHADER_CONVENTIONS)
+    frame = fn.header.get("frameInfo")
+    if not entry or (isinstance(frame, dict) and frame.get("hasCalls") is True):
+        return True
+    return any(cls.files == frozenset({RegFile.AGPR}) for cls in vreg_classes(fn).values())
 
 
 def build_problem(fn: Function, target: Target, budget: Limits | None = None) -> Problem:
@@ -382,18 +415,60 @@ def _fixed_top(fn: Function) -> dict[int, int]:
 # --------------------------------------------------------------------------------------------
 # A greedy first assignment (the solver's starting point, never trusted on its own)
 # --------------------------------------------------------------------------------------------
-def greedy_assignment(p: Problem) -> dict[VReg, tuple[int, int]] | None:
+#: Re-colourings `greedy_assignment` tries after its first fits (a count, not a time, so that
+#: the same input gives the same start on every machine).
+RECOLOUR_ROUNDS = 8
+
+
+def greedy_assignment(p: Problem, rounds: int = RECOLOUR_ROUNDS) -> dict[VReg, tuple[int, int]] | None:
     """(file code, register index) per value by first-fit colouring, trying a copy partner's
-    register first, in two orders: program order, and most conflicts first (LLVM's greedy
-    allocator also takes the most constrained values first); the one with more waves per SIMD,
-    then fewer registers. When both run out of registers, widest values first with 32-bit
-    values filling the holes tuples leave (the other half of an aligned pair that a conflict
-    already takes). None when that runs out too."""
-    found = [a for a, left in (_first_fit(p, "program"), _first_fit(p, "conflicts")) if not left]
+    register first, in four orders: program order, most conflicts first (LLVM's greedy
+    allocator also takes the most constrained values first), the order live ranges start,
+    and widest values first with 32-bit values filling the holes tuples leave (the other half
+    of an aligned pair that a conflict already takes); the one with more waves per SIMD, then
+    fewer registers, is kept. Then `rounds` re-colourings of the best so far (`_recolour`),
+    each kept when it is no worse. None when every order runs out of registers."""
+    found = [a for a, left in (_first_fit(p, o) for o in ("program", "conflicts", "live", "widest")) if not left]
     if not found:
-        placed, left = _first_fit(p, "widest")
-        return None if left else placed
-    return max(found, key=lambda a: _merit(p, a))
+        return None
+    best = max(found, key=lambda a: _merit(p, a))
+    merit = _merit(p, best)
+    for i in range(rounds):
+        got = _recolour(p, best, i)
+        if got is not None and (m := _merit(p, got)) >= merit:
+            best, merit = got, m
+    return best
+
+
+def _recolour(p: Problem, placed: dict[VReg, tuple[int, int]], i: int) -> dict[VReg, tuple[int, int]] | None:
+    """First fit in an order taken from the colouring `placed` (iterated greedy, Culberson and
+    Luo 1996): the values of one register stay together, and the groups go highest register
+    first, largest group first, widest value first, or shuffled (seed `i`), by round `i`. For
+    plain graph colouring this never needs more colours than `placed`; with tuples and
+    alignment it may, so the caller keeps the better. None when a value fits nowhere."""
+    import random
+
+    groups: dict[tuple[int, int], list[VReg]] = {}
+    for v in sorted(placed, key=vreg_key):
+        groups.setdefault(placed[v], []).append(v)
+    keys = sorted(groups)
+    how = i % 4
+    if how == 0:
+        keys.sort(key=lambda k: (k[0], -k[1]))
+    elif how == 1:
+        keys.sort(key=lambda k: -len(groups[k]))
+    elif how == 2:
+        keys.sort(key=lambda k: -max(p.values[v].width32 for v in groups[k]))
+    else:
+        random.Random(i).shuffle(keys)
+    col = Colouring.of(p)
+    for k in keys:
+        for v in sorted(groups[k], key=lambda v: -p.values[v].width32):
+            choice = col.first_fit(v, col.candidates(v)[0])
+            if choice is None:
+                return None
+            col.placed[v] = choice
+    return col.placed
 
 
 def spill_fit(p: Problem, homes: frozenset[VReg] = frozenset()) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
@@ -430,7 +505,8 @@ def _first_fit(p: Problem, order_by: str,
     for v in order:
         val = p.values[v]
         candidates, hinted = col.candidates(v)
-        choice = next(((c, r) for c, r in candidates if col.fits(v, c, r)), None)
+        fits = col.fitter(v)
+        choice = next(((c, r) for c, r in candidates if fits(c, r)), None)
         if choice is None:
             left.append(v)
             if order_by == "live":
@@ -438,7 +514,7 @@ def _first_fit(p: Problem, order_by: str,
             return col.placed, left
         if order_by == "widest" and val.width32 == 1 and candidates.index(choice) >= hinted:
             hole = next(((c, r) for c, r in candidates[hinted:] if (r ^ 1) in val.allowed.get(c, ())
-                         and col.fits(v, c, r) and not col.fits(v, c, r ^ 1)), None)
+                         and fits(c, r) and not fits(c, r ^ 1)), None)
             choice = hole or choice
         col.placed[v] = choice
     return col.placed, left
@@ -514,6 +590,32 @@ class Colouring:
 
     def fits(self, v: VReg, code: int, r: int) -> bool:
         return not any(self._clash(n, code, r) for n in self.adj[v])
+
+    def fitter(self, v: VReg) -> Callable[[int, int], bool]:
+        """`fits` for `v` while no value is placed or moved, in one pass over the neighbours:
+        the lanes placed neighbours take are merged per (file, my slots), so a register
+        costs a few integer operations (a neighbour with a COPY waiver is asked on its own)."""
+        taken: dict[int, dict[int, int]] = {}  # file code -> my slot mask -> lanes taken
+        waived: list[Neighbour] = []
+        for n in self.adj[v]:
+            loc = self.where(n[0])
+            if loc is None:
+                continue
+            if n[3] is not None:
+                waived.append(n)
+                continue
+            masks = taken.setdefault(loc[0], {})
+            masks[n[1]] = masks.get(n[1], 0) | (n[2] << loc[1])
+
+        def fits(code: int, r: int) -> bool:
+            return (not any((mine << (2 * r)) & lanes for mine, lanes in taken.get(code, {}).items())
+                    and not any(self._clash(n, code, r) for n in waived))
+        return fits
+
+    def first_fit(self, v: VReg, candidates: list[tuple[int, int]]) -> tuple[int, int] | None:
+        """The first of `candidates` where `v` fits."""
+        fits = self.fitter(v)
+        return next(((c, r) for c, r in candidates if fits(c, r)), None)
 
     def in_the_way(self, v: VReg, code: int, r: int) -> set[VReg] | None:
         """The placed values that keep `v` from (code, r); None when a fixed register does."""

@@ -106,6 +106,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 DEFAULT_TARGETS = ("gfx90a", "gfx942", "gfx1100")
@@ -311,6 +312,25 @@ def patch_wave32(text: str, opcodes: frozenset[str]) -> tuple[str, list[str]]:
     return "\n".join(lines), hits
 
 
+def run_learning_wave32(text: str, opcodes: set[str],
+                        run: Callable[[str], subprocess.CompletedProcess[str]]) -> subprocess.CompletedProcess[str]:
+    """`run(patched text)` until llc's MIR parser no longer asks for `$vcc` where the text has
+    `$vcc_lo` (`patch_wave32`): each such error adds its line's opcode to `opcodes` (which the
+    caller keeps) and runs again. The last run's result, successful or not."""
+    while True:
+        patched, _ = patch_wave32(text, frozenset(opcodes))
+        check_patch_only_vcc(text, patched)
+        proc = run(patched)
+        m = MISSING_IMPLICIT.search(proc.stderr) if proc.returncode != 0 else None
+        if m is None:
+            return proc
+        ln = patched.split("\n")[int(m.group(1)) - 1]
+        op = opcode_of(ln)
+        if not op or op in opcodes or not IMPLICIT_VCC_LO.search(ln):
+            return proc
+        opcodes.add(op)
+
+
 def check_patch_only_vcc(stored: str, patched: str) -> None:
     """The llc input differs from the stored text only in implicit `$vcc_lo` -> `$vcc`."""
     a, b = stored.split("\n"), patched.split("\n")
@@ -399,24 +419,17 @@ class PairMaker:
     def run_on_mir(self, job: Job, work: Path, name: str, text: str, extra: list[str],
                    opcodes: set[str], what: str) -> tuple[subprocess.CompletedProcess[str], str]:
         """Run llc on the patched `text` saved as `work/name`; learn parser-rejected opcodes."""
-        while True:
-            patched, _ = patch_wave32(text, frozenset(opcodes))
-            check_patch_only_vcc(text, patched)
+        out = work / "out.mir"
+
+        def run(patched: str) -> subprocess.CompletedProcess[str]:
             (work / name).write_bytes(patched.encode("utf-8", errors="surrogateescape"))
-            out = work / "out.mir"
             out.unlink(missing_ok=True)
-            proc = self.llc.run([*self.base_args(job.target), *extra, name, "-o", out.name],
-                                work, what)
-            if proc.returncode == 0:
-                return proc, read_text(out) if out.exists() else ""
-            m = MISSING_IMPLICIT.search(proc.stderr)
-            if m:
-                ln = patched.split("\n")[int(m.group(1)) - 1]
-                op = opcode_of(ln)
-                if op and op not in opcodes and IMPLICIT_VCC_LO.search(ln):
-                    opcodes.add(op)
-                    continue
+            return self.llc.run([*self.base_args(job.target), *extra, name, "-o", out.name], work, what)
+
+        proc = run_learning_wave32(text, opcodes, run)
+        if proc.returncode != 0:
             raise PairError(fail_message(what, proc))
+        return proc, read_text(out) if out.exists() else ""
 
     def make(self, job: Job) -> PairResult:
         t0 = time.monotonic()

@@ -23,7 +23,8 @@ from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.intervals import live_intervals, slot_numbers
 from verilocc.analysis.liveness import compute_liveness
-from verilocc.analysis.operands import VReg, function_limits, vreg_classes
+from verilocc.allocators.problem import allocation_limits
+from verilocc.analysis.operands import VReg, vreg_classes
 from verilocc.errors import InputError
 from verilocc.mir.model import Function, Module
 from verilocc.target import PhysReg, RegisterClass, Target, parse_physreg
@@ -187,7 +188,7 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
     classes = vreg_classes(fn)
     cfg = build_cfg(fn)
     liveness = compute_liveness(fn, cfg, classes)
-    limits = function_limits(fn, target)
+    limits = allocation_limits(original, target)  # LLVM's VGPR/AGPR split: llc reserves the rest
     numbers = slot_numbers(liveness)
     intervals = live_intervals(liveness)
     blocks = {b.number: b for b in fn.blocks}

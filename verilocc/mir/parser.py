@@ -208,7 +208,7 @@ def _ir_function_attributes(ir_text: str | None, func_name: str) -> tuple[dict[s
     if not attrs:
         # No attribute group on the function: fall back to the first group that names a cpu.
         attrs = next((a for a in groups.values() if '"target-cpu"' in a), "")
-    return dict(re.findall(r'"([^"]+)"="([^"]*)"', attrs)), convention
+    return dict(re.findall(r'"([^"]+)"(?:="([^"]*)")?', attrs)), convention
 
 
 def _parse_function(

@@ -61,7 +61,11 @@ def _int_attr(attrs: Mapping[str, str], key: str) -> int | None:
     return int(v) if v.isdigit() else None
 
 
-def _limits(target: Target, reserved: frozenset[int], wwm: frozenset[int], **kw: object) -> Limits:
+def _limits(target: Target, reserved: frozenset[int], wwm: frozenset[int], uses_agprs: bool | None,
+            **kw: object) -> Limits:
+    if uses_agprs is not None:
+        b = function_budget(target, uses_agprs=uses_agprs, **kw)  # type: ignore[arg-type]
+        return Limits(b.sgprs, b.vgprs, b.agprs, b.vgprs + b.agprs, reserved, wwm=wwm)
     without = function_budget(target, uses_agprs=False, **kw)  # type: ignore[arg-type]
     with_agprs = function_budget(target, uses_agprs=True, **kw)  # type: ignore[arg-type]
     vgprs = max(without.vgprs, with_agprs.vgprs)
@@ -76,9 +80,11 @@ SHADER_CONVENTIONS = frozenset({"amdgpu_vs", "amdgpu_ls", "amdgpu_hs", "amdgpu_e
 
 
 def attribute_limits(target: Target, attributes: Mapping[str, str],
-                     machine_function_info: Mapping[str, object], calling_convention: str = "") -> Limits:
+                     machine_function_info: Mapping[str, object], calling_convention: str = "",
+                     uses_agprs: bool | None = None) -> Limits:
     """The limits of a function with these IR attributes, `machineFunctionInfo` and calling
-    convention."""
+    convention. `uses_agprs` decides the VGPR/AGPR split of a unified file; None takes the
+    larger limit of each file (what a MIR file does not record cannot reject an allocation)."""
     extra = function_reserved_registers(machine_function_info, target)
     reserved = frozenset(reservations(target, default_budget(target), extra).reserved_units)
     wwm_names = wwm_reserved_registers(machine_function_info)
@@ -90,13 +96,13 @@ def attribute_limits(target: Target, attributes: Mapping[str, str],
         common["flat_workgroup_size"] = int(flat[-1])
     elif calling_convention in SHADER_CONVENTIONS:
         common["flat_workgroup_size"] = target.wavefront_size
-    hard = _limits(target, reserved, wwm, **common)
+    hard = _limits(target, reserved, wwm, uses_agprs, **common)
     waves = [w.strip() for w in attributes.get("amdgpu-waves-per-eu", "").split(",")]
     if waves[0].isdigit():
         common["waves_per_eu"] = (int(waves[0]), int(waves[1]) if len(waves) > 1 and waves[1].isdigit() else None)
     common["num_sgpr"] = _int_attr(attributes, "amdgpu-num-sgpr")
     common["num_vgpr"] = _int_attr(attributes, "amdgpu-num-vgpr")
-    hint = _limits(target, reserved, wwm, **common)
+    hint = _limits(target, reserved, wwm, uses_agprs, **common)
     return Limits(hard.sgprs, hard.vgprs, hard.agprs, hard.total_vector, reserved, hint=hint, wwm=wwm)
 
 
