@@ -192,10 +192,15 @@ SMALL = sorted(p for p in (FIXTURES / "targets" / "llvm19").glob("gfx*/vadd.pre.
 
 @pytest.mark.parametrize("pre_path", SMALL + [FIXTURES / "fuzz" / "odd-tuple-copy.pre.mir"], ids=lambda p: p.parent.name + "/" + p.name)
 def test_solver_allocations_are_verified(pre_path: Path) -> None:
-    """The allocator reads the relation layer 1 checks: what it proposes, layer 1 accepts."""
+    """The allocator reads the relation layer 1 checks: what it proposes, layer 1 accepts.
+    The fuzz program is allocated at 8 waves: its own budget (`amdgpu-num-vgpr`=16, which LLVM
+    splits 16 VGPRs / 16 AGPRs since it declares an AGPR value) needs the 512-bit tuple in AGPRs
+    with only its read lanes copied back, a live-range split the spiller does not write
+    (docs/allocate.md, below the goals)."""
     pre = read_module(pre_path)
     fn = pre.functions[0]
-    got = solve_function(fn, function_target(fn, None, pre.file), timeout=20.0)
+    waves = 8 if pre_path.parent.name == "fuzz" else None
+    got = solve_function(fn, function_target(fn, None, pre.file), timeout=20.0, waves=waves)
     assert got.status in ("optimal", "feasible"), got.reason
     assert got.function is not None
     post = Module(pre.file, pre.ir_text, [got.function], pre.ir_blank_lines)

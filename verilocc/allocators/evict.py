@@ -72,11 +72,11 @@ def spill_weights(p: Problem) -> dict[VReg, float]:
     return {v: accesses.get(v, 0.0) / (length.get(v, 0) + RANGE_BIAS) for v in p.values}
 
 
-def evicting_fit(p: Problem, homes: frozenset[VReg], evictable: frozenset[VReg]) -> Eviction:
+def evicting_fit(p: Problem, homes: frozenset[VReg], evictable: frozenset[VReg], homes_first: bool = False) -> Eviction:
     """Colour `p` in the order live ranges start (as `spill_fit`, the values of `homes` in
     AGPRs first), evicting where first fit finds no register (module docstring). Only values
     of `evictable` are ever evicted."""
-    col = Colouring.of(p, homes)
+    col = Colouring.of(p, homes, homes_first)
     order = colouring_order(p, live=True)
     position = {v: i for i, v in enumerate(order)}
     weight = {v: (w if v in evictable else math.inf) for v, w in spill_weights(p).items()}

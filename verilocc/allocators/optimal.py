@@ -327,9 +327,9 @@ def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
         over = _over_budget(problem)
         left: list[VReg] = []
         if over is None:
-            placed, left = spill_fit(problem, spilled.home_regs)
+            placed, left = spill_fit(problem, spilled.home_regs, spilled.homes_first)
             if left and plan.evict:
-                eviction = evicting_fit(problem, spilled.home_regs, programs.evictable)
+                eviction = evicting_fit(problem, spilled.home_regs, programs.evictable, spilled.homes_first)
                 placed, left = eviction.placed, eviction.left
             if not left:
                 return _Ladder(spilled, problem, placed, "", tries)

@@ -440,6 +440,18 @@ def greedy_assignment(p: Problem, rounds: int = RECOLOUR_ROUNDS) -> dict[VReg, t
     return best
 
 
+def start_waves(fn: Function, target: Target, waves: int | None = None) -> int:
+    """Waves per SIMD of `greedy_assignment` on `fn` within `allocation_budget(fn, target,
+    waves)` (0 when it runs out of registers or the problem is unsupported): the occupancy the
+    SMT allocator starts from, and so the least its occupancy-first search returns."""
+    try:
+        p = build_problem(fn, target, allocation_budget(fn, target, waves))
+    except Unsupported:
+        return 0
+    start = greedy_assignment(p)
+    return _merit(p, start)[0] if start is not None else 0
+
+
 def _recolour(p: Problem, placed: dict[VReg, tuple[int, int]], i: int) -> dict[VReg, tuple[int, int]] | None:
     """First fit in an order taken from the colouring `placed` (iterated greedy, Culberson and
     Luo 1996): the values of one register stay together, and the groups go highest register
@@ -471,13 +483,15 @@ def _recolour(p: Problem, placed: dict[VReg, tuple[int, int]], i: int) -> dict[V
     return col.placed
 
 
-def spill_fit(p: Problem, homes: frozenset[VReg] = frozenset()) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
+def spill_fit(p: Problem, homes: frozenset[VReg] = frozenset(),
+              homes_first: bool = False) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
     """First fit for a program with spill code, as a linear scan: values in the order their
     live ranges start (a block's live-ins at its top, then operands in program order), the
     values in `homes` (the spiller's AGPR homes) in AGPRs first. A value that fits nowhere is
     left out and the colouring goes on: (registers of the others, the values left out, in
-    order). The values left out are the ones to spill as a whole (`spill_to_fit`'s `force`)."""
-    return _first_fit(p, "live", homes)
+    order). The values left out are the ones to spill as a whole (`spill_to_fit`'s `force`).
+    `homes_first`: the values of `homes` take no copy partner's register before the AGPRs."""
+    return _first_fit(p, "live", homes, homes_first)
 
 
 def _merit(p: Problem, placed: dict[VReg, tuple[int, int]]) -> tuple[int, int, int]:
@@ -489,11 +503,11 @@ def _merit(p: Problem, placed: dict[VReg, tuple[int, int]]) -> tuple[int, int, i
     return u["waves"], -(u["vgpr"] + u["agpr"]), -u["sgpr"]
 
 
-def _first_fit(p: Problem, order_by: str,
-               homes: frozenset[VReg] = frozenset()) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
+def _first_fit(p: Problem, order_by: str, homes: frozenset[VReg] = frozenset(),
+               homes_first: bool = False) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
     """(registers placed, values that fit nowhere); only "live" order goes on past the first
     value that fits nowhere."""
-    col = Colouring.of(p, homes)
+    col = Colouring.of(p, homes, homes_first)
     order = colouring_order(p, order_by == "live")
     position = {v: i for i, v in enumerate(order)}
     if order_by == "widest":
@@ -554,9 +568,10 @@ class Colouring:
     adj: dict[VReg, list[Neighbour]]
     partners: dict[VReg, list[tuple[Side, int, int]]]  # copy partner, my slot offset, its offset
     placed: dict[VReg, tuple[int, int]] = field(default_factory=dict)
+    homes_first: bool = False  # homes try the AGPRs before a copy partner's register
 
     @staticmethod
-    def of(p: Problem, homes: frozenset[VReg] = frozenset()) -> Colouring:
+    def of(p: Problem, homes: frozenset[VReg] = frozenset(), homes_first: bool = False) -> Colouring:
         adj: dict[VReg, list[Neighbour]] = {v: [] for v in p.values}
         for a, am, b, bm, waiver in p.conflicts:
             if a.vreg is not None:
@@ -569,7 +584,7 @@ class Colouring:
                 partners[dst.vreg].append((src, doff, soff))
             if src.vreg is not None:
                 partners[src.vreg].append((dst, soff, doff))
-        return Colouring(p, homes, adj, partners)
+        return Colouring(p, homes, adj, partners, homes_first=homes_first)
 
     def where(self, side: Side) -> tuple[int, int] | None:
         """(file code, first 16-bit slot) of a side, None for a value not placed."""
@@ -633,7 +648,7 @@ class Colouring:
         for a value of `homes`, VCC last."""
         val = self.problem.values[v]
         out: list[tuple[int, int]] = []
-        for other, mine_off, their_off in self.partners[v]:
+        for other, mine_off, their_off in [] if self.homes_first and v in self.homes else self.partners[v]:
             loc = self.where(other)
             if loc is not None and (loc[1] + their_off - mine_off) % 2 == 0:
                 c, r = loc[0], (loc[1] + their_off - mine_off) // 2

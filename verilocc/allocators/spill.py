@@ -175,6 +175,9 @@ class Spilled:
     home_regs: frozenset[VReg] = frozenset()  # the av_* registers of "agpr" homes
     inserted: int = 0  # stores, reloads, split copies and lane moves written
     rounds: int = 0
+    #: Written by the retry without sharing (`spill_to_fit`): its AGPR homes were counted
+    #: against the AGPRs, so a colouring puts them there before any copy partner's register.
+    homes_first: bool = False
 
     def describe(self) -> str:
         if not self.homes:
@@ -199,14 +202,27 @@ def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, 
     `force`: values of `fn` spilled first, wherever they live (their region is every block
     they are live in, a reload before each access more than `NEAR` instructions after the
     last): the values a colouring could not place (`verilocc.allocators.problem.spill_fit`),
-    as LLVM's greedy allocator spills a live range it can neither assign nor split."""
+    as LLVM's greedy allocator spills a live range it can neither assign nor split.
+
+    Accesses within `NEAR` instructions share a register even across a point over the budget,
+    and AGPR homes are chosen point by point; when that leaves a point no spill can fix (the
+    registers live there are all the spiller's own), the function is spilled again with no
+    such sharing and with no more AGPR homes than the budget has AGPRs."""
+    try:
+        return _spill_to_fit(fn, target, limits, margin, max_rounds, force, NEAR)
+    except CannotSpill:
+        return _spill_to_fit(fn, target, limits, margin, max_rounds, force, 0)
+
+
+def _spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int, max_rounds: int,
+                  force: frozenset[VReg], near: int) -> Spilled:
     caps = budget_caps(target, limits).less(margin)
     work = copy.deepcopy(fn)
     for v, cls in vreg_classes(work).items():
         if v not in work.registers:
             work.registers[v] = VRegDecl(v, cls.name, None)
-    state = _Rewriter(work, target, limits)
-    out = Spilled(state.fn)
+    state = _Rewriter(work, target, limits, near)
+    out = Spilled(state.fn, homes_first=near == 0)
     if force:
         forced = _forced(state, force)
         if forced:
@@ -326,6 +342,7 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     regions = {v: _region(hb, live_in.get(v, set()), cfg) for v, hb in hot_blocks.items()}
     costs = state.costs(classes, regions, live_in, cfg)
     chosen: dict[VReg, str] = {}
+    agpr_room = caps.vector - caps.vgpr - sum(classes[h].width32 for h in state.home_reg.values() if h in classes)
     over.sort(key=lambda o: -o[0])
     for excess, _, kind, live in over:
         need = excess - sum((m.bit_count() + 1) // 2 for v, m in live.items() if v in chosen)
@@ -336,7 +353,16 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
         for v in cands:
             if need <= 0:
                 break
-            chosen[v] = costs[v][1] or ("lane" if kind == "sgpr" else "agpr" if kind == "vgpr" and state.agpr_split(classes[v]) else "stack")
+            home = costs[v][1] or ("lane" if kind == "sgpr" else "agpr" if kind == "vgpr" and state.agpr_split(classes[v]) else "stack")
+            if home == "agpr" and state.near == 0:
+                # Without sharing (the retry), AGPR homes are counted as if all were live at
+                # once: beyond the AGPRs the budget leaves, values go to the stack.
+                width = classes[v].width32
+                if agpr_room < width:
+                    home = "stack"
+                else:
+                    agpr_room -= width
+            chosen[v] = home
             need -= (live[v].bit_count() + 1) // 2
     if not chosen:
         excess, _, kind, _ = over[0]
@@ -418,8 +444,9 @@ def _key(v: VReg) -> tuple[int, int, str]:
 class _Rewriter:
     """Rewrites one function round by round; keeps slots, lanes and new registers."""
 
-    def __init__(self, fn: Function, target: Target, limits: Limits) -> None:
+    def __init__(self, fn: Function, target: Target, limits: Limits, near: int = NEAR) -> None:
         self.fn = fn
+        self.near = near  # accesses this close share a register (`NEAR`)
         self.target = target
         self.limits = limits
         self.homes: dict[VReg, str] = {}
@@ -541,8 +568,8 @@ class _Rewriter:
     def crosses(self, block: int, i: int, j: int, v: VReg | None = None) -> bool:
         """Whether the register of a spilled value must not live from instruction i to j: a
         point over the budget lies in between (anywhere for a value of `whole`), and they are
-        more than `NEAR` apart."""
-        if j - i <= NEAR:
+        more than `self.near` apart."""
+        if j - i <= self.near:
             return False
         if v in self.whole:
             return True

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from verilocc.allocators.problem import allocation_budget
+from verilocc.allocators.problem import allocation_budget, start_waves
 from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit
 from verilocc.rewrite.assignment import Assignment, materialise
 from verilocc.rewrite.finish import finish_for_llc
@@ -148,6 +148,10 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     problem = build_problem(work_fn, target)
     problem.over_budget = over_budget
     tables = ChoiceTables(problem) if lm is not None else None
+    if floor and repair and spilled is None and lm is not None:
+        # The floor is the better of the model's own first fit (program order, set by the
+        # choice tables) and the SMT allocator's start, which the repair step reaches.
+        problem.floor_waves = max(problem.floor_waves, start_waves(fn, target, waves))
     verify = verify or verify_regs  # `verilocc eval` passes one that caches verdicts
     opts = Options(timeout_s=timeout, seed=seed)
     attempts: list[Attempt] = []

@@ -64,8 +64,11 @@ def _int_attr(attrs: Mapping[str, str], key: str) -> int | None:
 def _limits(target: Target, reserved: frozenset[int], wwm: frozenset[int], uses_agprs: bool | None,
             **kw: object) -> Limits:
     if uses_agprs is not None:
+        # LLVM bounds each file on its own (getReservedRegs); in a unified file the AGPRs
+        # start after the VGPRs rounded up to 4, so that is what the two together may take.
         b = function_budget(target, uses_agprs=uses_agprs, **kw)  # type: ignore[arg-type]
-        return Limits(b.sgprs, b.vgprs, b.agprs, b.vgprs + b.agprs, reserved, wwm=wwm)
+        vgprs = -(-b.vgprs // 4) * 4 if target.unified_vgpr_file and b.agprs else b.vgprs
+        return Limits(b.sgprs, b.vgprs, b.agprs, vgprs + b.agprs, reserved, wwm=wwm)
     without = function_budget(target, uses_agprs=False, **kw)  # type: ignore[arg-type]
     with_agprs = function_budget(target, uses_agprs=True, **kw)  # type: ignore[arg-type]
     vgprs = max(without.vgprs, with_agprs.vgprs)
