@@ -478,13 +478,14 @@ def test_model_loop_floor_is_the_solvers_start(tmp_path: Path, capsys: pytest.Ca
     ("partial-regcopy-and-spill-missed-at-regalloc", "partial_copy", "gfx942", True),
     ("spill-agpr", "max_6regs_used_8a", "gfx90a", False),
     ("vgpr-agpr-limit-gfx90a", "use256vgprs", "gfx942", False),
+    ("vgpr-agpr-limit-gfx90a", "k256_w8", "gfx90a", False),  # across calls that keep no AGPR: the stack
 ])
 def test_spill_retry_without_sharing(test: str, function: str, mcpu: str, finish: bool, tmp_path: Path) -> None:
     """LLVM's own spill tests, with budgets of 5 to 64 VGPRs: the first spill program keeps
     reload registers live across points over the budget (accesses within `NEAR` share one) or
-    gives every value an AGPR home; the retry without sharing, with AGPR homes counted
-    against the AGPRs, fits, and the allocation is VERIFIED (and llc-19 finishes code
-    generation from the one-function file)."""
+    gives values AGPR homes that do not fit (more than the AGPRs, or across a call that keeps
+    none); the retry without sharing, with AGPR homes counted against the AGPRs, fits, and the
+    allocation is VERIFIED (and llc-19 finishes code generation from the one-function file)."""
     if shutil.which("llc-19") is None:
         pytest.skip("llc-19 is not installed")
     pre_path = tmp_path / f"{test}.pre.mir"

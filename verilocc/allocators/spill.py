@@ -271,6 +271,7 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     liveness = compute_liveness(fn, cfg, classes)
     phys_kind = _phys_kinds()
     over: list[tuple[int, int, str, dict[VReg, int]]] = []  # (excess, block, kind, live lanes per value)
+    no_agpr_across: set[int] = set()  # indexes in `over` of calls that keep no AGPR within the budget
     cap = {"vgpr": caps.vgpr, "vector": caps.vector, "sgpr": caps.sgpr}
     evict: dict[int, list[int]] = {}
     striped = sgpr_striped(fn)
@@ -290,6 +291,7 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
                 # Values live after a call live across it: they fit the registers it keeps, by
                 # count, and each in a register of its shape (striped masks keep short runs).
                 kept = call_caps(mask, caps, limits)
+                first = len(over)
                 for k in ("vgpr", "vector", "sgpr"):
                     of_kind = {v: m for v, m in live.vregs.items() if k in kinds.get(v, ())}
                     excess = (sum(m.bit_count() for m in of_kind.values()) + 1) // 2 - getattr(kept, k)
@@ -304,6 +306,8 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
                             homeless[v] = m
                     if homeless:
                         mark(sum((m.bit_count() + 1) // 2 for m in homeless.values()), b, idx, k, homeless)
+                if kept.vector <= kept.vgpr:
+                    no_agpr_across.update(range(first, len(over)))
             lanes = {"vgpr": 0, "vector": 0, "sgpr": 0}
             for v, m in live.vregs.items():
                 n = m.bit_count()
@@ -343,8 +347,9 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     costs = state.costs(classes, regions, live_in, cfg)
     chosen: dict[VReg, str] = {}
     agpr_room = caps.vector - caps.vgpr - sum(classes[h].width32 for h in state.home_reg.values() if h in classes)
-    over.sort(key=lambda o: -o[0])
-    for excess, _, kind, live in over:
+    order = sorted(range(len(over)), key=lambda i: -over[i][0])
+    for i in order:
+        excess, _, kind, live = over[i]
         need = excess - sum((m.bit_count() + 1) // 2 for v, m in live.items() if v in chosen)
         if need <= 0:
             continue
@@ -356,16 +361,17 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
             home = costs[v][1] or ("lane" if kind == "sgpr" else "agpr" if kind == "vgpr" and state.agpr_split(classes[v]) else "stack")
             if home == "agpr" and state.near == 0:
                 # Without sharing (the retry), AGPR homes are counted as if all were live at
-                # once: beyond the AGPRs the budget leaves, values go to the stack.
+                # once: beyond the AGPRs the budget leaves, values go to the stack; so does a
+                # value live across a call that keeps no AGPR within the budget.
                 width = classes[v].width32
-                if agpr_room < width:
+                if agpr_room < width or i in no_agpr_across:
                     home = "stack"
                 else:
                     agpr_room -= width
             chosen[v] = home
             need -= (live[v].bit_count() + 1) // 2
     if not chosen:
-        excess, _, kind, _ = over[0]
+        excess, _, kind, _ = over[order[0]]
         raise CannotSpill(f"{excess} {kind.upper()} register(s) over the budget where no live value can be spilled")
     state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg)
     return chosen
