@@ -144,7 +144,7 @@ def llvm_uses_agprs(fn: Function, target: Target) -> bool:
     """Whether LLVM splits the unified vector file of `fn` evenly between VGPRs and AGPRs
     (SIMachineFunctionInfo::usesAGPRs, which getReservedRegs asks). It does unless the
     function may not need AGPRs (``"amdgpu-no-agpr"``, LLVM 19, or ``"amdgpu-agpr-alloc"="0"``,
-    LLVM 20+, with a budget of at most 256 vector registers) or it is an entry function
+    later LLVMs, with a budget of at most 256 vector registers) or it is an entry function
     without calls and without a virtual register of an AGPR-only class. LLVM 18 and older
     decide "may not need" from the IR instead (no call, no ``a`` asm constraint): there the
     split is taken where LLVM may not take it, which costs registers, never correctness."""
