@@ -433,7 +433,7 @@ def test_budget_is_llvms_vgpr_agpr_split(tmp_path: Path) -> None:
     ll.write_text("define void @f() #0 {\n" + "\n".join(body) + "\n  ret void\n}\n"
                   'attributes #0 = { nounwind "amdgpu-waves-per-eu"="8,8" "amdgpu-flat-work-group-size"="1,256" }\n')
     pre_path = tmp_path / "split.pre.mir"
-    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-O3", "-stop-before=greedy,1",
+    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-O3", "-stop-before=greedy",
                     str(ll), "-o", str(pre_path)], check=True, capture_output=True)
     fn = read_module(pre_path).functions[0]
     target = function_target(fn, None, str(pre_path))
@@ -489,7 +489,7 @@ def test_spill_retry_without_sharing(test: str, function: str, mcpu: str, finish
     if shutil.which("llc-19") is None:
         pytest.skip("llc-19 is not installed")
     pre_path = tmp_path / f"{test}.pre.mir"
-    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "-O3", "-stop-before=greedy,1",
+    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "-O3", "-stop-before=greedy",
                     str(FIXTURES / "llvm-tests" / "ll" / f"{test}.ll"), "-o", str(pre_path)], check=True, capture_output=True)
     pre = read_module(pre_path)
     fn = next(f for f in pre.functions if f.name == function)
@@ -502,3 +502,26 @@ def test_spill_retry_without_sharing(test: str, function: str, mcpu: str, finish
         out = tmp_path / "alloc.mir"
         out.write_text(print_module(Module(pre.file, pre.ir_text, [got.function], pre.ir_blank_lines)))
         _llc(out, mcpu, tmp_path)
+
+
+@pytest.mark.llc
+def test_sgpr_lane_spill_before_a_call_and_a_tail_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """LLVM's `ipra` test on gfx942: `func_call_tail_call` keeps a call target (a `ccr_sgpr_64`,
+    which no callee-saved SGPR pair can hold) live across a call to tail-call it after. It goes
+    to VGPR lanes around the call; the lane VGPR's definition at the top of the entry block
+    must not move the points over the budget that decide where the reloads go (it did, and
+    the reload before the call was kept across it). The whole module is VERIFIED and llc-19 finishes code generation from it."""
+    if shutil.which("llc-19") is None:
+        pytest.skip("llc-19 is not installed")
+    pre = tmp_path / "ipra.pre.mir"
+    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-O3", "-stop-before=greedy",
+                    str(FIXTURES / "llvm-tests" / "ll" / "ipra.ll"), "-o", str(pre)], check=True, capture_output=True)
+    out = tmp_path / "ipra.alloc.mir"
+    assert main(["allocate", str(pre), "--solver", "--timeout", "10", "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    line = next(ln for ln in (captured.out + captured.err).splitlines() if " func_call_tail_call:" in ln)
+    assert "to VGPR lanes" in line, line
+    text = out.read_text()
+    body = text[text.index("name:            func_call_tail_call"):]
+    assert "SI_SPILL_S32_TO_VGPR" in body and "SI_RESTORE_S32_FROM_VGPR" in body
+    _llc(out, "gfx942", tmp_path, end="s_setpc_b64")

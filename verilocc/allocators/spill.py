@@ -603,6 +603,7 @@ class _Rewriter:
     def rewrite(self, chosen: dict[VReg, str]) -> None:
         fn = self.fn
         classes = vreg_classes(fn)
+        lane_defs: list[int] = []  # new lane VGPRs, defined at the top of the entry block at the end
         for v, home in sorted(chosen.items(), key=lambda kv: _key(kv[0])):
             self.homes[v] = home
             cls = classes[v]
@@ -619,9 +620,7 @@ class _Rewriter:
                 if not self.lane_vgprs or self.lanes_used + cls.width32 > wave:
                     self.lane_vgprs.append(self.new_vreg("vgpr_32"))
                     self.lanes_used = 0
-                    entry = fn.blocks[0]
-                    entry.instructions.insert(0, self._parse(f"%{self.lane_vgprs[-1]}:vgpr_32 = IMPLICIT_DEF",
-                                                             entry.instructions[0].line if entry.instructions else fn.line))
+                    lane_defs.append(self.lane_vgprs[-1])
                 self.lane_of[v] = (self.lane_vgprs[-1], self.lanes_used)
                 self.lanes_used += cls.width32
         remat_defs: dict[VReg, Instruction] = {}
@@ -647,6 +646,11 @@ class _Rewriter:
                     k += 1
                 code[k:k] = head
             b.instructions = code
+        # After the blocks: the points over the budget (`self.evict`) index the instructions
+        # as they were, so nothing may be inserted before rewriting.
+        entry = fn.blocks[0]
+        line = entry.instructions[0].line if entry.instructions else fn.line
+        entry.instructions[0:0] = [self._parse(f"%{lv}:vgpr_32 = IMPLICIT_DEF", line) for lv in lane_defs]
 
     def _rewrite_block(self, block: int, code: list[Instruction], chosen: dict[VReg, str], classes: dict[VReg, RegisterClass],
                        remat_defs: dict[VReg, Instruction]) -> list[Instruction]:
