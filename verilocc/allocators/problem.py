@@ -519,14 +519,14 @@ def _first_fit(p: Problem, order_by: str, homes: frozenset[VReg] = frozenset(),
     for v in order:
         val = p.values[v]
         candidates, hinted = col.candidates(v)
-        fits = col.fitter(v)
-        choice = next(((c, r) for c, r in candidates if fits(c, r)), None)
+        choice = col.first_fit(v, candidates)
         if choice is None:
             left.append(v)
             if order_by == "live":
                 continue
             return col.placed, left
         if order_by == "widest" and val.width32 == 1 and candidates.index(choice) >= hinted:
+            fits = col.fitter(v)
             hole = next(((c, r) for c, r in candidates[hinted:] if (r ^ 1) in val.allowed.get(c, ())
                          and fits(c, r) and not fits(c, r ^ 1)), None)
             choice = hole or choice
