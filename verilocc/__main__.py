@@ -1,6 +1,4 @@
 """`python -m verilocc` is the `verilocc` command."""
-import sys
+from verilocc.cli import entry
 
-from verilocc.cli import main
-
-sys.exit(main())
+entry()
