@@ -161,14 +161,16 @@ def run_file(item: tuple[str, str, str], strategy: str, timeout: float, llc: boo
 def _llc(text: str, target: str) -> str:
     """llc-19 finishing code generation from the MIR `text`: "ok" or its first error line.
     Wave32 `$vcc_lo` operands llc's parser wants as `$vcc` are patched as the pair maker does."""
+    from verilocc.hunt.pairs import input_triple
     from verilocc.llm.llc_pairs import WAVE32_VCC_OPCODES, run_learning_wave32
 
+    triple = input_triple(text)  # the module's own: its OS decides the trap handler's SGPRs
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "alloc.mir"
 
         def run(patched: str) -> subprocess.CompletedProcess[str]:
             path.write_text(patched)
-            return subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={target}", "-O3",
+            return subprocess.run(["llc-19", f"-mtriple={triple}", f"-mcpu={target}", "-O3",
                                    "-verify-machineinstrs", "-start-after=virtregrewriter,1", str(path),
                                    "-o", str(Path(d) / "out.s")], capture_output=True, text=True, timeout=900,
                                   check=False)

@@ -899,3 +899,44 @@ def _llvm_class_candidates(version: int) -> Iterator[str]:
 def test_llc_every_class_name(version: int) -> None:
     llc_or_skip(version)
     _check_oracle(version, sorted(_llvm_class_candidates(version)))
+
+
+_EXEC_COPY_KERNEL = """define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {
+  %id = call i32 @llvm.amdgcn.workitem.id.x()
+  %c = icmp eq i32 %id, 0
+  br i1 %c, label %a, label %b
+a:
+  store i32 1, ptr addrspace(1) %p
+  br label %b
+b:
+  ret void
+}
+declare i32 @llvm.amdgcn.workitem.id.x()
+attributes #0 = { nounwind "amdgpu-waves-per-eu"="WAVES" "amdgpu-flat-work-group-size"="1,64" }
+"""
+
+
+@pytest.mark.parametrize(("cpu", "triple", "waves"), [
+    ("gfx90a", "amdgcn-amd-amdhsa", 7), ("gfx90a", "amdgcn-amd-amdhsa", 8), ("gfx90a", "amdgcn-amd-amdpal", 7),
+    ("gfx90a", "amdgcn-amd-amdpal", 8), ("gfx90a", "amdgcn", 8), ("gfx906", "amdgcn-amd-amdhsa", 9),
+    ("gfx906", "amdgcn-amd-amdpal", 10), ("gfx942", "amdgcn-amd-amdhsa", 8), ("gfx1100", "amdgcn-amd-amdhsa", 16),
+])
+def test_sgpr_budget_follows_the_trap_handler_of_the_triple(cpu: str, triple: str, waves: int) -> None:
+    """An AMDHSA subtarget has a trap handler, whose 16 SGPRs come off each wave's share
+    before the allocation granule: at 8 waves on gfx90a that is 76 SGPRs on amdhsa against 92
+    elsewhere. llc puts sgprForEXECCopy at the top of the budget, the oracle here."""
+    from verilocc.analysis.operands import function_limits
+    from verilocc.mir.parser import parse_module
+
+    exe = llc_or_skip(19)
+    run = subprocess.run([exe, f"-mtriple={triple}", f"-mcpu={cpu}", "-O3", "-stop-after=finalize-isel", "-o", "-"],
+                         input=_EXEC_COPY_KERNEL.replace("WAVES", str(waves)), capture_output=True, text=True,
+                         timeout=120, check=True)
+    fn = parse_module(run.stdout, "k.mir").functions[0]
+    target = get_target(cpu)
+    exec_copy = str(fn.machine_function_info.get("sgprForEXECCopy", "")).strip("'$")
+    assert exec_copy, run.stdout[-500:]
+    limits = function_limits(fn, target)
+    budget = (limits.hint or limits).sgprs
+    top = budget // 2 * 2 - 2 if target.wavefront_size == 64 else budget - 1
+    assert parse_physreg(exec_copy).index == top, (exec_copy, budget)

@@ -24,6 +24,7 @@ from verilocc.target import (
     subreg_mask,
 )
 from verilocc.target.classes import LEGACY_RETURN_CLASS, legacy_return_address_class
+from verilocc.target.gfx import has_trap_handler
 from verilocc.target.limits import Limits, attribute_limits
 
 VReg = int | str
@@ -124,7 +125,8 @@ def check_header_registers(fn: Function, target: Target) -> None:
 
 def function_limits(fn: Function, target: Target) -> Limits:
     """The register limits of `fn` on `target`, from its attributes (`attribute_limits`)."""
-    return attribute_limits(target, fn.ir_attributes, fn.machine_function_info, fn.calling_convention)
+    return attribute_limits(target, fn.ir_attributes, fn.machine_function_info, fn.calling_convention,
+                            trap_handler=has_trap_handler(fn.triple, fn.target_features or ""))
 
 
 def _is_physreg(name: str) -> bool:

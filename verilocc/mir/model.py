@@ -178,6 +178,7 @@ class Function:
     blocks: list[Block]
     ir_attributes: dict[str, str] = field(default_factory=dict)  # "target-cpu" -> "gfx90a", ...
     calling_convention: str = ""  # of the IR function: "amdgpu_kernel", "amdgpu_ps", ... ("" default)
+    triple: str = ""  # the IR module's `target triple` ("amdgcn-amd-amdhsa"; "" when absent)
     body_line: int = 0  # line of `body:`
     trailer_text: str = ""  # YAML keys after `body:` (rare), printed back unchanged
     body_blank_lines: int = 1  # blank lines closing the body (LLVM 19 writes one, LLVM 22 none)

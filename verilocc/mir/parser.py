@@ -185,6 +185,15 @@ _IR_ATTR_GROUP = re.compile(r"^\s*attributes #(\d+) = \{(.*)\}\s*$")
 _IR_CALLING_CONVENTION = re.compile(r"^\s*define\b[^@]*?\b(amdgpu_\w+|spir_kernel|spir_func|fastcc|coldcc|ccc)\b")
 
 
+_IR_TRIPLE = re.compile(r'^\s*target triple = "([^"]*)"', re.M)
+
+
+def _ir_triple(ir_text: str | None) -> str:
+    """The IR module's `target triple` ("" when there is none)."""
+    m = _IR_TRIPLE.search(ir_text or "")
+    return m.group(1) if m else ""
+
+
 def _ir_function_attributes(ir_text: str | None, func_name: str) -> tuple[dict[str, str], str]:
     """The string attributes (`"target-cpu"="gfx90a"`, ...) of a function in the IR module,
     and its calling convention (`amdgpu_kernel`, `amdgpu_ps`...; "" for the default one)."""
@@ -285,6 +294,7 @@ def _parse_function(
         blocks=blocks,
         ir_attributes=attrs,
         calling_convention=convention,
+        triple=_ir_triple(ir_text),
         body_line=(body_at + 1) if body_at is not None else 0,
         body_blank_lines=_trailing_blank_lines(lines[body_at + 1:body_lines_end]) if body_at is not None else 0,
         trailer_text=trailer_text,

@@ -111,6 +111,8 @@ FIXED_SGPRS_FOR_INIT_BUG: Final = 96
 _GFX10_NON_ADDRESSABLE_SGPRS: Final = 108
 #: ... and on gfx8/9 (getMaxNumSGPRs: ``AddressableNumSGPRs = 112``).
 _GFX9_NON_ADDRESSABLE_SGPRS: Final = 112
+#: SGPRs a trap handler takes from each wave's share (IsaInfo TRAP_NUM_SGPRS).
+TRAP_SGPRS: Final = 16
 #: Largest flat work-group size (getMaxFlatWorkGroupSize), the default for kernels.
 MAX_FLAT_WORKGROUP_SIZE: Final = 1024
 
@@ -274,22 +276,27 @@ class Target:
         most_next = _align_down(self.total_vgprs // (waves_per_eu + 1), granule)
         return min(1 + min(most - granule, most_next), self.addressable_vector_regs)
 
-    def max_sgprs_for_waves(self, waves_per_eu: int, addressable: bool) -> int:
-        """IsaInfo::getMaxNumSGPRs (no trap handler)."""
+    def max_sgprs_for_waves(self, waves_per_eu: int, addressable: bool, trap_handler: bool = False) -> int:
+        """IsaInfo::getMaxNumSGPRs; `trap_handler`: the subtarget has FeatureTrapHandler (every
+        AMDHSA function), whose SGPRs come off each wave's share first."""
         _check_waves(waves_per_eu)
         if self.major >= 10:
             return self.addressable_sgprs if addressable else _GFX10_NON_ADDRESSABLE_SGPRS
         limit = self.addressable_sgprs if addressable or self.major < 8 else _GFX9_NON_ADDRESSABLE_SGPRS
-        most = _align_down(self.total_sgprs // waves_per_eu, self.sgpr_alloc_granule)
-        return min(most, limit)
+        share = self.total_sgprs // waves_per_eu
+        if trap_handler:
+            share -= min(share, TRAP_SGPRS)
+        return min(_align_down(share, self.sgpr_alloc_granule), limit)
 
-    def min_sgprs_for_waves(self, waves_per_eu: int) -> int:
-        """IsaInfo::getMinNumSGPRs (no trap handler)."""
+    def min_sgprs_for_waves(self, waves_per_eu: int, trap_handler: bool = False) -> int:
+        """IsaInfo::getMinNumSGPRs (`trap_handler` as in `max_sgprs_for_waves`)."""
         _check_waves(waves_per_eu)
         if self.major >= 10 or waves_per_eu >= self.max_waves_per_simd:
             return 0
-        fewest = _align_down(self.total_sgprs // (waves_per_eu + 1), self.sgpr_alloc_granule) + 1
-        return min(fewest, self.addressable_sgprs)
+        share = self.total_sgprs // (waves_per_eu + 1)
+        if trap_handler:
+            share -= min(share, TRAP_SGPRS)
+        return min(_align_down(share, self.sgpr_alloc_granule) + 1, self.addressable_sgprs)
 
     def reserved_num_sgprs(self, has_flat_scratch: bool = False) -> int:
         """GCNSubtarget::getBaseReservedNumSGPRs: SGPRs kept for VCC, FLAT_SCRATCH, XNACK_MASK."""
@@ -442,6 +449,17 @@ def target_for_function(cpu: str, features: str = "") -> Target:
     return get_target(cpu, wave)
 
 
+def has_trap_handler(triple: str, features: str = "") -> bool:
+    """Whether a function of this IR module triple and ``"target-features"`` is compiled with
+    FeatureTrapHandler: the AMDHSA OS turns it on (GCNSubtarget adds ``+trap-handler`` to
+    every amdhsa subtarget); an explicit ``+``/``-trap-handler`` feature, the last one, wins."""
+    on = triple.split("-")[2:3] == ["amdhsa"]
+    for feature in features.split(","):
+        if feature.strip() in ("+trap-handler", "-trap-handler"):
+            on = feature.strip()[0] == "+"
+    return on
+
+
 def target_names() -> list[str]:
     """Every processor name `get_target` accepts."""
     return [p.name for p in _PROCESSORS]
@@ -483,6 +501,7 @@ def function_budget(
     has_flat_scratch: bool = False,
     uses_agprs: bool = False,
     cu_mode: bool = False,
+    trap_handler: bool = False,
 ) -> Budget:
     """The budget LLVM 19 gives one function, from its IR attributes.
 
@@ -490,15 +509,16 @@ def function_budget(
     ``"amdgpu-num-sgpr"``, ``"amdgpu-num-vgpr"``; ``preloaded_sgprs`` is the number of input
     SGPRs (MFI.getNumPreloadedSGPRs), ``has_flat_scratch`` whether the kernel has a flat
     scratch init, ``uses_agprs`` whether it uses AGPRs (SIMachineFunctionInfo::usesAGPRs,
-    which decides the VGPR/AGPR split on gfx90a-like targets).
+    which decides the VGPR/AGPR split on gfx90a-like targets), ``trap_handler`` whether the
+    subtarget reserves SGPRs for a trap handler (`has_trap_handler`).
     Follows GCNSubtarget::getBaseMaxNumSGPRs/getBaseMaxNumVGPRs of LLVM 19 (LLVM 21+ clamp an
     out-of-range ``amdgpu-num-vgpr`` instead of ignoring it) and SIRegisterInfo::getReservedRegs.
     """
     low, high = target.waves_per_eu(flat_workgroup_size, waves_per_eu, cu_mode)
 
     # SGPRs
-    max_sgprs = target.max_sgprs_for_waves(low, addressable=False)
-    max_addressable = target.max_sgprs_for_waves(low, addressable=True)
+    max_sgprs = target.max_sgprs_for_waves(low, addressable=False, trap_handler=trap_handler)
+    max_addressable = target.max_sgprs_for_waves(low, addressable=True, trap_handler=trap_handler)
     reserved = target.reserved_num_sgprs(has_flat_scratch)
     if num_sgpr is not None:
         requested = num_sgpr
@@ -506,9 +526,9 @@ def function_budget(
             requested = 0
         if requested and requested < preloaded_sgprs:
             requested = preloaded_sgprs
-        if requested and requested > target.max_sgprs_for_waves(low, addressable=False):
+        if requested and requested > max_sgprs:
             requested = 0
-        if high and requested and requested < target.min_sgprs_for_waves(high):
+        if high and requested and requested < target.min_sgprs_for_waves(high, trap_handler):
             requested = 0
         if requested:
             max_sgprs = requested

@@ -84,17 +84,18 @@ SHADER_CONVENTIONS = frozenset({"amdgpu_vs", "amdgpu_ls", "amdgpu_hs", "amdgpu_e
 
 def attribute_limits(target: Target, attributes: Mapping[str, str],
                      machine_function_info: Mapping[str, object], calling_convention: str = "",
-                     uses_agprs: bool | None = None) -> Limits:
+                     uses_agprs: bool | None = None, trap_handler: bool = False) -> Limits:
     """The limits of a function with these IR attributes, `machineFunctionInfo` and calling
     convention. `uses_agprs` decides the VGPR/AGPR split of a unified file; None takes the
-    larger limit of each file (what a MIR file does not record cannot reject an allocation)."""
+    larger limit of each file (what a MIR file does not record cannot reject an allocation).
+    `trap_handler`: the subtarget keeps SGPRs for a trap handler (`has_trap_handler`)."""
     extra = function_reserved_registers(machine_function_info, target)
     reserved = frozenset(reservations(target, default_budget(target), extra).reserved_units)
     wwm_names = wwm_reserved_registers(machine_function_info)
     others = tuple(n for n in extra if n not in wwm_names)
     wwm = reserved - frozenset(reservations(target, default_budget(target), others).reserved_units)
     flat = attributes.get("amdgpu-flat-work-group-size", "").split(",")
-    common: dict[str, object] = {}
+    common: dict[str, object] = {"trap_handler": trap_handler}
     if flat[-1].strip().isdigit():
         common["flat_workgroup_size"] = int(flat[-1])
     elif calling_convention in SHADER_CONVENTIONS:
