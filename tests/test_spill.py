@@ -24,7 +24,7 @@ from verilocc.allocators.optimal import _checked
 from verilocc.allocators.problem import (FILES, allocation_budget, build_problem, greedy_assignment, make_register,
                                          register_usage, spill_fit)
 from verilocc.allocators.evict import evicting_fit, spill_weights
-from verilocc.analysis.operands import function_limits
+from verilocc.analysis.operands import function_limits, vreg_classes
 from verilocc.allocators.spill import spill_instructions, spill_to_fit, spillable_values
 from verilocc.cli import main
 from verilocc.findings import Verdict
@@ -525,3 +525,89 @@ def test_sgpr_lane_spill_before_a_call_and_a_tail_call(tmp_path: Path, capsys: p
     body = text[text.index("name:            func_call_tail_call"):]
     assert "SI_SPILL_S32_TO_VGPR" in body and "SI_RESTORE_S32_FROM_VGPR" in body
     _llc(out, "gfx942", tmp_path, end="s_setpc_b64")
+
+
+# Functions at the edges of LLVM's register budget on gfx942, as LLVM's own AMDGPU tests write
+# them (mfma-cd-select, agpr-remat, agpr-copy-no-free-registers): each is allocated by llc's
+# greedy allocator, so each must be allocated here, VERIFIED, and finish code generation.
+_MFMA32 = """
+  %in = load <32 x float>, ptr addrspace(1) %arg
+  %m = call <32 x float> @llvm.amdgcn.mfma.f32.32x32x1f32(float 1.0, float 2.0, <32 x float> %in, i32 0, i32 0, i32 0)
+  store <32 x float> %m, ptr addrspace(1) %arg"""
+_NINE = ", ".join(f"i32 %v{i}" for i in range(9))
+_BUDGET_EDGES = {
+    # "amdgpu-no-agpr", yet instruction selection made an AGPR tuple: LLVM splits the file.
+    "agpr_tuple_despite_no_agpr": ("", "ptr addrspace(1) %arg", '"amdgpu-no-agpr" "amdgpu-waves-per-eu"="2" '
+                                   '"amdgpu-flat-work-group-size"="1,256"', _MFMA32),
+    # Inline assembly names AGPRs the budget reserves: they bound nothing the allocator chooses.
+    "asm_agprs_past_budget": ("amdgpu_kernel", "ptr addrspace(1) %arg", "", """
+  call void asm sideeffect "; use $0", "{a[100:131]}"(<32 x i32> undef)""" + _MFMA32),
+    # Nine VGPR arguments and "amdgpu-num-vgpr"="8": $vgpr8 lies beyond every value's registers.
+    "arguments_past_budget": ("", _NINE, '"amdgpu-num-vgpr"="8"', """
+  call void asm sideeffect "; use $0 $1 $2 $3", "a,a,a,a"(i32 %v0, i32 %v1, i32 %v2, i32 %v3)
+  call void asm sideeffect "; use $0 $1 $2 $3 $4", "a,a,a,a,a"(i32 %v4, i32 %v5, i32 %v6, i32 %v7, i32 %v8)"""),
+    # An early-clobber AGPR clobber while an AGPR tuple is read and another lives across: the
+    # AGPR file (40 at 6 waves), not the vector total, is what is over: a tuple is spilled.
+    "agprs_over_at_a_clobber": ("", "float %x, float %y", '"amdgpu-waves-per-eu"="6,6"', """
+  %asm = call { <32 x i32>, <16 x float> } asm sideeffect "; def $0 $1", "={v[0:31]},={a[0:15]}"()
+  %vgprs = extractvalue { <32 x i32>, <16 x float> } %asm, 0
+  %agprs = extractvalue { <32 x i32>, <16 x float> } %asm, 1
+  %m = call <16 x float> @llvm.amdgcn.mfma.f32.16x16x1f32(float %x, float %y, <16 x float> %agprs, i32 0, i32 0, i32 0)
+  %one = call i32 asm sideeffect "; copy $0", "={a1},a,~{a[0:15]}"(<16 x float> %agprs)
+  %two = call i32 asm sideeffect "; copy $0", "={a2},a,{a[0:15]}"(i32 %one, <16 x float> %m)
+  call void asm sideeffect "; use $0 $1", "{a3},{v[0:31]}"(i32 %two, <32 x i32> %vgprs)"""),
+    # Eight 1024-bit tuples live across a call, 64 VGPRs: no AGPR tuple the call keeps holds
+    # one, so all go to the stack and come back one by one.
+    "tuples_across_a_call": ("", "", "", "".join(
+        f'\n  %t{i} = call <32 x i32> asm sideeffect "; def $0", "=v"()' for i in range(8))
+        + "\n  call void @ext()" + "".join(
+        f'\n  call void asm sideeffect "; use $0", "v"(<32 x i32> %t{i})' for i in range(8))),
+    # An SGPR live across a call on gfx1100 with 34 SGPRs and 40 VGPRs: the call keeps none of
+    # those SGPRs, and no VGPR that could hold its lane: it goes to a stack slot (SI_SPILL_S32_SAVE).
+    "sgpr_across_a_call_without_a_kept_vgpr": ("", "", '"amdgpu-num-sgpr"="34" "amdgpu-num-vgpr"="40"', """
+  %s = call i32 asm sideeffect "; def $0", "=s"()
+  call void @ext()
+  store volatile i32 %s, ptr addrspace(1) undef"""),
+}
+_BUDGET_EDGE_CPU = {"sgpr_across_a_call_without_a_kept_vgpr": "gfx1100"}
+
+
+@pytest.mark.llc
+@pytest.mark.parametrize("case", sorted(_BUDGET_EDGES))
+def test_functions_at_the_edges_of_llvms_budget(case: str, tmp_path: Path) -> None:
+    if shutil.which("llc-19") is None:
+        pytest.skip("llc-19 is not installed")
+    cc, params, attrs, body = _BUDGET_EDGES[case]
+    ll = tmp_path / f"{case}.ll"
+    ll.write_text(
+        f"define {cc + ' ' if cc else ''}void @f({params}) #0 {{{body}\n  ret void\n}}\n"
+        "declare <32 x float> @llvm.amdgcn.mfma.f32.32x32x1f32(float, float, <32 x float>, i32, i32, i32)\n"
+        "declare <16 x float> @llvm.amdgcn.mfma.f32.16x16x1f32(float, float, <16 x float>, i32, i32, i32)\n"
+        "declare void @ext()\n"
+        f"attributes #0 = {{ nounwind {attrs} }}\n")
+    pre_path = tmp_path / f"{case}.pre.mir"
+    mcpu = _BUDGET_EDGE_CPU.get(case, "gfx942")
+    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "-O3", "-stop-before=greedy",
+                    str(ll), "-o", str(pre_path)], check=True, capture_output=True)
+    pre, got = _solve(pre_path)
+    assert got.function is not None, got.reason
+    fn = pre.functions[0]
+    budget = allocation_budget(fn, function_target(fn, None, pre.file))
+    if case == "agpr_tuple_despite_no_agpr":
+        assert any(c.name.startswith("areg") for c in vreg_classes(fn).values())
+        assert got.usage["agpr"] >= 32 and budget.agprs >= 32
+    elif case == "asm_agprs_past_budget":
+        assert got.usage["agpr"] >= 132 > budget.agprs
+    elif case == "arguments_past_budget":
+        assert budget.vgprs == 8 and got.spilled is None
+    elif case == "tuples_across_a_call":
+        assert got.spilled is not None and set(got.spilled.homes.values()) == {"stack"} and budget.vgprs == 64
+    elif case == "sgpr_across_a_call_without_a_kept_vgpr":
+        assert got.spilled is not None and "SI_SPILL_S32_SAVE" in print_module(
+            Module(pre.file, pre.ir_text, [got.function], pre.ir_blank_lines))
+    else:
+        assert got.spilled is not None and budget.agprs < 48
+    assert _reverified(pre, got.function) is Verdict.VERIFIED
+    out = tmp_path / f"{case}.alloc.mir"
+    out.write_text(print_module(Module(pre.file, pre.ir_text, [got.function], pre.ir_blank_lines)))
+    _llc(out, mcpu, tmp_path, end="s_endpgm" if cc == "amdgpu_kernel" else "s_setpc_b64")

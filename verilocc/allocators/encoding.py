@@ -78,7 +78,13 @@ class Encoding:
             self.hard += [self.vgpr4 >= self.top[VGPR_FILE.code], self.vgpr4 < self.top[VGPR_FILE.code] + 4]
             agprs = self.top[AGPR_FILE.code]
             self.occupancy_count: z3.ArithRef = z3.If(agprs > 0, self.vgpr4 + agprs, self.top[VGPR_FILE.code])
-            self.hard.append(self.occupancy_count <= p.limits.total_vector)
+            # Physical registers the input names (an inline assembly operand) may lie beyond
+            # the budget, which bounds only what the allocator chooses (LLVM reserves the
+            # registers beyond it, and such operands stay): then the registers each value may
+            # take (`Value.allowed`) are the bound, and the count is occupancy only.
+            fixed = p.fixed_top
+            if fixed.get(VGPR_FILE.code, 0) <= p.limits.vgprs and fixed.get(AGPR_FILE.code, 0) <= p.limits.agprs:
+                self.hard.append(self.occupancy_count <= p.limits.total_vector)
         elif t.has_agprs:
             self.occupancy_count = _var("vector_count", ctx)
             self.hard += [self.occupancy_count >= self.top[VGPR_FILE.code], self.occupancy_count >= self.top[AGPR_FILE.code],

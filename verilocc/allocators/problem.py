@@ -25,6 +25,7 @@ from verilocc.analysis.usage import highest_registers
 from verilocc.errors import TargetError
 from verilocc.mir.model import Function
 from verilocc.target import PhysReg, RegFile, RegisterClass, Target, file_register, parse_physreg
+from verilocc.target.gfx import has_trap_handler
 from verilocc.target.limits import SHADER_CONVENTIONS, Limits, register_problem
 
 
@@ -137,19 +138,24 @@ def allocation_limits(fn: Function, target: Target, waves: int | None = None) ->
         attrs = {k: v for k, v in attrs.items() if k not in ("amdgpu-num-vgpr", "amdgpu-num-sgpr")}
         attrs["amdgpu-waves-per-eu"] = f"{waves},{waves}"
     uses = llvm_uses_agprs(fn, target) if target.unified_vgpr_file and target.has_agprs else None
-    return attribute_limits(target, attrs, fn.machine_function_info, fn.calling_convention, uses)
+    return attribute_limits(target, attrs, fn.machine_function_info, fn.calling_convention, uses,
+                            has_trap_handler(fn.triple, fn.target_features or ""))
 
 
 def llvm_uses_agprs(fn: Function, target: Target) -> bool:
     """Whether LLVM splits the unified vector file of `fn` evenly between VGPRs and AGPRs
-    (SIMachineFunctionInfo::usesAGPRs, which getReservedRegs asks). It does unless the
+    (SIMachineFunctionInfo::usesAGPRs, which getReservedRegs asks). It does when the function
+    has a virtual register of an AGPR-only class (instruction selection makes one only where
+    the function may need AGPRs, whatever its attributes say). Otherwise it does not when the
     function may not need AGPRs (``"amdgpu-no-agpr"``, LLVM 19, or ``"amdgpu-agpr-alloc"="0"``,
     later LLVMs, with a budget of at most 256 vector registers) or it is an entry function
-    without calls and without a virtual register of an AGPR-only class. LLVM 18 and older
-    decide "may not need" from the IR instead (no call, no ``a`` asm constraint): there the
-    split is taken where LLVM may not take it, which costs registers, never correctness."""
+    without calls that names no physical AGPR. LLVM 18 and older decide "may not need" from
+    the IR instead (no call, no ``a`` asm constraint): there the split is taken where LLVM may
+    not take it, which costs registers, never correctness."""
     from verilocc.target.limits import attribute_limits
 
+    if any(cls.files == frozenset({RegFile.AGPR}) for cls in vreg_classes(fn).values()):
+        return True
     attrs = fn.ir_attributes
     no_agprs = "amdgpu-no-agpr" in attrs or attrs.get("amdgpu-agpr-alloc", "").split(",")[0].strip() == "0"
     if no_agprs:
@@ -161,7 +167,7 @@ def llvm_uses_agprs(fn: Function, target: Target) -> bool:
     frame = fn.header.get("frameInfo")
     if not entry or (isinstance(frame, dict) and frame.get("hasCalls") is True):
         return True
-    return any(cls.files == frozenset({RegFile.AGPR}) for cls in vreg_classes(fn).values())
+    return _fixed_top(fn).get(AGPR_FILE.code, 0) > 0
 
 
 def build_problem(fn: Function, target: Target, budget: Limits | None = None) -> Problem:
@@ -255,7 +261,14 @@ def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> di
     Two such lanes always meet at a definition (the later of their last definitions on a path
     sees the other live), so they must differ, except when a COPY made one from the other:
     values joined by COPYs count once (their widest member), so the bound stays sound.
+    Physical registers count only where some value may be placed: one beyond every value's
+    registers (an argument in a register the budget reserves) takes nothing from them.
     """
+    reach: dict[int, int] = {}  # file code -> slots below the highest a value may take
+    for val in values.values():
+        for code, idxs in val.allowed.items():
+            if idxs:
+                reach[code] = max(reach.get(code, 0), 2 * (idxs[-1] + val.width32))
     parent: dict[VReg, VReg] = {v: v for v in values}
 
     def root(v: VReg) -> VReg:
@@ -296,7 +309,8 @@ def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> di
                     units[key] = max(units.get(key, 0), lanes)
             for side, m in _phys_sides(live_after[idx].units):
                 kind = {VGPR_FILE.code: "vgpr", AGPR_FILE.code: "vector", SGPR_FILE.code: "sgpr"}.get(side.file)
-                if kind is not None:
+                m &= (1 << max(0, reach.get(side.file, 0) - side.slot)) - 1
+                if kind is not None and m:
                     units[(kind, None)] = units.get((kind, None), 0) + m.bit_count()
                     if kind == "vgpr":
                         units[("vector", None)] = units.get(("vector", None), 0) + m.bit_count()

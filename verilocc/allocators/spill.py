@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -62,6 +63,7 @@ from verilocc.analysis.cfg import CFG, build_cfg, loop_depths
 from verilocc.analysis.liveness import compute_liveness
 from verilocc.analysis.operands import VReg, vreg_classes
 from verilocc.analysis.wholewave import wwm_vregs
+from verilocc.errors import TargetError
 from verilocc.mir.model import Function, Instruction, Operand, VRegDecl
 from verilocc.mir.parser import parse_instruction
 from verilocc.pairing.alignment import is_constant_def
@@ -106,21 +108,23 @@ def terminator_start(instructions: list[Instruction]) -> int:
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Caps:
-    """Registers (32-bit) one point may hold: VGPR-only values, all vector values, SGPRs."""
+    """Registers (32-bit) one point may hold: VGPR-only values, all vector values, SGPRs,
+    AGPR-only values."""
 
     vgpr: int
     vector: int
     sgpr: int
+    agpr: int = 0
 
     def less(self, margin: int) -> Caps:
-        return Caps(self.vgpr - margin, self.vector - margin, self.sgpr - margin)
+        return Caps(self.vgpr - margin, self.vector - margin, self.sgpr - margin, max(0, self.agpr - margin))
 
 
 def budget_caps(target: Target, limits: Limits) -> Caps:
     vector = limits.total_vector if target.unified_vgpr_file else limits.vgprs + limits.agprs
     if target.unified_vgpr_file and limits.agprs:
         vector -= 3  # with AGPRs in use the VGPRs count rounded up to 4
-    return Caps(limits.vgprs, vector, limits.sgprs)
+    return Caps(limits.vgprs, vector, limits.sgprs, limits.agprs)
 
 
 def _kept(reg: PhysReg, mask: RegMask, limits: Limits) -> bool:
@@ -136,13 +140,30 @@ def call_caps(mask: RegMask, caps: Caps, limits: Limits) -> Caps:
 
     vgpr = kept("vgpr", caps.vgpr)
     agpr = kept("agpr", min(limits.agprs, caps.vector - caps.vgpr)) if limits.agprs else 0
-    return Caps(vgpr, min(caps.vector, vgpr + agpr), kept("sgpr", caps.sgpr))
+    return Caps(vgpr, min(caps.vector, vgpr + agpr), kept("sgpr", caps.sgpr), agpr)
 
 
 def _fits_across(cls: RegisterClass, mask: RegMask, target: Target, limits: Limits, caps: Caps) -> bool:
     """Whether some register of `cls` within `caps` is kept by a call through `mask`."""
     return any(_kept(r, mask, limits) and r.index + max(1, cls.width32) <= _cap_of(r.file, caps)
                for r in cls.members(target))
+
+
+def _agpr_home_across(cls: RegisterClass, mask: RegMask, target: Target, limits: Limits, caps: Caps) -> bool:
+    """Whether an AGPR home of a value of `cls` (its ``av_*`` class) may live across a call
+    through `mask`: some AGPR tuple of its width within `caps` that the call keeps."""
+    av = _av_class(cls)
+    return av is not None and any(
+        r.file is RegFile.AGPR and _kept(r, mask, limits) and r.index + max(1, cls.width32) <= _cap_of(r.file, caps)
+        for r in get_class(av).members(target))
+
+
+def _units(name: str) -> tuple[int, ...]:
+    """The units of a physical register (none for a name that is not one)."""
+    try:
+        return parse_physreg(name).units
+    except TargetError:
+        return ()
 
 
 def _cap_of(file: RegFile, caps: Caps) -> int:
@@ -156,7 +177,8 @@ def _kinds(cls: RegisterClass, limits: Limits) -> tuple[str, ...]:
     if not limits.agprs:
         files.discard(RegFile.AGPR)
     if files and files <= {RegFile.VGPR, RegFile.AGPR}:
-        return ("vgpr", "vector") if files == {RegFile.VGPR} else ("vector",)
+        return ("vgpr", "vector") if files == {RegFile.VGPR} else ("agpr", "vector") if files == {RegFile.AGPR} else (
+            "vector",)
     if RegFile.SGPR in files:
         return ("sgpr",)
     return ()
@@ -272,11 +294,17 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     phys_kind = _phys_kinds()
     over: list[tuple[int, int, str, dict[VReg, int]]] = []  # (excess, block, kind, live lanes per value)
     no_agpr_across: set[int] = set()  # indexes in `over` of calls that keep no AGPR within the budget
-    cap = {"vgpr": caps.vgpr, "vector": caps.vector, "sgpr": caps.sgpr}
+    # SGPR values live across a call that keeps no VGPR within the budget: a lane VGPR could not
+    # live across it, so their home is a stack slot (an SGPR spill to memory, as LLVM's).
+    no_lane: set[VReg] = set()
+    # VGPR values live across a call that keeps no AGPR tuple of their width within the budget:
+    # an AGPR home could not live across it either.
+    no_agpr_home: set[VReg] = set()
+    cap = {"vgpr": caps.vgpr, "vector": caps.vector, "sgpr": caps.sgpr, "agpr": caps.agpr}
     evict: dict[int, list[int]] = {}
     striped = sgpr_striped(fn)
     blocks = {blk.number: blk for blk in fn.blocks}
-    fits: dict[tuple[str, str], bool] = {}  # (class, mask) -> `_fits_across`
+    fits: dict[tuple[str, str, frozenset[int]], bool] = {}  # (class, mask, call defs) -> `_fits_across`
 
     def mark(excess: int, b: int, idx: int, kind: str, live: dict[VReg, int]) -> None:
         """Point `idx` of block `b` is `excess` registers of `kind` over: `live` may be spilled."""
@@ -290,46 +318,76 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
             if mask is not None:
                 # Values live after a call live across it: they fit the registers it keeps, by
                 # count, and each in a register of its shape (striped masks keep short runs).
-                kept = call_caps(mask, caps, limits)
+                # What the call itself defines (the return address) it does not keep.
+                ins = blocks[b].instructions[idx]
+                defined = frozenset(u for op in ins.operands if op.kind == "reg" and op.is_def and op.phys
+                                    for u in _units(op.phys))
+                at_call = dataclasses.replace(limits, reserved=limits.reserved | defined) if defined else limits
+                kept = call_caps(mask, caps, at_call)
                 first = len(over)
-                for k in ("vgpr", "vector", "sgpr"):
+                for k in ("vgpr", "vector", "sgpr", "agpr"):
                     of_kind = {v: m for v, m in live.vregs.items() if k in kinds.get(v, ())}
                     excess = (sum(m.bit_count() for m in of_kind.values()) + 1) // 2 - getattr(kept, k)
                     if excess > 0:
                         mark(excess, b, idx, k, of_kind)
                     homeless: dict[VReg, int] = {}
                     for v, m in of_kind.items():
-                        key = (classes[v].name, mask.name)
+                        key = (classes[v].name, mask.name, defined)
                         if key not in fits:
-                            fits[key] = _fits_across(classes[v], mask, state.target, limits, caps)
+                            fits[key] = _fits_across(classes[v], mask, state.target, at_call, caps)
                         if not fits[key]:
                             homeless[v] = m
                     if homeless:
                         mark(sum((m.bit_count() + 1) // 2 for m in homeless.values()), b, idx, k, homeless)
                 if kept.vector <= kept.vgpr:
                     no_agpr_across.update(range(first, len(over)))
-            lanes = {"vgpr": 0, "vector": 0, "sgpr": 0}
+                if kept.vgpr <= 0:
+                    no_lane.update(v for v in live.vregs if "sgpr" in kinds.get(v, ()))
+                for v in live.vregs:
+                    if "vgpr" in kinds.get(v, ()) and state.agpr_split(classes[v]):
+                        key = (f"agpr:{classes[v].name}", mask.name, defined)
+                        if key not in fits:
+                            fits[key] = _agpr_home_across(classes[v], mask, state.target, at_call, caps)
+                        if not fits[key]:
+                            no_agpr_home.add(v)
+            lanes = {"vgpr": 0, "vector": 0, "sgpr": 0, "agpr": 0}
             for v, m in live.vregs.items():
                 n = m.bit_count()
                 for k in kinds.get(v, ()):
                     lanes[k] += n
-            for d in liveness.effects[b][idx].defs:  # a dead def still takes its registers
+            effect = liveness.effects[b][idx]
+            units = set(live.units)
+            for d in effect.defs:  # a dead def still takes its registers
                 if d.vreg is not None:
                     n = (d.mask & ~live.vregs.get(d.vreg, 0)).bit_count()
                     for k in kinds.get(d.vreg, ()):
                         lanes[k] += n
-            for u in live.units:
+                else:
+                    units.update(d.units)
+            if any(d.op.has("early-clobber") for d in effect.defs):
+                # An early-clobber def takes its registers while the inputs are still read.
+                read: dict[VReg, int] = {}
+                for use in effect.uses:
+                    if use.vreg is not None:
+                        read[use.vreg] = read.get(use.vreg, 0) | (use.mask & ~live.vregs.get(use.vreg, 0))
+                    else:
+                        units.update(use.units)
+                for v, m in read.items():
+                    for k in kinds.get(v, ()):
+                        lanes[k] += m.bit_count()
+            for u in units:
                 k = phys_kind.get(u)
-                if k == "vgpr":
-                    lanes["vgpr"] += 1
-                    lanes["vector"] += 1
-                elif k is not None:
+                if k is not None:
                     lanes[k] += 1
+                    if k != "sgpr":
+                        lanes["vector"] += 1
             lanes["sgpr"] = max(0, lanes["sgpr"] - 4)  # VCC holds two SGPR-class registers
             for k, n in lanes.items():
                 excess = (n + 1) // 2 - cap[k]
                 if excess > 0:
-                    mark(excess, b, idx, k, {v: m for v, m in live.vregs.items() if k in kinds.get(v, ())})
+                    of_kind = {v: m for v, m in live.vregs.items() if k in kinds.get(v, ())}
+                    if of_kind or k != "agpr":  # AGPRs alone over (fixed ones): nothing to spill
+                        mark(excess, b, idx, k, of_kind)
     if not over:
         return {}
     state.evict = {b: sorted(ix) for b, ix in evict.items()}
@@ -358,7 +416,9 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
         for v in cands:
             if need <= 0:
                 break
-            home = costs[v][1] or ("lane" if kind == "sgpr" else "agpr" if kind == "vgpr" and state.agpr_split(classes[v]) else "stack")
+            home = costs[v][1] or ("lane" if kind == "sgpr" and v not in no_lane else
+                                   "agpr" if kind == "vgpr" and state.agpr_split(classes[v]) and v not in no_agpr_home
+                                   else "stack")
             if home == "agpr" and state.near == 0:
                 # Without sharing (the retry), AGPR homes are counted as if all were live at
                 # once: beyond the AGPRs the budget leaves, values go to the stack; so does a
@@ -434,7 +494,7 @@ def _phys_kinds() -> dict[int, str]:
     from verilocc.allocators.problem import AGPR_FILE, SGPR_FILE, VGPR_FILE
 
     out: dict[int, str] = {}
-    for f, k in ((VGPR_FILE, "vgpr"), (AGPR_FILE, "vector"), (SGPR_FILE, "sgpr")):
+    for f, k in ((VGPR_FILE, "vgpr"), (AGPR_FILE, "agpr"), (SGPR_FILE, "sgpr")):
         for u in range(f.unit_base, f.unit_base + 2 * f.size):
             out[u] = k
     return out
@@ -457,7 +517,7 @@ class _Rewriter:
         self.limits = limits
         self.homes: dict[VReg, str] = {}
         self.slot_of: dict[VReg, int] = {}
-        self.slot_sizes: list[tuple[int, int]] = []  # (id, bytes) of the slots added
+        self.slot_sizes: list[tuple[int, int, str]] = []  # (id, bytes, stack-id) of the slots added
         self.home_reg: dict[VReg, int] = {}  # value -> its av_* register ("agpr")
         self.lane_of: dict[VReg, tuple[int, int]] = {}  # value -> (lane VGPR, first lane)
         self.lane_vgprs: list[int] = []
@@ -609,7 +669,8 @@ class _Rewriter:
             cls = classes[v]
             if home == "stack":
                 self.slot_of[v] = self.next_slot
-                self.slot_sizes.append((self.next_slot, 4 * cls.width32))
+                self.slot_sizes.append((self.next_slot, 4 * cls.width32,
+                                        "sgpr-spill" if RegFile.SGPR in cls.files else "default"))
                 self.next_slot += 1
             elif home == "agpr":
                 av = _av_class(cls)
@@ -761,7 +822,11 @@ class _Rewriter:
     def _store(self, v: VReg, t: VReg, cls: RegisterClass, line: int) -> list[Instruction]:
         """Instructions that put `t` (a register of class `cls`) into `v`'s home."""
         home = self.homes[v]
-        if home == "stack":
+        if home == "stack" and RegFile.SGPR in cls.files:
+            n, bits, mem = self._slot(v, cls)
+            out = [f"SI_SPILL_S{bits}_SAVE %{t}, %stack.{n}, implicit $exec, implicit {self.stack_pointer} :: "
+                   f"(store (s{bits}) into {mem})"]
+        elif home == "stack":
             n, bits, mem = self._slot(v, cls)
             out = [f"{_spill_opcode(cls)}{bits}_SAVE %{t}, %stack.{n}, {self.stack_pointer}, 0, implicit $exec :: "
                    f"(store (s{bits}) into {mem})"]
@@ -777,7 +842,11 @@ class _Rewriter:
     def _reload(self, v: VReg, t: VReg, cls: RegisterClass, line: int) -> list[Instruction]:
         """Instructions that define `t` (class `cls`) from `v`'s home."""
         home = self.homes[v]
-        if home == "stack":
+        if home == "stack" and RegFile.SGPR in cls.files:
+            n, bits, mem = self._slot(v, cls)
+            out = [f"%{t}:{cls.name} = SI_SPILL_S{bits}_RESTORE %stack.{n}, implicit $exec, implicit "
+                   f"{self.stack_pointer} :: (load (s{bits}) from {mem})"]
+        elif home == "stack":
             n, bits, mem = self._slot(v, cls)
             out = [f"%{t}:{cls.name} = {_spill_opcode(cls)}{bits}_RESTORE %stack.{n}, {self.stack_pointer}, 0, "
                    f"implicit $exec :: (load (s{bits}) from {mem})"]
@@ -815,17 +884,18 @@ class _Rewriter:
         if self.slot_sizes:
             entries = "".join(
                 f"\n  - {{ id: {n}, name: '', type: spill-slot, offset: 0, size: {size}, alignment: 4, \n"
-                "      stack-id: default, callee-saved-register: '', callee-saved-restored: true, \n"
+                f"      stack-id: {stack_id}, callee-saved-register: '', callee-saved-restored: true, \n"
                 "      debug-info-variable: '', debug-info-expression: '', debug-info-location: '' }"
-                for n, size in self.slot_sizes)
+                for n, size, stack_id in self.slot_sizes)
             text = _add_stack_entries(text, entries)
             text = re.sub(r"(?m)^(  maxAlignment:\s+)(\d+)$", lambda m: m.group(1) + str(max(4, int(m.group(2)))), text)
-            text = re.sub(r"(?m)^(  hasSpilledVGPRs:\s+)false$", r"\1true", text)
+            if any(stack_id == "default" for _, _, stack_id in self.slot_sizes):
+                text = re.sub(r"(?m)^(  hasSpilledVGPRs:\s+)false$", r"\1true", text)
             stack = list(fn.header.get("stack") or [])
             stack += [{"id": n, "name": "", "type": "spill-slot", "offset": 0, "size": size, "alignment": 4,
-                       "stack-id": "default"} for n, size in self.slot_sizes]
+                       "stack-id": stack_id} for n, size, stack_id in self.slot_sizes]
             fn.header["stack"] = stack
-        if self.lane_of:
+        if self.lane_of or any(stack_id == "sgpr-spill" for _, _, stack_id in self.slot_sizes):
             text = re.sub(r"(?m)^(  hasSpilledSGPRs:\s+)false$", r"\1true", text)
         fn.header_text = text
 
