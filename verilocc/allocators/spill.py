@@ -14,12 +14,18 @@ VirtRegRewriter, before prolog/epilog insertion; InlineSpiller and SILowerSGPRSp
 - **agpr** (gfx90a, gfx942, gfx950, where VGPRs and AGPRs share one file and the budget has
   AGPRs): a VGPR value is split into a register of the ``av_*`` class of its width through
   COPYs after each def and before each use; the allocator puts it in an AGPR (or in a VGPR
-  when one is free: a live-range split), as LLVM's class inflation does.
+  when one is free: a live-range split), as LLVM's class inflation does. A value live across a
+  call that keeps no AGPR tuple of its width goes to the stack instead.
 - **lane**: an SGPR value lives in lanes of a VGPR, as SILowerSGPRSpills of LLVM 17 to 19
   leaves it: ``%L:vgpr_32 = IMPLICIT_DEF`` at the top of the entry block, ``%L =
   SI_SPILL_S32_TO_VGPR %t.subK, lane, %L(tied-def 0)`` per 32 bits after each def, ``%t.subK =
   SI_RESTORE_S32_FROM_VGPR %L, lane`` before each use; machineFunctionInfo says
   ``hasSpilledSGPRs``; no stack slot remains (LLVM deletes the SGPR slots it lowered).
+  An SGPR value live across a call that keeps no VGPR within the budget (where a lane VGPR
+  could not live) goes to a stack slot instead, as LLVM's greedy allocator writes it before
+  SILowerSGPRSpills: ``SI_SPILL_S<bits>_SAVE %t, %stack.N, implicit $exec, implicit $sgpr32``
+  and ``SI_SPILL_S<bits>_RESTORE``, an ``sgpr-spill`` slot, lowered by prolog/epilog
+  insertion to lanes of a scratch VGPR and memory.
 - **remat**: a constant (a pure def without register inputs, `is_constant_def`) is defined
   again right before each use, and its original def goes, as LLVM rematerialises.
 
@@ -35,8 +41,11 @@ spilled value becomes the store or reload itself (LLVM folds it). What is writte
 like any allocation, against the program before spilling.
 
 What, by cost: pressure is the lanes live after each instruction (`Liveness`, lane-granular,
-the relation the verifier reads; dead defs count) per kind (VGPR-only values, all vector
-values, SGPRs) against the budget. A value's cost is what spilling it writes, at block
+the relation the verifier reads; dead defs, a call's or an inline assembly's clobbers among
+them, count, and so do the inputs of an instruction with an early-clobber def) per kind
+(VGPR-only values, AGPR-only values, all vector values, SGPRs) against the budget. Values
+live across a call fit what it keeps, by count and by shape, less what the call itself
+defines. A value's cost is what spilling it writes, at block
 frequency (`LOOP_WEIGHT` per loop level): in its region, a store per def and a reload per run
 of accesses; the stores and reloads at the region's edges; a constant costs half a reload per
 use. At each point over the budget, from the most over, the live values with the lowest cost
