@@ -629,3 +629,29 @@ def test_missing_optional_dependency_says_what_to_install(tmp_path: Path) -> Non
     assert "pip install 'verilocc[model]'" in run.stderr
     assert "internal error" not in run.stderr and "Traceback" not in run.stderr
     assert not out.exists()
+
+
+def test_virtual_program_after_sgpr_allocation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """LLVM allocates SGPRs first: `llc -stop-before=greedy,1` writes a program that already
+    holds SGPR lane spills. Verifying LLVM's own allocation against it is UNKNOWN at the first
+    spill instruction (never REJECTED: the output is correct); allocating it is bad input,
+    one line at that instruction, nothing written."""
+    import shutil
+    import subprocess
+
+    if shutil.which("llc-19") is None:
+        pytest.skip("llc-19 is not installed")
+    ll = FIXTURES / "llvm-tests" / "ll" / "partial-sgpr-to-vgpr-spills.ll"
+    pre, post = tmp_path / "p.pre.mir", tmp_path / "p.post.mir"
+    base = ["llc-19", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O3", str(ll)]
+    subprocess.run([*base, "-stop-before=greedy,1", "-o", str(pre)], check=True, capture_output=True)
+    subprocess.run([*base, "-stop-after=virtregrewriter,1", "-o", str(post)], check=True, capture_output=True)
+    first = next(n for n, line in enumerate(pre.read_text().splitlines(), 1) if "SI_SPILL_S32_TO_VGPR" in line)
+    assert cli.main(["verify", str(post), "--pre", str(pre)]) == 3
+    out = capsys.readouterr().out
+    assert "REJECTED" not in out and f"p.pre.mir:{first}:" in out and "already holds spill code" in out
+    alloc = tmp_path / "alloc.mir"
+    assert cli.main(["allocate", "--solver", str(pre), "-o", str(alloc)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.match(rf".*p\.pre\.mir:{first}:\d+: error: function '\w+': the virtual program", err[0])
+    assert not alloc.exists()

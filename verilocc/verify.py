@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from verilocc import __version__
-from verilocc.pairing.alignment import FunctionAlignment, align_functions
+from verilocc.pairing.alignment import FunctionAlignment, align_functions, is_spill_code
 from verilocc.pairing.blocks import pair_blocks, renumbered, renumbering_note
 from verilocc.analysis.calls import call_mask, expand_calls, sgpr_striped
 from verilocc.analysis.cfg import CFG, build_cfg
@@ -233,6 +233,11 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         )
         fr.stats["seconds"] = round(time.perf_counter() - t0, 3)
         return fr
+    if (spilled := spill_code_in_virtual_program(pre)) is not None:
+        fr.findings.append(spilled)
+        fr.notes.append("no layer ran: the virtual program must be the one before register allocation")
+        fr.stats["seconds"] = round(time.perf_counter() - t0, 3)
+        return fr
     unprepared = post
 
     def post_checks() -> list[Finding]:
@@ -390,6 +395,24 @@ def unsupported_constructs(fn: Function) -> list[Finding]:
                                    f"bb.{b.number} line {ins.line}: {what} is not modelled; the proof stops here",
                                    severity="unknown"))
     return out
+
+
+def spill_code_in_virtual_program(pre: Function) -> Finding | None:
+    """An UNKNOWN finding at the first spill instruction of the virtual program, if it has one.
+
+    Spill code is what an allocator writes: a virtual program holding it was written after
+    some allocation (LLVM allocates SGPRs first: `llc -stop-before=greedy,1` holds their lane
+    spills and physical SGPRs). The layers pair spill code of the allocated program with the
+    moves it stands for, not with spill code of the virtual one, so they would read correct
+    output as wrong; nothing is proved from such a pair."""
+    for b in pre.blocks:
+        for idx, ins in enumerate(b.instructions):
+            if is_spill_code(ins):
+                return Finding("unsupported", "value-flow", Place(pre.file, pre.name, b.number, idx, ins.line, ins.column),
+                               f"bb.{b.number} line {ins.line}: the virtual program already holds spill code "
+                               f"(`{ins.opcode}`): it was written after register allocation began; give the "
+                               "program before it (llc -stop-before=greedy)", severity="unknown")
+    return None
 
 
 def dedupe(findings: list[Finding]) -> list[Finding]:

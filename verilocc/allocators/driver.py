@@ -71,10 +71,16 @@ class ModuleAllocation:
 
 
 def allocate_module(pre: Module, strategy: Strategy, mcpu: str | None = None) -> ModuleAllocation:
-    from verilocc.verify import function_target
+    from verilocc.errors import InputError
+    from verilocc.verify import function_target, spill_code_in_virtual_program
 
     results: dict[str, SolverAllocation] = {}
     targets: dict[str, Target] = {}
+    for fn in pre.functions:
+        spilled = spill_code_in_virtual_program(fn)
+        if spilled is not None:  # a program some allocation already ran on: not an input
+            raise InputError(f"function '{fn.name}': {spilled.message.split(': ', 1)[1]}", pre.file,
+                             spilled.place.line, spilled.place.column)
     for fn in pre.functions:
         targets[fn.name] = function_target(fn, mcpu, pre.file)
         results[fn.name] = strategy(fn, targets[fn.name])
