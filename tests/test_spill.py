@@ -568,6 +568,14 @@ _BUDGET_EDGES = {
   %s = call i32 asm sideeffect "; def $0", "=s"()
   call void @ext()
   store volatile i32 %s, ptr addrspace(1) undef"""),
+    # An SGPR live while inline assembly clobbers every SGPR, VCC, M0 and, eight at a time,
+    # every VGPR: no lane VGPR could live as long, so the SGPR goes to a stack slot.
+    "sgpr_across_clobbers_of_every_vgpr": ("amdgpu_kernel", "ptr addrspace(1) %arg", "", """
+  %s = load i32, ptr addrspace(4) null""" + "".join(
+        f'\n  call void asm sideeffect "", "~{{s[{i}:{i + 7}]}}"()' for i in range(0, 96, 8)) + "".join(
+        f'\n  call void asm sideeffect "", "~{{v[{i}:{i + 7}]}}"()' for i in range(0, 256, 8)) + """
+  call void asm sideeffect "", "~{s[96:101]},~{vcc},~{m0}"()
+  store i32 %s, ptr addrspace(1) %arg"""),
 }
 _BUDGET_EDGE_CPU = {"sgpr_across_a_call_without_a_kept_vgpr": "gfx1100"}
 
@@ -602,7 +610,7 @@ def test_functions_at_the_edges_of_llvms_budget(case: str, tmp_path: Path) -> No
         assert budget.vgprs == 8 and got.spilled is None
     elif case == "tuples_across_a_call":
         assert got.spilled is not None and set(got.spilled.homes.values()) == {"stack"} and budget.vgprs == 64
-    elif case == "sgpr_across_a_call_without_a_kept_vgpr":
+    elif case in ("sgpr_across_a_call_without_a_kept_vgpr", "sgpr_across_clobbers_of_every_vgpr"):
         assert got.spilled is not None and "SI_SPILL_S32_SAVE" in print_module(
             Module(pre.file, pre.ir_text, [got.function], pre.ir_blank_lines))
     else:

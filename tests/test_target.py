@@ -925,13 +925,42 @@ def test_sgpr_budget_follows_the_trap_handler_of_the_triple(cpu: str, triple: st
     """An AMDHSA subtarget has a trap handler, whose 16 SGPRs come off each wave's share
     before the allocation granule: at 8 waves on gfx90a that is 76 SGPRs on amdhsa against 92
     elsewhere. llc puts sgprForEXECCopy at the top of the budget, the oracle here."""
+    _check_exec_copy_at_budget_top(cpu, triple, _EXEC_COPY_KERNEL.replace("WAVES", str(waves)))
+
+
+_FLAT_SCRATCH_KERNEL = """define amdgpu_kernel void @k(ptr addrspace(1) %p, i32 %i) #0 {
+  %a = alloca [16 x i32], align 4, addrspace(5)
+  %g = getelementptr [16 x i32], ptr addrspace(5) %a, i32 0, i32 %i
+  store volatile i32 7, ptr addrspace(5) %g
+  %id = call i32 @llvm.amdgcn.workitem.id.x()
+  %c = icmp eq i32 %id, 0
+  br i1 %c, label %x, label %y
+x:
+  %v = load volatile i32, ptr addrspace(5) %g
+  store i32 %v, ptr addrspace(1) %p
+  br label %y
+y:
+  ret void
+}
+declare i32 @llvm.amdgcn.workitem.id.x()
+attributes #0 = { nounwind "amdgpu-num-sgpr"="NUM" }
+"""
+
+
+@pytest.mark.parametrize("num_sgpr", [18, 24, 40])
+def test_sgpr_budget_of_a_kernel_with_flat_scratch(num_sgpr: int) -> None:
+    """A kernel with a stack has a flat scratch init among its arguments, and FLAT_SCRATCH
+    joins VCC and XNACK_MASK outside its budget: "amdgpu-num-sgpr"="18" leaves 12 SGPRs."""
+    _check_exec_copy_at_budget_top("gfx90a", "amdgcn-amd-amdhsa", _FLAT_SCRATCH_KERNEL.replace("NUM", str(num_sgpr)))
+
+
+def _check_exec_copy_at_budget_top(cpu: str, triple: str, ll: str) -> None:
     from verilocc.analysis.operands import function_limits
     from verilocc.mir.parser import parse_module
 
     exe = llc_or_skip(19)
     run = subprocess.run([exe, f"-mtriple={triple}", f"-mcpu={cpu}", "-O3", "-stop-after=finalize-isel", "-o", "-"],
-                         input=_EXEC_COPY_KERNEL.replace("WAVES", str(waves)), capture_output=True, text=True,
-                         timeout=120, check=True)
+                         input=ll, capture_output=True, text=True, timeout=120, check=True)
     fn = parse_module(run.stdout, "k.mir").functions[0]
     target = get_target(cpu)
     exec_copy = str(fn.machine_function_info.get("sgprForEXECCopy", "")).strip("'$")

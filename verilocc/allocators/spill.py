@@ -21,8 +21,9 @@ VirtRegRewriter, before prolog/epilog insertion; InlineSpiller and SILowerSGPRSp
   SI_SPILL_S32_TO_VGPR %t.subK, lane, %L(tied-def 0)`` per 32 bits after each def, ``%t.subK =
   SI_RESTORE_S32_FROM_VGPR %L, lane`` before each use; machineFunctionInfo says
   ``hasSpilledSGPRs``; no stack slot remains (LLVM deletes the SGPR slots it lowered).
-  An SGPR value live across a call that keeps no VGPR within the budget (where a lane VGPR
-  could not live) goes to a stack slot instead, as LLVM's greedy allocator writes it before
+  An SGPR value live across a call that keeps no VGPR within the budget, or across
+  instructions that clobber every VGPR within it between them (where no lane VGPR could
+  live, `_no_lane`), goes to a stack slot instead, as LLVM's greedy allocator writes it before
   SILowerSGPRSpills: ``SI_SPILL_S<bits>_SAVE %t, %stack.N, implicit $exec, implicit $sgpr32``
   and ``SI_SPILL_S<bits>_RESTORE``, an ``sgpr-spill`` slot, lowered by prolog/epilog
   insertion to lanes of a scratch VGPR and memory.
@@ -69,7 +70,7 @@ from dataclasses import dataclass, field
 
 from verilocc.analysis.calls import call_mask, sgpr_striped
 from verilocc.analysis.cfg import CFG, build_cfg, loop_depths
-from verilocc.analysis.liveness import compute_liveness
+from verilocc.analysis.liveness import Liveness, compute_liveness
 from verilocc.analysis.operands import VReg, vreg_classes
 from verilocc.analysis.wholewave import wwm_vregs
 from verilocc.errors import TargetError
@@ -165,6 +166,14 @@ def _agpr_home_across(cls: RegisterClass, mask: RegMask, target: Target, limits:
     return av is not None and any(
         r.file is RegFile.AGPR and _kept(r, mask, limits) and r.index + max(1, cls.width32) <= _cap_of(r.file, caps)
         for r in get_class(av).members(target))
+
+
+def _at_call(ins: Instruction, limits: Limits) -> tuple[Limits, frozenset[int]]:
+    """`limits` at a call, with what the call itself defines (the return address) reserved:
+    the call does not keep it for values live across; and the units of those defs."""
+    defined = frozenset(u for op in ins.operands if op.kind == "reg" and op.is_def and op.phys
+                        for u in _units(op.phys))
+    return (dataclasses.replace(limits, reserved=limits.reserved | defined) if defined else limits), defined
 
 
 def _units(name: str) -> tuple[int, ...]:
@@ -303,9 +312,7 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     phys_kind = _phys_kinds()
     over: list[tuple[int, int, str, dict[VReg, int]]] = []  # (excess, block, kind, live lanes per value)
     no_agpr_across: set[int] = set()  # indexes in `over` of calls that keep no AGPR within the budget
-    # SGPR values live across a call that keeps no VGPR within the budget: a lane VGPR could not
-    # live across it, so their home is a stack slot (an SGPR spill to memory, as LLVM's).
-    no_lane: set[VReg] = set()
+    no_lane = _no_lane(fn, liveness, kinds, caps, limits)
     # VGPR values live across a call that keeps no AGPR tuple of their width within the budget:
     # an AGPR home could not live across it either.
     no_agpr_home: set[VReg] = set()
@@ -327,11 +334,7 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
             if mask is not None:
                 # Values live after a call live across it: they fit the registers it keeps, by
                 # count, and each in a register of its shape (striped masks keep short runs).
-                # What the call itself defines (the return address) it does not keep.
-                ins = blocks[b].instructions[idx]
-                defined = frozenset(u for op in ins.operands if op.kind == "reg" and op.is_def and op.phys
-                                    for u in _units(op.phys))
-                at_call = dataclasses.replace(limits, reserved=limits.reserved | defined) if defined else limits
+                at_call, defined = _at_call(blocks[b].instructions[idx], limits)
                 kept = call_caps(mask, caps, at_call)
                 first = len(over)
                 for k in ("vgpr", "vector", "sgpr", "agpr"):
@@ -350,8 +353,6 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
                         mark(sum((m.bit_count() + 1) // 2 for m in homeless.values()), b, idx, k, homeless)
                 if kept.vector <= kept.vgpr:
                     no_agpr_across.update(range(first, len(over)))
-                if kept.vgpr <= 0:
-                    no_lane.update(v for v in live.vregs if "sgpr" in kinds.get(v, ()))
                 for v in live.vregs:
                     if "vgpr" in kinds.get(v, ()) and state.agpr_split(classes[v]):
                         key = (f"agpr:{classes[v].name}", mask.name, defined)
@@ -446,6 +447,38 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     return chosen
 
 
+def _no_lane(fn: Function, liveness: Liveness, kinds: dict[VReg, tuple[str, ...]], caps: Caps,
+             limits: Limits) -> set[VReg]:
+    """SGPR values no lane VGPR can hold: live across a call that keeps no VGPR within the
+    budget, or across instructions that clobber, between them, every VGPR within it (inline
+    assembly that clobbers the file piece by piece). A lane VGPR lives wherever its values are
+    spilled, so their home is a stack slot (an SGPR spill to memory, as LLVM's)."""
+    from verilocc.allocators.problem import VGPR_FILE
+
+    base = VGPR_FILE.unit_base
+    lane_vgprs = {i for i in range(max(0, caps.vgpr))
+                  if not limits.reserved.intersection((base + 2 * i, base + 2 * i + 1))}
+    striped = sgpr_striped(fn)
+    blocks = {blk.number: blk for blk in fn.blocks}
+    out: set[VReg] = set()
+    clobbered: dict[VReg, set[int]] = {}  # value -> lane VGPRs clobbered while it is live
+    for b in liveness.cfg.order:
+        effects = liveness.effects[b]
+        for idx, live in liveness.walk_backward(b):
+            sgprs = [v for v in live.vregs if "sgpr" in kinds.get(v, ())]
+            if not sgprs:
+                continue
+            ins = blocks[b].instructions[idx]
+            mask = call_mask(ins, striped)
+            if mask is not None and call_caps(mask, caps, _at_call(ins, limits)[0]).vgpr <= 0:
+                out.update(sgprs)
+            hit = {(u - base) // 2 for d in effects[idx].defs if d.vreg is None for u in d.units} & lane_vgprs
+            if hit:
+                for v in sgprs:
+                    clobbered.setdefault(v, set()).update(hit)
+    return out | {v for v, regs in clobbered.items() if lane_vgprs and regs >= lane_vgprs}
+
+
 def _forced(state: _Rewriter, force: frozenset[VReg]) -> dict[VReg, str]:
     """Homes of the values of `force` that can be spilled, each in every block it lives in."""
     fn, limits = state.fn, state.limits
@@ -464,11 +497,14 @@ def _forced(state: _Rewriter, force: frozenset[VReg]) -> dict[VReg, str]:
                     regions[v].add(b.number)
     costs = state.costs(classes, regions, live_in, cfg)
     chosen: dict[VReg, str] = {}
+    no_lane = _no_lane(fn, liveness, {v: _kinds(c, limits) for v, c in classes.items()}, budget_caps(state.target, limits),
+                       limits)
     for v in sorted(costs, key=_key):
         kinds = _kinds(classes[v], limits)
         if not kinds:
             continue
-        chosen[v] = costs[v][1] or ("lane" if kinds == ("sgpr",) else "agpr" if state.agpr_split(classes[v]) else "stack")
+        chosen[v] = costs[v][1] or ("lane" if kinds == ("sgpr",) and v not in no_lane else
+                                    "agpr" if state.agpr_split(classes[v]) else "stack")
     state.whole = set(chosen)
     state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg)
     return chosen

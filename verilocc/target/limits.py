@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from verilocc.errors import TargetError
 from verilocc.target.classes import RegisterClass
 from verilocc.target.gfx import (Target, default_budget, function_budget, function_reserved_registers, reservations,
                                  wwm_reserved_registers)
-from verilocc.target.registers import PhysReg, RegFile, is_defined
+from verilocc.target.registers import PhysReg, RegFile, is_defined, parse_physreg
 
 #: Register files whose registers are numbered (`vgpr4`): the ones with bounds and budgets.
 NUMBERED_FILES = (RegFile.SGPR, RegFile.VGPR, RegFile.AGPR)
@@ -95,7 +96,13 @@ def attribute_limits(target: Target, attributes: Mapping[str, str],
     others = tuple(n for n in extra if n not in wwm_names)
     wwm = reserved - frozenset(reservations(target, default_budget(target), others).reserved_units)
     flat = attributes.get("amdgpu-flat-work-group-size", "").split(",")
-    common: dict[str, object] = {"trap_handler": trap_handler}
+    # A kernel whose arguments include the flat scratch init keeps FLAT_SCRATCH's SGPRs out of
+    # its budget (getReservedNumSGPRs of the machine function); its preloaded SGPRs bound an
+    # `amdgpu-num-sgpr` from below.
+    args = machine_function_info.get("argumentInfo")
+    args = args if isinstance(args, dict) else {}
+    common: dict[str, object] = {"trap_handler": trap_handler, "has_flat_scratch": "flatScratchInit" in args,
+                                 "preloaded_sgprs": _preloaded_sgprs(args)}
     if flat[-1].strip().isdigit():
         common["flat_workgroup_size"] = int(flat[-1])
     elif calling_convention in SHADER_CONVENTIONS:
@@ -108,6 +115,22 @@ def attribute_limits(target: Target, attributes: Mapping[str, str],
     common["num_vgpr"] = _int_attr(attributes, "amdgpu-num-vgpr")
     hint = _limits(target, reserved, wwm, uses_agprs, **common)
     return Limits(hard.sgprs, hard.vgprs, hard.agprs, hard.total_vector, reserved, hint=hint, wwm=wwm)
+
+
+def _preloaded_sgprs(arguments: Mapping[str, object]) -> int:
+    """SGPRs the hardware or the runtime fills before the kernel starts: the highest SGPR an
+    `argumentInfo` entry names, plus one (user SGPRs and then system SGPRs, from $sgpr0)."""
+    top = 0
+    for entry in arguments.values():
+        reg = entry.get("reg") if isinstance(entry, dict) else None
+        if isinstance(reg, str):
+            try:
+                r = parse_physreg(reg.strip("'$"))
+            except TargetError:
+                continue
+            if r.file is RegFile.SGPR:
+                top = max(top, r.index + max(1, len(r.units) // 2))
+    return top
 
 
 def budget_warning(reg: PhysReg, limits: Limits) -> str | None:
