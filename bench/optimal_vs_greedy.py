@@ -92,7 +92,8 @@ def _strategy(name: str, timeout: float):  # noqa: ANN202
     return model
 
 
-def run_file(item: tuple[str, str, str], strategy: str, timeout: float, llc: bool, done: set[str]) -> list[dict[str, Any]]:
+def run_file(item: tuple[str, str, str], strategy: str, timeout: float, llc: int | None,
+             done: set[str]) -> list[dict[str, Any]]:
     from verilocc.allocators.problem import register_usage
     from verilocc.allocators.spill import cross_file_copies, spill_instructions
     from verilocc.errors import InputError
@@ -150,16 +151,18 @@ def run_file(item: tuple[str, str, str], strategy: str, timeout: float, llc: boo
         allocated.append(got.function)
     if llc and rows and all(f is not None for f in allocated) and len(allocated) == len(pre.functions):
         target = allocated[0].target_cpu or ""
-        verdict = _llc(print_module(Module(pre.file, pre.ir_text, allocated, pre.ir_blank_lines)), target)
-        if verdict != "ok" and _llc(Path(post_path).read_text(), target) != "ok":
+        verdict = _llc(print_module(Module(pre.file, pre.ir_text, allocated, pre.ir_blank_lines)), target, llc)
+        if verdict != "ok" and _llc(Path(post_path).read_text(), target, llc) != "ok":
             verdict += THEIRS_TOO
         for r in rows:
             r["llc"] = verdict
     return rows
 
 
-def _llc(text: str, target: str) -> str:
-    """llc-19 finishing code generation from the MIR `text`: "ok" or its first error line.
+def _llc(text: str, target: str, version: int = 19) -> str:
+    """llc-`version` finishing code generation from the MIR `text` (after the last
+    VirtRegRewriter: the first on LLVM 19 and older, the second on LLVM 20 and later, whose
+    VGPR allocation runs in two stages): "ok" or its first error line.
     Wave32 `$vcc_lo` operands llc's parser wants as `$vcc` are patched as the pair maker does."""
     from verilocc.hunt.pairs import input_triple
     from verilocc.llm.llc_pairs import WAVE32_VCC_OPCODES, run_learning_wave32
@@ -170,10 +173,10 @@ def _llc(text: str, target: str) -> str:
 
         def run(patched: str) -> subprocess.CompletedProcess[str]:
             path.write_text(patched)
-            return subprocess.run(["llc-19", f"-mtriple={triple}", f"-mcpu={target}", "-O3",
-                                   "-verify-machineinstrs", "-start-after=virtregrewriter,1", str(path),
-                                   "-o", str(Path(d) / "out.s")], capture_output=True, text=True, timeout=900,
-                                  check=False)
+            return subprocess.run([f"llc-{version}", f"-mtriple={triple}", f"-mcpu={target}", "-O3",
+                                   "-verify-machineinstrs", f"-start-after=virtregrewriter,{1 if version <= 19 else 2}",
+                                   str(path), "-o", str(Path(d) / "out.s")], capture_output=True, text=True,
+                                  timeout=900, check=False)
         try:
             proc = run_learning_wave32(text, set(WAVE32_VCC_OPCODES), run)
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -338,7 +341,8 @@ def main() -> int:
     r.add_argument("--timeout", type=float, default=30.0, help="solver seconds per function (default 30)")
     r.add_argument("--every", type=int, default=1, metavar="K", help="every K-th file only")
     r.add_argument("--only", default="", help="comma-separated file names of the set")
-    r.add_argument("--llc", action="store_true", help="finish code generation with llc-19 from each written file")
+    r.add_argument("--llc", nargs="?", type=int, const=19, default=None, metavar="VERSION",
+                   help="finish code generation with llc-VERSION (default 19) from each written file")
     r.add_argument("-j", "--jobs", type=int, default=1)
     r.add_argument("-o", "--output", required=True, help="JSON-lines file (appended; a run resumes)")
     r.set_defaults(func=cmd_run)

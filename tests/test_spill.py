@@ -619,3 +619,34 @@ def test_functions_at_the_edges_of_llvms_budget(case: str, tmp_path: Path) -> No
     out = tmp_path / f"{case}.alloc.mir"
     out.write_text(print_module(Module(pre.file, pre.ir_text, [got.function], pre.ir_blank_lines)))
     _llc(out, mcpu, tmp_path, end="s_endpgm" if cc == "amdgpu_kernel" else "s_setpc_b64")
+
+
+@pytest.mark.llc
+def test_llvm22_splits_the_vector_file_evenly(tmp_path: Path) -> None:
+    """LLVM 21 and later split the unified file evenly unless "amdgpu-agpr-alloc"="0", even in
+    a kernel without AGPR values: with "amdgpu-num-vgpr"="8" on gfx942, llc-22 reserves
+    $vgpr8 and up (LLVM 19 would give that kernel 16 VGPRs). Nine values live at once: one goes
+    to an AGPR home, and llc-22 finishes code generation from the allocation."""
+    if shutil.which("llc-22") is None:
+        pytest.skip("llc-22 is not installed")
+    n = 9
+    body = [f'  %v{i} = call i32 asm sideeffect "; def $0", "=v"()' for i in range(n)]
+    body += [f'  call void asm sideeffect "; use $0", "v"(i32 %v{i})' for i in range(n)]
+    ll = tmp_path / "k.ll"
+    ll.write_text("define amdgpu_kernel void @k() #0 {\n" + "\n".join(body) + "\n  ret void\n}\n"
+                  'attributes #0 = { nounwind "amdgpu-num-vgpr"="8" }\n')
+    pre_path = tmp_path / "k.pre.mir"
+    subprocess.run(["llc-22", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-O3", "-stop-before=greedy",
+                    str(ll), "-o", str(pre_path)], check=True, capture_output=True)
+    pre, got = _solve(pre_path)
+    fn = pre.functions[0]
+    budget = allocation_budget(fn, function_target(fn, None, pre.file))
+    assert (budget.vgprs, budget.agprs) == (8, 8)
+    assert got.function is not None, got.reason
+    assert got.usage["vgpr"] <= 8 and _reverified(pre, got.function) is Verdict.VERIFIED
+    out = tmp_path / "k.alloc.mir"
+    out.write_text(print_module(Module(pre.file, pre.ir_text, [got.function], pre.ir_blank_lines)))
+    run = subprocess.run(["llc-22", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-O3", "-verify-machineinstrs",
+                          "-start-after=virtregrewriter,2", str(out), "-o", str(tmp_path / "k.s")],
+                         capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]

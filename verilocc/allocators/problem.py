@@ -151,12 +151,18 @@ def llvm_uses_agprs(fn: Function, target: Target) -> bool:
     later LLVMs, with a budget of at most 256 vector registers) or it is an entry function
     without calls that names no physical AGPR. LLVM 18 and older decide "may not need" from
     the IR instead (no call, no ``a`` asm constraint): there the split is taken where LLVM may
-    not take it, which costs registers, never correctness."""
+    not take it, which costs registers, never correctness. LLVM 21 and later split evenly
+    unless ``"amdgpu-agpr-alloc"="0"``."""
     from verilocc.target.limits import attribute_limits
 
+    attrs = fn.ir_attributes
+    if "dynamicVGPRBlockSize" in fn.machine_function_info:
+        # Written by LLVM 21 or later (its machineFunctionInfo has this key): the split is even
+        # unless "amdgpu-agpr-alloc" asks for no AGPRs, whatever the function uses
+        # (SIRegisterInfo::getMaxNumVectorRegs). A split other than even or none is taken as even.
+        return attrs.get("amdgpu-agpr-alloc", "").split(",")[0].strip() != "0"
     if any(cls.files == frozenset({RegFile.AGPR}) for cls in vreg_classes(fn).values()):
         return True
-    attrs = fn.ir_attributes
     no_agprs = "amdgpu-no-agpr" in attrs or attrs.get("amdgpu-agpr-alloc", "").split(",")[0].strip() == "0"
     if no_agprs:
         total = attribute_limits(target, attrs, fn.machine_function_info, fn.calling_convention, False)
