@@ -22,6 +22,7 @@ from verilocc.allocators.problem import (
     Problem,
     Side,
     locate,
+    locate_low_half,
     make_register,
 )
 from verilocc.analysis.operands import VReg
@@ -153,15 +154,17 @@ class Encoding:
         code = fv if isinstance(fv, int) else model.eval(fv, model_completion=True).as_long()  # type: ignore[union-attr]
         index = model.eval(self.r[v], model_completion=True)
         assert z3.is_bv_value(index)
-        return make_register(FILES[code], index.as_long(), self.p.values[v].width32)  # type: ignore[union-attr]
+        val = self.p.values[v]
+        return make_register(FILES[code], index.as_long(), val.width32, val.half)  # type: ignore[union-attr]
 
     def matches(self, v: VReg, reg: PhysReg) -> z3.BoolRef | None:
         """`%v` is in `reg` (None when `reg` cannot hold `%v` at all)."""
         import z3
 
-        loc = locate(reg)
         val = self.p.values.get(v)
-        if loc is None or val is None or val.width32 != reg.width32 or loc[1] not in val.allowed.get(loc[0].code, ()):
+        loc = locate_low_half(reg) if val is not None and val.half else locate(reg)
+        if loc is None or val is None or (not val.half and val.width32 != reg.width32) or \
+                loc[1] not in val.allowed.get(loc[0].code, ()):
             return None
         return z3.And(self.in_file(v, loc[0].code), self.r[v] == loc[1])
 

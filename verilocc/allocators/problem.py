@@ -76,7 +76,19 @@ def _unit_slot(unit: int) -> tuple[AllocatableFile, int] | None:
     return None
 
 
-def make_register(f: AllocatableFile, index: int, width32: int) -> PhysReg:
+def locate_low_half(reg: PhysReg) -> tuple[AllocatableFile, int] | None:
+    """(file, register index) of the low 16-bit half of a VGPR (``$vgpr4_lo16``), None for
+    any other register: a 16-bit value is given low halves only."""
+    f = _BY_REGFILE.get(reg.file)
+    slot = reg.units[0] - f.unit_base if f is not None else 1
+    if f is not VGPR_FILE or len(reg.units) != 1 or slot % 2:
+        return None
+    return f, slot // 2
+
+
+def make_register(f: AllocatableFile, index: int, width32: int, half: bool = False) -> PhysReg:
+    if half:
+        return parse_physreg(f"{f.name.lower()}{index}_lo16")
     if f is VCC_FILE:
         return parse_physreg({(0, 2): "vcc", (0, 1): "vcc_lo", (1, 1): "vcc_hi"}[(index, width32)])
     return file_register(RegFile(f.name), index, width32)
@@ -91,6 +103,9 @@ class Value:
     cls: RegisterClass
     width32: int
     allowed: dict[int, tuple[int, ...]]  # file code -> allowed first register indices
+    #: A 16-bit value (``vgpr_16``, LLVM 22's true16 code on gfx11+): it takes the low half of
+    #: the register it is given, and nothing is placed in the high half.
+    half: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,15 +201,18 @@ def build_problem(fn: Function, target: Target, budget: Limits | None = None) ->
     used = {op.vreg for b in fn.blocks for ins in b.instructions for op in ins.operands if op.vreg is not None}
     for v in sorted(used, key=vreg_key):
         cls = classes[v]
-        if cls.width_units % 2:
-            raise Unsupported(f"%{v} has the 16-bit class {cls.name}; 16-bit register classes are not supported")
+        half = cls.width_units == 1
+        if cls.width_units % 2 and not (half and cls.files == frozenset({RegFile.VGPR})):
+            raise Unsupported(f"%{v} has the 16-bit class {cls.name}; 16-bit register classes other than "
+                              "VGPR halves are not supported")
         allowed: dict[int, list[int]] = {}
         for m in cls.members(target):
-            loc = locate(m)
+            loc = locate(m) if not half else locate_low_half(m)
             if loc is None or register_problem(m, cls, target, budget) is not None:
                 continue
             allowed.setdefault(loc[0].code, []).append(loc[1])
-        values[v] = Value(v, cls, cls.width_units // 2, {k: tuple(sorted(set(x))) for k, x in sorted(allowed.items())})
+        values[v] = Value(v, cls, max(1, cls.width_units // 2),
+                          {k: tuple(sorted(set(x))) for k, x in sorted(allowed.items())}, half)
     # Calls clobber what their register masks do not preserve, as the verifier reads them; the
     # registers a callee clobbers are not registers this function uses (`_fixed_top`).
     called = expand_calls(fn, target, sgpr_striped(fn))
@@ -426,9 +444,9 @@ def _fixed_top(fn: Function) -> dict[int, int]:
                         reg = parse_physreg(op.phys)
                     except TargetError:
                         continue
-                    loc = locate(reg)
-                    if loc is not None and loc[0] is not VCC_FILE:
-                        top[loc[0].code] = max(top.get(loc[0].code, 0), loc[1] + max(1, reg.width32))
+                    last = _unit_slot(reg.units[-1])  # 16-bit halves too: the register they are in
+                    if last is not None and last[0] is not VCC_FILE:
+                        top[last[0].code] = max(top.get(last[0].code, 0), last[1] // 2 + 1)
     return top
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from verilocc.allocators.encoding import Encoding
-from verilocc.allocators.problem import AGPR_FILE, FILES, SGPR_FILE, VGPR_FILE, locate, usage_dict
+from verilocc.allocators.problem import AGPR_FILE, FILES, SGPR_FILE, VGPR_FILE, locate, locate_low_half, usage_dict
 from verilocc.target import Target
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ class Search:
         tops = {f.code: p.fixed_top.get(f.code, 0) for f in FILES}
         for v, val in p.values.items():
             reg = self.enc.register_of(v, self.model)
-            loc = locate(reg)
+            loc = locate_low_half(reg) if val.half else locate(reg)
             assert loc is not None
             tops[loc[0].code] = max(tops[loc[0].code], loc[1] + val.width32)
         return tops
