@@ -69,6 +69,23 @@ def _llc(path: Path, mcpu: str, tmp_path: Path, end: str = "s_endpgm") -> None:
     assert end in (tmp_path / "k.s").read_text()
 
 
+def _pre(ll: Path, mcpu: str, out: Path, llc: str = "llc-19") -> Path:
+    """`ll` compiled by `llc` up to the register allocator into the directory `out`, as the
+    pair maker does (skips when `llc` is not installed)."""
+    if shutil.which(llc) is None:
+        pytest.skip(f"{llc} is not installed")
+    pre_path = out / f"{ll.stem}.pre.mir"
+    subprocess.run([llc, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "-O3", "-stop-before=greedy", str(ll),
+                    "-o", str(pre_path)], check=True, capture_output=True)
+    return pre_path
+
+
+def _live_at_once(n: int) -> str:
+    """`n` VGPR values defined by inline assembly, then all used: `n` live at once."""
+    return "\n".join([f'  %v{i} = call i32 asm sideeffect "; def $0", "=v"()' for i in range(n)]
+                     + [f'  call void asm sideeffect "; use $0", "v"(i32 %v{i})' for i in range(n)])
+
+
 def test_vgprs_over_budget_spill_to_stack_slots(tmp_path: Path) -> None:
     pre, got = _solve(_tight(tmp_path, '"amdgpu-num-vgpr"="8"'))
     assert got.status == "feasible", got.reason
@@ -425,17 +442,10 @@ def test_budget_is_llvms_vgpr_agpr_split(tmp_path: Path) -> None:
     32 VGPRs / 32 AGPRs (it may need AGPRs). The verifier allows up to 64 VGPRs (a post file
     does not say which split LLVM took), but llc reserves $vgpr32 and up: 40 values live at
     once must be spilled to fit 32 VGPRs, and llc must finish code generation from the result."""
-    if shutil.which("llc-19") is None:
-        pytest.skip("llc-19 is not installed")
-    n = 40
-    body = [f'  %v{i} = call i32 asm sideeffect "; def $0", "=v"()' for i in range(n)]
-    body += [f'  call void asm sideeffect "; use $0", "v"(i32 %v{i})' for i in range(n)]
     ll = tmp_path / "split.ll"
-    ll.write_text("define void @f() #0 {\n" + "\n".join(body) + "\n  ret void\n}\n"
+    ll.write_text("define void @f() #0 {\n" + _live_at_once(40) + "\n  ret void\n}\n"
                   'attributes #0 = { nounwind "amdgpu-waves-per-eu"="8,8" "amdgpu-flat-work-group-size"="1,256" }\n')
-    pre_path = tmp_path / "split.pre.mir"
-    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-O3", "-stop-before=greedy",
-                    str(ll), "-o", str(pre_path)], check=True, capture_output=True)
+    pre_path = _pre(ll, "gfx942", tmp_path)
     fn = read_module(pre_path).functions[0]
     target = function_target(fn, None, str(pre_path))
     verifier = function_limits(fn, target)
@@ -487,11 +497,7 @@ def test_spill_retry_without_sharing(test: str, function: str, mcpu: str, finish
     gives values AGPR homes that do not fit (more than the AGPRs, or across a call that keeps
     none); the retry without sharing, with AGPR homes counted against the AGPRs, fits, and the
     allocation is VERIFIED (and llc-19 finishes code generation from the one-function file)."""
-    if shutil.which("llc-19") is None:
-        pytest.skip("llc-19 is not installed")
-    pre_path = tmp_path / f"{test}.pre.mir"
-    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "-O3", "-stop-before=greedy",
-                    str(FIXTURES / "llvm-tests" / "ll" / f"{test}.ll"), "-o", str(pre_path)], check=True, capture_output=True)
+    pre_path = _pre(FIXTURES / "llvm-tests" / "ll" / f"{test}.ll", mcpu, tmp_path)
     pre = read_module(pre_path)
     fn = next(f for f in pre.functions if f.name == function)
     target = function_target(fn, None, str(pre_path))
@@ -512,11 +518,7 @@ def test_sgpr_lane_spill_before_a_call_and_a_tail_call(tmp_path: Path, capsys: p
     to VGPR lanes around the call; the lane VGPR's definition at the top of the entry block
     must not move the points over the budget that decide where the reloads go (it did, and
     the reload before the call was kept across it). The whole module is VERIFIED and llc-19 finishes code generation from it."""
-    if shutil.which("llc-19") is None:
-        pytest.skip("llc-19 is not installed")
-    pre = tmp_path / "ipra.pre.mir"
-    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-O3", "-stop-before=greedy",
-                    str(FIXTURES / "llvm-tests" / "ll" / "ipra.ll"), "-o", str(pre)], check=True, capture_output=True)
+    pre = _pre(FIXTURES / "llvm-tests" / "ll" / "ipra.ll", "gfx942", tmp_path)
     out = tmp_path / "ipra.alloc.mir"
     assert main(["allocate", str(pre), "--solver", "--timeout", "10", "-o", str(out)]) == 0
     captured = capsys.readouterr()
@@ -584,8 +586,6 @@ _BUDGET_EDGE_CPU = {"sgpr_across_a_call_without_a_kept_vgpr": "gfx1100"}
 @pytest.mark.llc
 @pytest.mark.parametrize("case", sorted(_BUDGET_EDGES))
 def test_functions_at_the_edges_of_llvms_budget(case: str, tmp_path: Path) -> None:
-    if shutil.which("llc-19") is None:
-        pytest.skip("llc-19 is not installed")
     cc, params, attrs, body = _BUDGET_EDGES[case]
     ll = tmp_path / f"{case}.ll"
     ll.write_text(
@@ -594,10 +594,8 @@ def test_functions_at_the_edges_of_llvms_budget(case: str, tmp_path: Path) -> No
         "declare <16 x float> @llvm.amdgcn.mfma.f32.16x16x1f32(float, float, <16 x float>, i32, i32, i32)\n"
         "declare void @ext()\n"
         f"attributes #0 = {{ nounwind {attrs} }}\n")
-    pre_path = tmp_path / f"{case}.pre.mir"
     mcpu = _BUDGET_EDGE_CPU.get(case, "gfx942")
-    subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "-O3", "-stop-before=greedy",
-                    str(ll), "-o", str(pre_path)], check=True, capture_output=True)
+    pre_path = _pre(ll, mcpu, tmp_path)
     pre, got = _solve(pre_path)
     assert got.function is not None, got.reason
     fn = pre.functions[0]
@@ -628,17 +626,10 @@ def test_llvm22_splits_the_vector_file_evenly(tmp_path: Path) -> None:
     a kernel without AGPR values: with "amdgpu-num-vgpr"="8" on gfx942, llc-22 reserves
     $vgpr8 and up (LLVM 19 would give that kernel 16 VGPRs). Nine values live at once: one goes
     to an AGPR home, and llc-22 finishes code generation from the allocation."""
-    if shutil.which("llc-22") is None:
-        pytest.skip("llc-22 is not installed")
-    n = 9
-    body = [f'  %v{i} = call i32 asm sideeffect "; def $0", "=v"()' for i in range(n)]
-    body += [f'  call void asm sideeffect "; use $0", "v"(i32 %v{i})' for i in range(n)]
     ll = tmp_path / "k.ll"
-    ll.write_text("define amdgpu_kernel void @k() #0 {\n" + "\n".join(body) + "\n  ret void\n}\n"
+    ll.write_text("define amdgpu_kernel void @k() #0 {\n" + _live_at_once(9) + "\n  ret void\n}\n"
                   'attributes #0 = { nounwind "amdgpu-num-vgpr"="8" }\n')
-    pre_path = tmp_path / "k.pre.mir"
-    subprocess.run(["llc-22", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-O3", "-stop-before=greedy",
-                    str(ll), "-o", str(pre_path)], check=True, capture_output=True)
+    pre_path = _pre(ll, "gfx942", tmp_path, "llc-22")
     pre, got = _solve(pre_path)
     fn = pre.functions[0]
     budget = allocation_budget(fn, function_target(fn, None, pre.file))
@@ -658,8 +649,6 @@ def test_true16_values_take_low_halves(tmp_path: Path) -> None:
     """LLVM 22 selects true 16-bit instructions on gfx1100: `vgpr_16` virtual registers, halves
     of VGPRs. The solver places each in the low half of a VGPR ($vgprN_lo16), says that this
     is not proved optimal (two halves could share a VGPR), and llc-22 finishes the file."""
-    if shutil.which("llc-22") is None:
-        pytest.skip("llc-22 is not installed")
     ll = tmp_path / "h.ll"
     ll.write_text("define amdgpu_kernel void @h(ptr addrspace(1) %p) {\n"
                   "  %id = call i32 @llvm.amdgcn.workitem.id.x()\n"
@@ -668,9 +657,7 @@ def test_true16_values_take_low_halves(tmp_path: Path) -> None:
                   "  %s = fadd half %x, %y\n  %t = fmul half %s, %x\n  %u = fsub half %t, %y\n"
                   "  store half %u, ptr addrspace(1) %g\n  ret void\n}\n"
                   "declare i32 @llvm.amdgcn.workitem.id.x()\n")
-    pre_path = tmp_path / "h.pre.mir"
-    subprocess.run(["llc-22", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-O3", "-stop-before=greedy",
-                    str(ll), "-o", str(pre_path)], check=True, capture_output=True)
+    pre_path = _pre(ll, "gfx1100", tmp_path, "llc-22")
     assert re.search(r"%\d+:vgpr_16 = ", pre_path.read_text())  # used, not only declared
     pre, got = _solve(pre_path)
     assert got.function is not None, got.reason
