@@ -340,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and write it only when VERIFIED. Default: the model loop (a language model proposes, counterexamples go "
         "back into the prompt; --model, --samples, --rounds, --constrained, --repair). --solver: an SMT allocator (z3) "
         "that minimises registers or maximises occupancy. A function whose values do not fit its budget gets spill "
-        "code first (stack slots, AGPRs on gfx90a/gfx942/gfx950, SGPRs in VGPR lanes). Each function gets a "
+        "code first (stack slots, AGPRs on gfx90a/gfx942/gfx950, SGPRs in VGPR lanes or stack slots). Each function gets a "
         "summary line. Exit codes: 0 allocated and VERIFIED, 1 no verified allocation (timeout, unsupported, "
         "infeasible), 2 bad input.")
     a.add_argument("pre", metavar="PRE.mir", help="the virtual-register program (llc -stop-before=greedy)")
