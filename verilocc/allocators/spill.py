@@ -311,7 +311,6 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     liveness = compute_liveness(fn, cfg, classes)
     phys_kind = _phys_kinds()
     over: list[tuple[int, int, str, dict[VReg, int]]] = []  # (excess, block, kind, live lanes per value)
-    no_agpr_across: set[int] = set()  # indexes in `over` of calls that keep no AGPR within the budget
     no_lane = _no_lane(fn, liveness, kinds, caps, limits)
     # VGPR values live across a call that keeps no AGPR tuple of their width within the budget:
     # an AGPR home could not live across it either.
@@ -336,7 +335,6 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
                 # count, and each in a register of its shape (striped masks keep short runs).
                 at_call, defined = _at_call(blocks[b].instructions[idx], limits)
                 kept = call_caps(mask, caps, at_call)
-                first = len(over)
                 for k in ("vgpr", "vector", "sgpr", "agpr"):
                     of_kind = {v: m for v, m in live.vregs.items() if k in kinds.get(v, ())}
                     excess = (sum(m.bit_count() for m in of_kind.values()) + 1) // 2 - getattr(kept, k)
@@ -351,8 +349,6 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
                             homeless[v] = m
                     if homeless:
                         mark(sum((m.bit_count() + 1) // 2 for m in homeless.values()), b, idx, k, homeless)
-                if kept.vector <= kept.vgpr:
-                    no_agpr_across.update(range(first, len(over)))
                 for v in live.vregs:
                     if "vgpr" in kinds.get(v, ()) and state.agpr_split(classes[v]):
                         key = (f"agpr:{classes[v].name}", mask.name, defined)
@@ -415,9 +411,8 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     costs = state.costs(classes, regions, live_in, cfg)
     chosen: dict[VReg, str] = {}
     agpr_room = caps.vector - caps.vgpr - sum(classes[h].width32 for h in state.home_reg.values() if h in classes)
-    order = sorted(range(len(over)), key=lambda i: -over[i][0])
-    for i in order:
-        excess, _, kind, live = over[i]
+    over.sort(key=lambda o: -o[0])
+    for excess, _, kind, live in over:
         need = excess - sum((m.bit_count() + 1) // 2 for v, m in live.items() if v in chosen)
         if need <= 0:
             continue
@@ -431,17 +426,17 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
                                    else "stack")
             if home == "agpr" and state.near == 0:
                 # Without sharing (the retry), AGPR homes are counted as if all were live at
-                # once: beyond the AGPRs the budget leaves, values go to the stack; so does a
-                # value live across a call that keeps no AGPR within the budget.
+                # once: beyond the AGPRs the budget leaves, values go to the stack (as do values
+                # live across a call that keeps no AGPR tuple of their width, `no_agpr_home`).
                 width = classes[v].width32
-                if agpr_room < width or i in no_agpr_across:
+                if agpr_room < width:
                     home = "stack"
                 else:
                     agpr_room -= width
             chosen[v] = home
             need -= (live[v].bit_count() + 1) // 2
     if not chosen:
-        excess, _, kind, _ = over[order[0]]
+        excess, _, kind, _ = over[0]
         raise CannotSpill(f"{excess} {kind.upper()} register(s) over the budget where no live value can be spilled")
     state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg)
     return chosen
