@@ -5,7 +5,7 @@ PYTHON ?= python3
 # checkout's own code runs, through PYTHONPATH.
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-PY     := PYTHONPATH=$(CURDIR) $(BIN)/python
+PY     := env PYTHONPATH=$(CURDIR) $(BIN)/python
 VERILOCC := $(PY) -m verilocc
 # The larger corpus and kernel sources: optional, used by `make test` and `make dataset`.
 SHARED ?= ../shared
