@@ -423,6 +423,107 @@ def test_a_real_counterexample_is_fixed_by_its_ban() -> None:
     assert report.verdict is Verdict.VERIFIED
 
 
+def test_emptied_slots_keep_the_answer(data: Path) -> None:
+    """Training's augmentation empties listed choices only after the answer, from a slot that
+    was filled, and the emptied line still reads back: its answer names the same choice."""
+    import random
+
+    from verilocc.llm.choices import NO_CHOICE, SLOTS
+    from verilocc.llm.dataset import read_examples
+    from verilocc.llm.train import with_empty_slots
+
+    rng = random.Random(0)
+    changed = 0
+    for ex in read_examples(data / "train.jsonl"):
+        for line, answer in zip(ex["lines"], ex["answers"]):
+            got = with_empty_slots(line, answer, rng)
+            words = line.split()
+            if not answer.startswith("@"):
+                assert got is None
+                continue
+            a = int(answer[1:])
+            if got is None:
+                assert all(w == NO_CHOICE for w in words[len(words) - SLOTS + a + 1:])
+                continue
+            changed += 1
+            new = got.split()
+            head = len(words) - SLOTS
+            assert new[: head + a + 1] == words[: head + a + 1]  # the answer and what precedes it
+            cut = next(k for k in range(SLOTS) if new[head + k] != words[head + k])
+            assert cut > a and words[head + cut] != NO_CHOICE
+            assert all(w == NO_CHOICE for w in new[head + cut:])
+    assert changed > 100
+
+
+def test_unlikelihood_marks_the_slots_that_cannot_be_the_answer(data: Path) -> None:
+    """Training pushes down exactly the empty and banned slots of a line, at its answer
+    position, and never the answer itself."""
+    from verilocc.llm.choices import NO_CHOICE, SLOTS
+    from verilocc.llm.dataset import read_examples
+    from verilocc.llm.lm import new_own_model
+    from verilocc.llm.train import IGNORE, encode_example, window_ids
+
+    lm = new_own_model("tiny", seed=0)
+    ex = next(e for e in read_examples(data / "train.jsonl") if any(NO_CHOICE in ln.split() for ln in e["lines"]))
+    enc = encode_example(lm, ex)
+    ids, labels, bad = window_ids(enc, 0, len(enc.prefixes), lm.line_end)
+    answer_at = {i for i, y in enumerate(labels) if y != IGNORE}
+    assert bad and all(pos in answer_at and labels[pos] != tok for pos, tok in bad)
+    decision = {lm.answer_ids(f"@{k}")[0]: k for k in range(SLOTS)}
+    marked = 0
+    for line, answer, invalid in zip(ex["lines"], ex["answers"], enc.invalid):
+        slots = line.split()[-SLOTS:]
+        assert sorted(decision[t] for t in invalid) == [k for k, w in enumerate(slots) if w == NO_CHOICE or w.startswith("!")]
+        marked += answer != "?" and bool(invalid)
+    assert len(bad) == sum(len(v) for v, a in zip(enc.invalid, ex["answers"]) if a != "?")
+    assert marked > 0
+
+
+def test_training_with_empty_slots_and_unlikelihood(data: Path, tmp_path: Path) -> None:
+    """`train --empty-rate R --unlikelihood` trains, records both in the model's metadata, and
+    the model it saves loads and decodes."""
+    from verilocc.llm.decode import propose_many
+    from verilocc.llm.lm import load_lm, new_own_model
+    from verilocc.llm.train import train
+
+    meta = train(new_own_model("tiny", seed=0), data, tmp_path, minutes=0.1, epochs=2, batch=4, lr=3e-3, seed=0,
+                 threads=1, bf16=False, log=lambda s: None, command="test", max_examples=6, empty_rate=0.5,
+                 unlikelihood=True)
+    assert meta["steps"] > 0 and meta["empty_rate"] == 0.5 and meta["unlikelihood"] is True
+    assert json.loads((tmp_path / "verilocc.json").read_text())["unlikelihood"] is True
+    problem = build_problem(read_module(VADD).functions[0], get_target("gfx942"))
+    (prop,) = propose_many(load_lm(tmp_path), problem, samples=1, constrained=True)
+    assert prop.dead_end is None and len(prop.regs) == len(problem.order)
+
+
+def test_first_tier_is_the_better_first_fit() -> None:
+    """The first budget tier (`problem.tight`) is what the better of two first fits uses: never
+    more registers or fewer waves than first fit in program order, and fewer registers on a
+    kernel whose wide tuples first fit leaves holes for (softmax_row: 24 VGPRs, not 28)."""
+    from verilocc.llm.choices import occupancy_caps
+    from verilocc.target.registers import RegFile
+
+    fewer = []
+    for path in sorted(EXAMPLES.glob("*/*.pre.mir")):
+        fn = read_module(path).functions[0]
+        target = get_target(path.parent.name)
+        problem = build_problem(fn, target)
+        tight, caps = occupancy_caps(problem)
+        plain = build_problem(fn, target)
+        plain.caps_known = True  # tables of one tier, no first fit of their own
+        tables = ChoiceTables(plain)
+        state = tables.start()
+        for k in range(len(plain.order)):
+            tables.take(state, k, tables.free(state, k)[0])
+        usage = plain.usage(state.regs)
+        assert problem.floor_waves >= usage["waves"]
+        assert tight[RegFile.VGPR] + tight[RegFile.AGPR] <= usage["vgpr"] + usage["agpr"]
+        assert caps[RegFile.VGPR] >= tight[RegFile.VGPR]
+        if tight[RegFile.VGPR] < usage["vgpr"]:
+            fewer.append(f"{path.parent.name}/{path.name}")
+    assert "gfx90a/softmax_row.pre.mir" in fewer
+
+
 def test_pass_at_k_estimator() -> None:
     from itertools import combinations
 

@@ -96,7 +96,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     console = _console()
     train(lm, data, Path(args.out), minutes=args.minutes, epochs=args.epochs, batch=args.batch, lr=args.lr,
           seed=args.seed, threads=args.threads, bf16=args.bf16, log=console.print, command=_command_line(),
-          max_examples=args.max_examples)
+          max_examples=args.max_examples, empty_rate=args.empty_rate, unlikelihood=args.unlikelihood)
     return 0
 
 
@@ -265,6 +265,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     t.add_argument("--batch", type=int, default=16)
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--empty-rate", type=float, default=0.0, metavar="R",
+                   help="empty the listed choices after the answer from a random slot on, in this share of the "
+                        "answered lines (default 0)")
+    t.add_argument("--unlikelihood", action="store_true",
+                   help="also push down the probability of empty and banned slots at every answer")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine is shared)")
     t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False,
                    help="bf16 autocast (default off: measured 4x slower than float32 on this CPU without bf16 instructions)")

@@ -149,7 +149,7 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     problem.over_budget = over_budget
     tables = ChoiceTables(problem) if lm is not None else None
     if floor and repair and spilled is None and lm is not None:
-        # The floor is the better of the model's own first fit (program order, set by the
+        # The floor is the better of the model's own first fits (`occupancy_caps`, set by the
         # choice tables) and the SMT allocator's start, which the repair step reaches.
         problem.floor_waves = max(problem.floor_waves, start_waves(fn, target, waves))
     verify = verify or verify_regs  # `verilocc eval` passes one that caches verdicts

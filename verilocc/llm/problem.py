@@ -83,7 +83,7 @@ class AllocationProblem:
     limits: Limits
     order: list[VReg]  # program order of first definition: the dense renumbering
     info: dict[VReg, VRegInfo]
-    # Highest register number + 1 per file: what a first-fit allocation in program order uses
+    # Highest register number + 1 per file: what the better of two first-fit allocations uses
     # (`tight`), and what keeps the occupancy it reaches (`caps`); decoders try within them first.
     # Computed by the first `verilocc.llm.choices.ChoiceTables` of the problem (`caps_known`).
     tight: dict[RegFile, int] = field(default_factory=dict)

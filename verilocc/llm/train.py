@@ -6,6 +6,14 @@ cross-entropy of the decision tokens only (the model is never asked to predict t
 by a seeded random offset each epoch. Training stops after `--minutes` or `--epochs`,
 whichever comes first; the learning rate decays linearly over that budget. One thread by
 default: the machine is shared, and two contended threads were measured 6x slower.
+
+Two options aim at the one error the shipped model makes on held-out functions, naming an
+empty slot (`-`) on a line of a long function (docs/allocate.md, "The error the model still
+makes"); both are off by default, since neither made a better model in the runs measured there:
+- `empty_rate`: in that share of the answered lines (drawn afresh each epoch) the listed
+  choices after a random slot past the answer are emptied, as when fewer registers are free;
+- `unlikelihood`: every answer position adds -log(1 - p), p the probability the model gives
+  together to its line's slots that cannot be the answer (empty or banned `!`).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from typing import Any
 
 import torch
 
+from verilocc.llm.choices import NO_CHOICE, SLOTS
 from verilocc.llm.dataset import read_examples
 from verilocc.llm.lm import FORMAT, LM, save_lm
 
@@ -32,6 +41,49 @@ class Encoded:
     prefixes: list[list[int]]  # each line up to and including " :"
     answers: list[list[int] | None]  # None: no answer to learn ("?")
     unknown: list[int]  # the "?" that stands in the context for a line without answer
+    invalid: list[list[int]]  # per line, the answer tokens of its empty and banned slots
+
+
+def invalid_answers(lm: LM, line: str) -> list[int]:
+    """The answer tokens (`@j`) of the slots of `line` that cannot be its answer: empty or
+    banned. Empty for a tokenizer that does not write each `@j` as one token of its own."""
+    ids = [lm.answer_ids(f"@{k}") for k in range(SLOTS)]
+    if any(len(x) != 1 for x in ids) or len({x[0] for x in ids}) != SLOTS:
+        return []
+    words = line.split()
+    first = len(words) - SLOTS
+    return [ids[k][0] for k in range(SLOTS) if first + k >= 0 and (words[first + k] == NO_CHOICE or words[first + k].startswith("!"))]
+
+
+def with_empty_slots(line: str, answer: str, rng: random.Random) -> str | None:
+    """`line` with its listed choices emptied from a random slot after `answer`'s on, or None
+    when every slot after the answer is empty already (or the answer is not a listed choice)."""
+    words = line.split()
+    if not answer.startswith("@") or not answer[1:].isdigit() or len(words) < SLOTS:
+        return None
+    first = len(words) - SLOTS
+    a = int(answer[1:])
+    filled = [k for k in range(a + 1, SLOTS) if words[first + k] != NO_CHOICE]
+    if not filled:
+        return None
+    for k in range(rng.choice(filled), SLOTS):
+        words[first + k] = NO_CHOICE
+    return " ".join(words)
+
+
+def emptied(lm: LM, ex: dict[str, Any], start: int, stop: int, rng: random.Random,
+            rate: float) -> dict[int, tuple[list[int], list[int]]]:
+    """Prefixes and invalid answers (as `Encoded`) of the lines of `start:stop` drawn, each
+    with probability `rate`, for `with_empty_slots`."""
+    out: dict[int, tuple[list[int], list[int]]] = {}
+    if rate <= 0:
+        return out
+    for i in range(start, stop):
+        if rng.random() < rate:
+            line = with_empty_slots(str(ex["lines"][i]), str(ex["answers"][i]), rng)
+            if line is not None:
+                out[i] = (lm.encode(f"{line} :"), invalid_answers(lm, line))
+    return out
 
 
 def encode_example(lm: LM, ex: dict[str, Any]) -> Encoded:
@@ -42,15 +94,21 @@ def encode_example(lm: LM, ex: dict[str, Any]) -> Encoded:
         header += lm.encode(str(ex["feedback"]))[:MAX_FEEDBACK_TOKENS] + lm.line_end
     prefixes = [lm.encode(f"{line} :") for line in ex["lines"]]
     answers = [None if a == "?" else lm.answer_ids(str(a)) for a in ex["answers"]]
-    return Encoded(header, prefixes, answers, lm.answer_ids("?"))
+    return Encoded(header, prefixes, answers, lm.answer_ids("?"), [invalid_answers(lm, str(x)) for x in ex["lines"]])
 
 
-def window_ids(enc: Encoded, start: int, stop: int, nl: list[int]) -> tuple[list[int], list[int]]:
+def window_ids(enc: Encoded, start: int, stop: int, nl: list[int],
+               replaced: dict[int, tuple[list[int], list[int]]] | None = None,
+               ) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    """Token ids and labels of lines `start:stop` after the header, and (position, token) of
+    the invalid answers at each answer position; `replaced` stands for some lines (`emptied`)."""
     ids = list(enc.header)
     labels = [IGNORE] * len(ids)
+    bad: list[tuple[int, int]] = []
     for i in range(start, stop):
-        ids += enc.prefixes[i]
-        labels += [IGNORE] * len(enc.prefixes[i])
+        prefix, invalid = (replaced or {}).get(i, (enc.prefixes[i], enc.invalid[i]))
+        ids += prefix
+        labels += [IGNORE] * len(prefix)
         ans = enc.answers[i]
         if ans is None:  # LLVM chose no listed choice (or split, spilled it): context only
             ids += enc.unknown + nl
@@ -58,16 +116,19 @@ def window_ids(enc: Encoded, start: int, stop: int, nl: list[int]) -> tuple[list
             continue
         # the last prefix position predicts the first answer token, and so on
         labels[-1] = ans[0]
+        bad.extend((len(labels) - 1, t) for t in invalid if t != ans[0])
         for k, a in enumerate(ans):
             ids.append(a)
             labels.append(ans[k + 1] if k + 1 < len(ans) else IGNORE)
         ids += nl
         labels += [IGNORE] * len(nl)
-    return ids, labels
+    return ids, labels, bad
 
 
-def answer_loss(lm: LM, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, int, int]:
-    """Cross-entropy at answer positions; (loss, positions, correct)."""
+def answer_loss(lm: LM, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor,
+                bad: list[tuple[int, int, int]] | None = None) -> tuple[torch.Tensor, int, int]:
+    """Cross-entropy at answer positions, plus the mean unlikelihood of the invalid answers
+    `bad` ((row, position, token) at answer positions); (loss, positions, correct)."""
     model = lm.model
     if hasattr(model, "get_base_model"):  # peft: LoRA layers live inside the base model's modules
         model = model.get_base_model()
@@ -79,12 +140,22 @@ def answer_loss(lm: LM, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Ten
         logits = model(input_ids=ids, attention_mask=mask).logits[keep]
     target = labels[keep]
     loss = torch.nn.functional.cross_entropy(logits.float(), target)
+    if bad:
+        at = keep.flatten().cumsum(0) - 1  # flat position -> row of `logits`
+        width = labels.shape[1]
+        rows = at[torch.tensor([r * width + c for r, c, _ in bad])]
+        toks = torch.tensor([t for _, _, t in bad])
+        probs = torch.softmax(logits.float(), dim=-1)
+        p_bad = torch.zeros(logits.shape[0]).index_add_(0, rows, probs[rows, toks])
+        hit = torch.unique(rows)
+        loss = loss + (-torch.log1p(-p_bad[hit].clamp(max=1 - 1e-6))).mean()
     correct = int((logits.argmax(-1) == target).sum())
     return loss, int(target.numel()), correct
 
 
 def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: int, lr: float, seed: int,
-          threads: int, bf16: bool, log: Callable[[str], None], command: str, max_examples: int | None = None) -> dict[str, Any]:
+          threads: int, bf16: bool, log: Callable[[str], None], command: str, max_examples: int | None = None,
+          empty_rate: float = 0.0, unlikelihood: bool = False) -> dict[str, Any]:
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -120,17 +191,19 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: 
             frac = min(1.0, elapsed / budget) if budget > 0 else 0.0
             for g in opt.param_groups:
                 g["lr"] = lr * max(0.05, 1.0 - frac) * min(1.0, (step + 1) / 50)
-            seqs = [window_ids(encoded[j], s, t, nl) for j, s, t in jobs[b: b + batch]]
-            width = max(len(x) for x, _ in seqs)
+            seqs = [window_ids(encoded[j], s, t, nl, emptied(lm, examples[j], s, t, rng, empty_rate))
+                    for j, s, t in jobs[b: b + batch]]
+            width = max(len(x) for x, _, _ in seqs)
             ids = torch.zeros((len(seqs), width), dtype=torch.long)
             labels = torch.full((len(seqs), width), IGNORE, dtype=torch.long)
             mask = torch.zeros((len(seqs), width), dtype=torch.long)
-            for r, (x, y) in enumerate(seqs):
+            bad = [(r, c, t) for r, (_, _, z) in enumerate(seqs) for c, t in z] if unlikelihood else None
+            for r, (x, y, _) in enumerate(seqs):
                 ids[r, : len(x)] = torch.tensor(x)
                 labels[r, : len(y)] = torch.tensor(y)
                 mask[r, : len(x)] = 1
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                loss, n, c = answer_loss(lm, ids, labels, mask)
+                loss, n, c = answer_loss(lm, ids, labels, mask, bad)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -149,7 +222,8 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: 
                 seen = right = 0
         epoch += 1
     model.eval()
-    meta = {"command": command, "seed": seed, "format": FORMAT, "window": w,
+    meta = {"command": command, "seed": seed, "format": FORMAT, "window": w, "empty_rate": empty_rate,
+            "unlikelihood": unlikelihood,
             "feedback_in_context": any(ex.get("feedback") for ex in examples), "steps": step, "epochs": epoch, "tokens": tokens,
             "minutes": round((time.monotonic() - t0) / 60, 2), "history": history[-20:],
             "parameters": sum(p.numel() for p in model.parameters())}
