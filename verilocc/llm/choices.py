@@ -301,7 +301,8 @@ def occupancy_caps(problem: AllocationProblem) -> tuple[dict[RegFile, int], dict
     n = len(problem.order)
     width = [problem.info[v].cls.width_units for v in problem.order]
     best: dict[str, int] | None = None
-    for order in (range(n), sorted(range(n), key=lambda k: -width[k])):
+    wide = sorted(range(n), key=lambda k: -width[k])
+    for order in [list(range(n))] + ([wide] if wide != list(range(n)) else []):  # one width: one order
         state = tables.start()
         for k in order:
             free = tables.free(state, k)
