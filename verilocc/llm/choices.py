@@ -24,8 +24,9 @@ registers' first 16-bit units (`ChoiceTables`; `tests/test_model.py` compares bo
 come from the first budget tier that still has a free, unbanned one: within the registers a
 first-fit allocation uses (`problem.tight`: the better of program order and widest tuples
 first, `occupancy_caps`), then within the occupancy that reaches (`problem.caps`), then the
-function's budget (`--over-budget`: the target's hard limits). A value whose class has no free register anywhere gets an empty list: the function
-needs spilling (or other earlier choices), which an assignment cannot express.
+function's budget (`--over-budget`: the target's hard limits). A value whose class has no free
+register anywhere gets an empty list: the function needs spilling (or other earlier choices),
+which an assignment cannot express.
 
 So a choice the model picks from the list satisfies layer 1 of the verifier against the choices
 before it; what the model decides is which one (copies deleted, registers reused, registers and
@@ -301,8 +302,9 @@ def occupancy_caps(problem: AllocationProblem) -> tuple[dict[RegFile, int], dict
     n = len(problem.order)
     width = [problem.info[v].cls.width_units for v in problem.order]
     best: dict[str, int] | None = None
-    wide = sorted(range(n), key=lambda k: -width[k])
-    for order in [list(range(n))] + ([wide] if wide != list(range(n)) else []):  # one width: one order
+    plain = list(range(n))
+    wide = sorted(plain, key=lambda k: -width[k])
+    for order in [plain] + ([wide] if wide != plain else []):  # one width: one order
         state = tables.start()
         for k in order:
             free = tables.free(state, k)

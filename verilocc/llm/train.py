@@ -44,15 +44,20 @@ class Encoded:
     invalid: list[list[int]]  # per line, the answer tokens of its empty and banned slots
 
 
-def invalid_answers(lm: LM, line: str) -> list[int]:
-    """The answer tokens (`@j`) of the slots of `line` that cannot be its answer: empty or
-    banned. Empty for a tokenizer that does not write each `@j` as one token of its own."""
+def decision_tokens(lm: LM) -> list[int]:
+    """The token of each decision `@0`..`@7`, or [] when the tokenizer does not write each as
+    one token of its own (then no slot is pushed down: `invalid_answers`)."""
     ids = [lm.answer_ids(f"@{k}") for k in range(SLOTS)]
     if any(len(x) != 1 for x in ids) or len({x[0] for x in ids}) != SLOTS:
         return []
-    words = line.split()
-    first = len(words) - SLOTS
-    return [ids[k][0] for k in range(SLOTS) if first + k >= 0 and (words[first + k] == NO_CHOICE or words[first + k].startswith("!"))]
+    return [x[0] for x in ids]
+
+
+def invalid_answers(decisions: list[int], line: str) -> list[int]:
+    """The decision tokens (`decision_tokens`) of the slots of `line` that cannot be its
+    answer: empty or banned."""
+    slots = line.split()[-SLOTS:]
+    return [t for t, w in zip(decisions, slots) if w == NO_CHOICE or w.startswith("!")]
 
 
 def with_empty_slots(line: str, answer: str, rng: random.Random) -> str | None:
@@ -82,7 +87,7 @@ def emptied(lm: LM, ex: dict[str, Any], start: int, stop: int, rng: random.Rando
         if rng.random() < rate:
             line = with_empty_slots(str(ex["lines"][i]), str(ex["answers"][i]), rng)
             if line is not None:
-                out[i] = (lm.encode(f"{line} :"), invalid_answers(lm, line))
+                out[i] = (lm.encode(f"{line} :"), invalid_answers(decision_tokens(lm), line))
     return out
 
 
@@ -94,7 +99,8 @@ def encode_example(lm: LM, ex: dict[str, Any]) -> Encoded:
         header += lm.encode(str(ex["feedback"]))[:MAX_FEEDBACK_TOKENS] + lm.line_end
     prefixes = [lm.encode(f"{line} :") for line in ex["lines"]]
     answers = [None if a == "?" else lm.answer_ids(str(a)) for a in ex["answers"]]
-    return Encoded(header, prefixes, answers, lm.answer_ids("?"), [invalid_answers(lm, str(x)) for x in ex["lines"]])
+    decisions = decision_tokens(lm)
+    return Encoded(header, prefixes, answers, lm.answer_ids("?"), [invalid_answers(decisions, str(x)) for x in ex["lines"]])
 
 
 def window_ids(enc: Encoded, start: int, stop: int, nl: list[int],
