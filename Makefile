@@ -51,13 +51,17 @@ MODEL_MINUTES ?= 60
 model: dataset
 	nice -n 10 $(VERILOCC) train --data build/dataset -o $(MODEL) --minutes $(MODEL_MINUTES) --seed 0 --threads 1 --size tiny
 
-# `verilocc eval` on the held-out functions (bench/model_eval/README.md): the corpus pairs, the
-# unseen target's pairs (gfx906) and LLVM's AMDGPU tests (pairs made with llc-19).
+# `verilocc eval` on the held-out functions (docs/allocate.md#evaluation): the corpus pairs, the
+# unseen target's pairs (gfx906), more variants of the held-out sources (heldout_manifest.txt)
+# and LLVM's AMDGPU tests (pairs made with llc-19).
 model-eval: model-install llvm
 	nice -n 10 $(PY) bench/model_eval/heldout_pairs.py --kernels $(SHARED)/kernels --targets gfx906 --out build/heldout
+	nice -n 10 $(PY) bench/model_eval/heldout_pairs.py --kernels $(SHARED)/kernels --manifest bench/model_eval/heldout_manifest.txt \
+	    --targets gfx90a,gfx942,gfx1100,gfx906 --out build/heldout-more
 	nice -n 10 $(PY) scripts/llvm_tests_corpus.py --out build/llvm-tests --llvm 19 \
 	    --targets gfx90a,gfx942,gfx1100,gfx906 --modes one-process -j 1
-	nice -n 10 $(VERILOCC) eval --pairs $(SHARED)/corpus --pairs build/heldout/pairs-llc-19 --kernels $(SHARED)/kernels \
+	nice -n 10 $(VERILOCC) eval --pairs $(SHARED)/corpus --pairs build/heldout/pairs-llc-19 --pairs build/heldout-more/pairs-llc-19 \
+	    --kernels $(SHARED)/kernels --manifest bench/model_eval/heldout_manifest.txt \
 	    --llvm-tests build/llvm-tests --llvm-test-functions 10 --large-samples 10 --targets gfx90a,gfx942,gfx1100,gfx906 -j 2 \
 	    -o bench/model_eval
 	nice -n 10 $(PY) bench/model_eval/feedback_gaps.py --llvm-tests build/llvm-tests \

@@ -53,7 +53,7 @@ def tiny_model(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     out = tmp_path_factory.mktemp("model")
     lm = new_own_model("tiny", seed=0)
-    train(lm, data, out, minutes=0.25, epochs=20, batch=8, lr=3e-3, seed=0, threads=1, bf16=False,
+    train(lm, data, out, minutes=0.25, epochs=None, batch=8, lr=3e-3, seed=0, threads=1, bf16=False,
           log=lambda s: None, command="test")
     return out
 
@@ -496,6 +496,35 @@ def test_training_with_empty_slots_and_unlikelihood(data: Path, tmp_path: Path) 
     assert prop.dead_end is None and len(prop.regs) == len(problem.order)
 
 
+def test_a_run_the_epochs_end_is_the_same_at_any_speed(data: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the epochs ending the run first, the learning rate decays over the epochs: the
+    weights do not depend on how fast the machine was (a schedule by wall clock gives two runs
+    different rates at the same step). The second run reads a clock 50 times faster, as on a
+    machine 50 times slower."""
+    import time
+
+    import verilocc.llm.train as training
+    from verilocc.llm.lm import new_own_model
+
+    class SlowMachine:
+        start = time.monotonic()
+
+        @staticmethod
+        def monotonic() -> float:
+            return SlowMachine.start + 50 * (time.monotonic() - SlowMachine.start)
+
+    def run(out: Path) -> bytes:
+        meta = training.train(new_own_model("tiny", seed=0), data, out, minutes=10, epochs=2, batch=4, lr=3e-3,
+                              seed=0, threads=1, bf16=False, log=lambda s: None, command="test", max_examples=4)
+        assert meta["epochs"] == 2
+        return (out / "model.safetensors").read_bytes()
+
+    fast = run(tmp_path / "fast")
+    monkeypatch.setattr(training, "time", SlowMachine)
+    assert run(tmp_path / "slow") == fast
+
+
 def test_first_tier_is_the_better_first_fit() -> None:
     """The first budget tier (`problem.tight`) is what the better of two first fits uses: never
     more registers or fewer waves than first fit in program order, and fewer registers on a
@@ -536,6 +565,41 @@ def test_pass_at_k_estimator() -> None:
             exact = sum(any(outcomes[i] for i in sub) for sub in subsets) / len(subsets)
             assert pass_at_k(n, c, k) == pytest.approx(exact)
     assert pass_at_k(5, 2, 10) is None and pass_at_k(100, 0, 100) == 0.0 and pass_at_k(100, 1, 100) == 1.0
+
+
+def test_eval_on_a_variant_named_by_an_extra_manifest(tiny_model: Path, tmp_path: Path) -> None:
+    """`verilocc eval` end to end on one held-out kernel whose name only `--manifest` maps to
+    its source (as bench/model_eval/heldout_manifest.txt does for make model-eval): without the
+    manifest the kernel is no held-out function; with it, it is GEMM, and the JSON's rates are
+    those of its own verdicts."""
+    kernel = CORPUS / "gfx90a" / "sgemm_64x64_t4x4"
+    if not kernel.with_suffix(".pre.mir").exists():
+        pytest.skip("sgemm_64x64_t4x4 is in ../shared/corpus only")
+    pairs, kernels = tmp_path / "pairs", tmp_path / "kernels"
+    (pairs / "gfx90a").mkdir(parents=True)
+    kernels.mkdir()
+    (kernels / "manifest.txt").write_text("# no variants: the held-out one comes with --manifest\n")
+    for side in ("pre", "post"):
+        shutil.copy(kernel.with_suffix(f".{side}.mir"), pairs / "gfx90a" / f"sgemm_wide.{side}.mir")
+    extra = tmp_path / "extra.txt"
+    extra.write_text("sgemm_wide  sgemm_tiled.hip  all  -DBM=64 -DBN=64 -DBK=8 -DTM=4 -DTN=4\n")
+    args = ["eval", "--pairs", str(pairs), "--kernels", str(kernels), "--targets", "gfx90a", "--llvm-test-functions", "0",
+            "--samples", "3", "--rounds", "1", "--model", str(tiny_model), "-o", str(tmp_path / "out")]
+    r = run_cli(*args)
+    assert r.returncode == 2 and "no held-out function" in r.stderr and "Traceback" not in r.stderr
+    bad = tmp_path / "bad.txt"
+    bad.write_text("# variants\n  sgemm_wide sgemm_tiled.hip\n")
+    r = run_cli(*args, "--manifest", str(bad))
+    assert r.returncode == 2 and f"{bad}:2:3" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = run_cli(*args, "--manifest", str(extra))
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "out" / "eval.json").read_text())
+    (fn,) = report["functions"]
+    assert (fn["family"], fn["target"], fn["name"], fn["samples"]) == ("GEMM", "gfx90a", "sgemm_wide", 3)
+    assert fn["pass_at"]["pass@1"] == pytest.approx(fn["verified_samples"] / 3) and fn["pass_at"]["pass@10"] is None
+    assert fn["constrained"] and fn["fits"] and fn["ours"]["waves"] >= 1
+    assert set(report["summary"]) >= {"all", "GEMM", "GEMM / gfx90a"}
+    assert (tmp_path / "out" / "eval.png").stat().st_size > 0
 
 
 def test_feedback_examples_are_the_loops_feedback(data: Path) -> None:

@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Pairs of the held-out kernel sources for targets outside the corpus (the unseen target).
+"""Pairs of the held-out kernel sources beyond the corpus: the unseen target, more variants.
 
-The corpus (`../shared/corpus`) has the held-out kernels for gfx90a, gfx942 and gfx1100 (LLVM
-19). A target the model never saw in training needs its own pairs: this compiles the variants
-of the held-out sources from the kernel manifest for `--targets` with clang-19 and makes pairs
-with llc-19, exactly as `verilocc dataset build` does (`verilocc.llm.build`). Resumes.
+The corpus (`../shared/corpus`) has the held-out kernels of its manifest for gfx90a, gfx942 and
+gfx1100 (LLVM 19). A target the model never saw in training needs its own pairs, and more
+variants of the held-out sources (`heldout_manifest.txt` here) widen the GEMM and attention
+families: this compiles the variants of the held-out sources in `--manifest` (default the
+kernels' own manifest) for `--targets` with clang-19 and makes pairs with llc-19, exactly as
+`verilocc dataset build` does (`verilocc.llm.build`). Resumes.
 
     python3 bench/model_eval/heldout_pairs.py --targets gfx906 --out build/heldout
+    python3 bench/model_eval/heldout_pairs.py --manifest bench/model_eval/heldout_manifest.txt \
+        --targets gfx90a,gfx942,gfx1100,gfx906 --out build/heldout-more
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from verilocc.llm.dataset import HELD_OUT_SOURCES  # noqa: E402
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernels", default="../shared/kernels", type=Path)
+    ap.add_argument("--manifest", type=Path, help="kernel variants (default <kernels>/manifest.txt)")
     ap.add_argument("--targets", default="gfx906")
     ap.add_argument("--sources", default=",".join(HELD_OUT_SOURCES))
     ap.add_argument("--out", default="build/heldout", type=Path)
@@ -32,7 +37,7 @@ def main() -> int:
     args = ap.parse_args()
     targets = tuple(t for t in args.targets.split(",") if t)
     sources = set(args.sources.split(","))
-    manifest = [dataclasses.replace(kv, targets=targets) for kv in read_manifest(args.kernels / "manifest.txt")
+    manifest = [dataclasses.replace(kv, targets=targets) for kv in read_manifest(args.manifest or args.kernels / "manifest.txt")
                 if kv.source in sources]
     compile_ir(args.kernels, manifest, targets, args.out / "ir", args.clang, print)
     make_pairs(args.out / "ir", targets, args.llc, args.out / f"pairs-{args.llc}", print)

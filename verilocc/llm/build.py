@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from verilocc.errors import InputError
+
 # Targets that clang-19 knows (gfx950 needs LLVM 20+) and the manifest's target keywords.
 DEFAULT_TARGETS = ("gfx908", "gfx90a", "gfx942", "gfx1100", "gfx1200")
 _KEYWORDS = {
@@ -35,10 +37,13 @@ class KernelVariant:
 
 def read_manifest(path: Path) -> list[KernelVariant]:
     out: list[KernelVariant] = []
-    for raw in path.read_text(encoding="utf-8").splitlines():
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
+        if len(line.split()) < 3:
+            raise InputError("expected <name> <source.hip> <targets> [clang flags]", str(path), number,
+                             len(raw) - len(raw.lstrip()) + 1)
         name, source, targets, *flags = line.split()
         ts: list[str] = []
         for t in targets.split(","):

@@ -85,6 +85,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     data = Path(args.data)
     if not (data / "train.jsonl").exists():
         raise InputError("no train.jsonl here: run `verilocc dataset build` first", str(data), 0, 0)
+    if (args.epochs is not None and args.epochs < 1) or args.minutes <= 0:
+        what = "--minutes" if args.minutes <= 0 else "--epochs"
+        raise InputError(f"{what} must be positive", what, 0, 0)
     if args.base:
         lm = load_lm(args.base)
         if args.lora:
@@ -189,10 +192,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for name in ("samples", "rounds", "llvm_test_functions", "large_samples"):
         if getattr(args, name) < 0:
             raise InputError(f"--{name.replace('_', '-')} must not be negative", f"--{name}", 0, 0)
-    manifest = Path(args.kernels) / "manifest.txt"
-    if not manifest.exists():
-        raise InputError("no kernel manifest here (kernel -> source)", str(manifest), 0, 0)
-    sources = {kv.name: kv.source for kv in read_manifest(manifest)}
+    sources: dict[str, str] = {}
+    for manifest in [Path(args.kernels) / "manifest.txt", *map(Path, args.manifest or [])]:
+        if not manifest.is_file():
+            raise InputError("no kernel manifest here (kernel -> source)", str(manifest), 0, 0)
+        sources.update((kv.name, kv.source) for kv in read_manifest(manifest))
     held = tuple(s.strip() for s in args.held_out.split(",") if s.strip())
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     kernels = [k.strip() for k in args.kernel.split(",")] if args.kernel else None
@@ -260,8 +264,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     t.add_argument("--base", metavar="PATH", help="fine-tune this local model (directory or .gguf file)")
     t.add_argument("--lora", action="store_true", help="train LoRA adapters (peft) instead of all weights")
     t.add_argument("--size", choices=("tiny", "small", "base"), default="small", help="from-scratch model size")
-    t.add_argument("--minutes", type=float, default=25.0, help="wall-clock budget (default 25)")
-    t.add_argument("--epochs", type=int, default=1000)
+    t.add_argument("--minutes", type=float, default=25.0,
+                   help="wall-clock budget (default 25); without --epochs the learning rate decays over it")
+    t.add_argument("--epochs", type=int, default=None,
+                   help="train this many epochs, the learning rate decaying over them: the same run on any machine "
+                   "(--minutes then only stops it early)")
     t.add_argument("--batch", type=int, default=16)
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--seed", type=int, default=0)
@@ -287,6 +294,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help="kernel pairs <DIR>/<target>/*.{pre,post}.mir (repeatable; default ../shared/corpus)")
     e.add_argument("--kernels", default=str(SHARED / "kernels"), metavar="DIR",
                    help="for manifest.txt (kernel -> source; default ../shared/kernels)")
+    e.add_argument("--manifest", action="append", metavar="FILE",
+                   help="more kernel variants (kernel -> source) of --pairs, e.g. bench/model_eval/heldout_manifest.txt "
+                   "(repeatable)")
     e.add_argument("--held-out", default=",".join(HELD_OUT_SOURCES), metavar="SRC[,SRC]",
                    help="kernel sources held out of training (default %(default)s)")
     e.add_argument("--llvm-tests", metavar="DIR", help="pairs of LLVM's AMDGPU tests (scripts/llvm_tests_corpus.py --out DIR)")

@@ -3,9 +3,10 @@
 A training window is the header (with the feedback paragraph of a feedback example) and up to
 `window` consecutive lines of one function, each ending in LLVM's decision; the loss is the
 cross-entropy of the decision tokens only (the model is never asked to predict the lines). Windows start at every `window`-th line, shifted
-by a seeded random offset each epoch. Training stops after `--minutes` or `--epochs`,
-whichever comes first; the learning rate decays linearly over that budget. One thread by
-default: the machine is shared, and two contended threads were measured 6x slower.
+by a seeded random offset each epoch. The learning rate decays linearly over `--epochs` when
+given, and the run is the same on any machine at any load (`--minutes` only stops it early, and
+says so); without `--epochs` it decays over `--minutes` of wall clock. One thread by default:
+the machine is shared, and two contended threads were measured 6x slower.
 
 Two options aim at the one error the shipped model makes on held-out functions, naming an
 empty slot (`-`) on a line of a long function (docs/allocate.md, "The error the model still
@@ -159,7 +160,7 @@ def answer_loss(lm: LM, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Ten
     return loss, int(target.numel()), correct
 
 
-def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: int, lr: float, seed: int,
+def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, batch: int, lr: float, seed: int,
           threads: int, bf16: bool, log: Callable[[str], None], command: str, max_examples: int | None = None,
           empty_rate: float = 0.0, unlikelihood: bool = False) -> dict[str, Any]:
     torch.set_num_threads(threads)
@@ -182,7 +183,7 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: 
     epoch = 0
     history: list[dict[str, float]] = []
     last_log = t0
-    while not done and epoch < epochs:
+    while not done and (epochs is None or epoch < epochs):
         jobs: list[tuple[int, int, int]] = []  # (example, first line, stop)
         for j, e in enumerate(encoded):
             shift = rng.randrange(w) if epoch else 0
@@ -194,7 +195,7 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: 
             if elapsed > budget:
                 done = True
                 break
-            frac = min(1.0, elapsed / budget) if budget > 0 else 0.0
+            frac = min(1.0, (epoch + b / len(jobs)) / epochs if epochs is not None else elapsed / budget)
             for g in opt.param_groups:
                 g["lr"] = lr * max(0.05, 1.0 - frac) * min(1.0, (step + 1) / 50)
             seqs = [window_ids(encoded[j], s, t, nl, emptied(lm, examples[j], s, t, rng, empty_rate))
@@ -226,11 +227,15 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int, batch: 
                 log(f"epoch {epoch} step {step} loss {float(loss.detach()):.3f} answer accuracy {acc:.3f} "
                     f"{tokens / el:.0f} tokens/s {el / 60:.1f} min")
                 seen = right = 0
-        epoch += 1
+        if not done:
+            epoch += 1
+    if epochs is not None and epoch < epochs:
+        log(f"--minutes ended the run after {epoch} of {epochs} epochs")
     model.eval()
     meta = {"command": command, "seed": seed, "format": FORMAT, "window": w, "empty_rate": empty_rate,
             "unlikelihood": unlikelihood,
-            "feedback_in_context": any(ex.get("feedback") for ex in examples), "steps": step, "epochs": epoch, "tokens": tokens,
+            "feedback_in_context": any(ex.get("feedback") for ex in examples), "steps": step, "epochs": epoch,
+            "schedule": "epochs" if epochs is not None else "minutes", "tokens": tokens,
             "minutes": round((time.monotonic() - t0) / 60, 2), "history": history[-20:],
             "parameters": sum(p.numel() for p in model.parameters())}
     save_lm(lm, out, meta)
