@@ -567,6 +567,27 @@ def test_pass_at_k_estimator() -> None:
     assert pass_at_k(5, 2, 10) is None and pass_at_k(100, 0, 100) == 0.0 and pass_at_k(100, 1, 100) == 1.0
 
 
+def test_line_error_rate_is_the_maximum_likelihood_one() -> None:
+    """With functions of one length n, s of them VERIFIED, the likelihood is largest where
+    (1 - p)^n = s; with mixed lengths, at the p where its slope changes sign."""
+    import math
+
+    from verilocc.llm.evaluate import line_error_rate
+
+    assert line_error_rate([(200, True)] * 3 + [(200, False)]) == float(f"{1 - 0.75 ** (1 / 200):.2g}")
+    assert line_error_rate([(50, True)] * 9 + [(50, False)]) == float(f"{1 - 0.9 ** (1 / 50):.2g}")
+    mixed = [(10, True)] * 20 + [(800, True), (800, False), (900, False), (300, True)]
+    p = line_error_rate(mixed)
+    assert p is not None and 0 < p < 0.01
+
+    def loglik(q: float) -> float:
+        return sum(n * math.log(1 - q) if ok else math.log(1 - (1 - q) ** n) for n, ok in mixed)
+
+    assert loglik(p) >= max(loglik(p * 0.8), loglik(p * 1.25))
+    assert line_error_rate([(30, True), (2, True)]) == 0.0 and line_error_rate([]) is None
+    assert line_error_rate([(5, False)]) == 1.0
+
+
 def test_eval_on_a_variant_named_by_an_extra_manifest(tiny_model: Path, tmp_path: Path) -> None:
     """`verilocc eval` end to end on one held-out kernel whose name only `--manifest` maps to
     its source (as bench/model_eval/heldout_manifest.txt does for make model-eval): without the

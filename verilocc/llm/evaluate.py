@@ -8,7 +8,8 @@ functions of LLVM's own AMDGPU tests (none trained on), per target. Per function
   one of ours is VERIFIED). Rates are over the functions that fit; the others need spill code,
   which an assignment cannot express, and are counted apart.
 - single shot: the model's greedy first proposal, decoded without masking, is VERIFIED (all
-  three layers).
+  three layers). Per group, also the per-line error rate that best explains its single-shot
+  outcomes (`line_error_rate`), which does not grow with the functions' length as the rate does.
 - pass@k: `n` proposals sampled at `temperature` without masking, `c` of them VERIFIED; the
   unbiased estimator 1 - C(n-c, k) / C(n, k) (Chen et al. 2021), for k <= n (n is smaller for
   functions above `large` virtual registers: each distinct sample costs a verification).
@@ -266,10 +267,35 @@ def _mean(xs: list[float]) -> float | None:
     return round(sum(xs) / len(xs), 3) if xs else None
 
 
+def line_error_rate(outcomes: list[tuple[int, bool]]) -> float | None:
+    """The per-line error rate p that best explains single-shot outcomes (lines, VERIFIED) if
+    each line of a function is wrong independently with probability p, so that a function of
+    n lines is VERIFIED with probability (1 - p)^n: the maximum-likelihood p, to two significant
+    digits (None without functions; 0 when every one was VERIFIED). It separates how often the
+    model errs from how long the functions of a family are."""
+    if not outcomes:
+        return None
+    if all(ok for _, ok in outcomes):
+        return 0.0
+
+    def slope(p: float) -> float:  # d/dp of the log-likelihood; decreasing in p
+        q = 1.0 - p
+        return sum(-n / q if ok else n * q ** (n - 1) / (1.0 - q ** n) for n, ok in outcomes if n)
+
+    lo, hi = 1e-9, 1.0 - 1e-9
+    if slope(hi) > 0:  # every function with a line failed: no p below 1 explains it better
+        return 1.0
+    for _ in range(200):
+        mid = (lo * hi) ** 0.5 if hi < 0.5 else (lo + hi) / 2
+        lo, hi = (mid, hi) if slope(mid) > 0 else (lo, mid)
+    return float(f"{(lo + hi) / 2:.2g}")
+
+
 def _summary(rs: list[CaseResult]) -> dict[str, Any]:
     fit = [r for r in rs if r.fits]
     out: dict[str, Any] = {"functions": len(rs), "fit": len(fit), "need_spills": len(rs) - len(fit)}
     out["single_shot"] = _mean([float(r.single_shot) for r in fit])
+    out["single_shot_line_error"] = line_error_rate([(r.vregs, r.single_shot) for r in fit])
     for k in PASS_AT:
         got = [r.pass_at[f"pass@{k}"] for r in fit if r.pass_at[f"pass@{k}"] is not None]
         out[f"pass@{k}"] = _mean([float(x) for x in got if x is not None])
@@ -320,13 +346,16 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
                   f"{r.seconds_proposal:.1f}")
     console.print(t)
     s = Table(title=f"summary over the functions that fit (rounds: within {rounds}, sampled, with feedback / without)")
-    for col in ("group", "functions", "fit", "1-shot", "pass@1", "pass@10", "pass@100", "within rounds fb/none",
+    for col in ("group", "functions", "fit", "1-shot", "1-shot errors per 1k lines", "pass@1", "pass@10", "pass@100",
+                "within rounds fb/none",
                 "mean rounds fb/none", "constrained", "waves <greedy", "=greedy", ">greedy", "vector regs/greedy",
                 "s/proposal mean/max"):
         s.add_column(col, justify="left" if col == "group" else "right")
     for name in sorted(summary, key=lambda n: (n != "all", "/" in n, n)):
         x = summary[name]
-        s.add_row(name, str(x["functions"]), str(x["fit"]), _pct(x["single_shot"]), _pct(x["pass@1"]),
+        err = x["single_shot_line_error"]
+        s.add_row(name, str(x["functions"]), str(x["fit"]), _pct(x["single_shot"]),
+                  "-" if err is None else f"{1000 * err:.2g}", _pct(x["pass@1"]),
                   _pct(x["pass@10"]), _pct(x["pass@100"]) + f" ({x['pass@100_functions']})",
                   f"{_pct(x['verified_within_rounds_feedback'])}/{_pct(x['verified_within_rounds_plain'])}",
                   f"{x['mean_rounds_feedback']}/{x['mean_rounds_plain']}", _pct(x["constrained"]),
