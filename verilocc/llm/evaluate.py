@@ -271,22 +271,22 @@ def line_error_rate(outcomes: list[tuple[int, bool]]) -> float | None:
     """The per-line error rate p that best explains single-shot outcomes (lines, VERIFIED) if
     each line of a function is wrong independently with probability p, so that a function of
     n lines is VERIFIED with probability (1 - p)^n: the maximum-likelihood p, to two significant
-    digits (None without functions; 0 when every one was VERIFIED). It separates how often the
-    model errs from how long the functions of a family are."""
+    digits (None without functions; 0 when every one was VERIFIED, 1 when none with a line
+    was). It separates how often the model errs from how long the functions of a family are."""
     if not outcomes:
         return None
     if all(ok for _, ok in outcomes):
         return 0.0
+    if not any(ok for n, ok in outcomes if n):
+        return 1.0
 
     def slope(p: float) -> float:  # d/dp of the log-likelihood; decreasing in p
         q = 1.0 - p
         return sum(-n / q if ok else n * q ** (n - 1) / (1.0 - q ** n) for n, ok in outcomes if n)
 
     lo, hi = 1e-9, 1.0 - 1e-9
-    if slope(hi) > 0:  # every function with a line failed: no p below 1 explains it better
-        return 1.0
-    for _ in range(200):
-        mid = (lo * hi) ** 0.5 if hi < 0.5 else (lo + hi) / 2
+    for _ in range(100):  # bisection on a log scale
+        mid = (lo * hi) ** 0.5
         lo, hi = (mid, hi) if slope(mid) > 0 else (lo, mid)
     return float(f"{(lo + hi) / 2:.2g}")
 
@@ -355,7 +355,7 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
         x = summary[name]
         err = x["single_shot_line_error"]
         s.add_row(name, str(x["functions"]), str(x["fit"]), _pct(x["single_shot"]),
-                  "-" if err is None else f"{1000 * err:.2g}", _pct(x["pass@1"]),
+                  "-" if err is None else f"{1000 * err:g}", _pct(x["pass@1"]),
                   _pct(x["pass@10"]), _pct(x["pass@100"]) + f" ({x['pass@100_functions']})",
                   f"{_pct(x['verified_within_rounds_feedback'])}/{_pct(x['verified_within_rounds_plain'])}",
                   f"{x['mean_rounds_feedback']}/{x['mean_rounds_plain']}", _pct(x["constrained"]),
