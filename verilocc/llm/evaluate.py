@@ -9,7 +9,8 @@ functions of LLVM's own AMDGPU tests (none trained on), per target. Per function
   which an assignment cannot express, and are counted apart.
 - single shot: the model's greedy first proposal, decoded without masking, is VERIFIED (all
   three layers). Per group, also the per-line error rate that best explains its single-shot
-  outcomes (`line_error_rate`), which does not grow with the functions' length as the rate does.
+  outcomes (`line_error_rate`), which tells how often the model errs apart from how long the
+  group's functions are.
 - pass@k: `n` proposals sampled at `temperature` without masking, `c` of them VERIFIED; the
   unbiased estimator 1 - C(n-c, k) / C(n, k) (Chen et al. 2021), for k <= n (n is smaller for
   functions above `large` virtual registers: each distinct sample costs a verification).

@@ -195,7 +195,7 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
             if elapsed > budget:
                 done = True
                 break
-            frac = min(1.0, (epoch + b / len(jobs)) / epochs if epochs is not None else elapsed / budget)
+            frac = min(1.0, (epoch + b / len(jobs)) / epochs if epochs is not None else elapsed / max(budget, 1e-9))
             for g in opt.param_groups:
                 g["lr"] = lr * max(0.05, 1.0 - frac) * min(1.0, (step + 1) / 50)
             seqs = [window_ids(encoded[j], s, t, nl, emptied(lm, examples[j], s, t, rng, empty_rate))
