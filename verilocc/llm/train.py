@@ -78,7 +78,7 @@ def with_empty_slots(line: str, answer: str, rng: random.Random) -> str | None:
 
 
 def emptied(lm: LM, ex: dict[str, Any], start: int, stop: int, rng: random.Random,
-            rate: float) -> dict[int, tuple[list[int], list[int]]]:
+            rate: float, decisions: list[int]) -> dict[int, tuple[list[int], list[int]]]:
     """Prefixes and invalid answers (as `Encoded`) of the lines of `start:stop` drawn, each
     with probability `rate`, for `with_empty_slots`."""
     out: dict[int, tuple[list[int], list[int]]] = {}
@@ -88,7 +88,7 @@ def emptied(lm: LM, ex: dict[str, Any], start: int, stop: int, rng: random.Rando
         if rng.random() < rate:
             line = with_empty_slots(str(ex["lines"][i]), str(ex["answers"][i]), rng)
             if line is not None:
-                out[i] = (lm.encode(f"{line} :"), invalid_answers(decision_tokens(lm), line))
+                out[i] = (lm.encode(f"{line} :"), invalid_answers(decisions, line))
     return out
 
 
@@ -170,6 +170,7 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
     if max_examples is not None:
         examples = examples[:max_examples]
     encoded = [encode_example(lm, ex) for ex in examples]
+    decisions = decision_tokens(lm)
     nl = lm.line_end
     w = lm.window
     n_windows = sum(math.ceil(len(e.prefixes) / w) for e in encoded)
@@ -198,7 +199,7 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
             frac = min(1.0, (epoch + b / len(jobs)) / epochs if epochs is not None else elapsed / max(budget, 1e-9))
             for g in opt.param_groups:
                 g["lr"] = lr * max(0.05, 1.0 - frac) * min(1.0, (step + 1) / 50)
-            seqs = [window_ids(encoded[j], s, t, nl, emptied(lm, examples[j], s, t, rng, empty_rate))
+            seqs = [window_ids(encoded[j], s, t, nl, emptied(lm, examples[j], s, t, rng, empty_rate, decisions))
                     for j, s, t in jobs[b: b + batch]]
             width = max(len(x) for x, _, _ in seqs)
             ids = torch.zeros((len(seqs), width), dtype=torch.long)
