@@ -40,9 +40,11 @@ install model-install:
 	@test -x $(BIN)/python || { echo "error: VENV=$(VENV) has no bin/python" >&2; exit 2; }
 endif
 
-# Training data: compile $(SHARED)/kernels with clang-19, pairs with llc-19 and llc-22, examples.
+# Training data: compile $(SHARED)/kernels (its manifest and the variants of the trained sources
+# in bench/model_eval/train_manifest.txt) with clang-19, pairs with llc-19 and llc-22, examples.
 dataset: model-install
-	nice -n 10 $(VERILOCC) dataset build --kernels $(SHARED)/kernels --out build/dataset -j 2
+	nice -n 10 $(VERILOCC) dataset build --kernels $(SHARED)/kernels --manifest bench/model_eval/train_manifest.txt \
+	    --out build/dataset -j 2
 
 # The project's small model, shipped in the package (this rebuilds its recipe: MODEL_EPOCHS
 # epochs on one thread, niced, as many steps as the shipped model took; the learning rate

@@ -232,6 +232,34 @@ def test_llc_finishes_code_generation_from_the_allocation(tiny_model: Path, tmp_
     assert "; NumVgprs:" in (tmp_path / "out.s").read_text()
 
 
+@pytest.mark.llc
+def test_dataset_build_adds_the_variants_of_an_extra_manifest(tmp_path: Path) -> None:
+    """`dataset build --manifest FILE` compiles more variants of the sources in --kernels into
+    training functions, and refuses a variant of a held-out source (file:line:col, exit 2)."""
+    if shutil.which("clang-19") is None or shutil.which("llc-19") is None:
+        pytest.skip("clang-19 and llc-19 not installed")
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    for name in ("reduce.hip", "softmax.hip", "hip_min.h"):
+        shutil.copy(EXAMPLES / "kernels" / name, kernels / name)
+    (kernels / "manifest.txt").write_text("reduce_sum  reduce.hip  all\n")
+    held = tmp_path / "held.txt"
+    held.write_text("# more\nsoftmax_e4   softmax.hip  all  -DEPT=4\n")
+    args = ["dataset", "build", "--kernels", str(kernels), "--out", str(tmp_path / "data"), "--targets", "gfx90a",
+            "--llc", "llc-19", "--no-feedback"]
+    r = run_cli(*args, "--manifest", str(held))
+    assert r.returncode == 2 and f"{held}:2:14" in r.stderr and "held out" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "data").exists()
+    more = tmp_path / "more.txt"
+    more.write_text("reduce_sum_nt64  reduce.hip  all  -DNT=64\n")
+    r = run_cli(*args, "--manifest", str(more))
+    assert r.returncode == 0, r.stderr
+    made = {json.loads(x)["kernel"]: json.loads(x) for x in (tmp_path / "data" / "train.jsonl").read_text().splitlines()}
+    assert {"reduce_sum", "reduce_sum_nt64", "reduce_sum_nt64_nounroll"} <= set(made)
+    # -DNT=64 is another kernel, not the same one renamed
+    assert made["reduce_sum_nt64"]["lines"] != made["reduce_sum"]["lines"]
+
+
 def test_pair_dataclass_is_plain() -> None:
     p = Pair(VADD, VADD, "gfx942", "vadd", "corpus")
     assert p.kernel == "vadd"
@@ -619,6 +647,8 @@ def test_eval_on_a_variant_named_by_an_extra_manifest(tiny_model: Path, tmp_path
     assert (fn["family"], fn["target"], fn["name"], fn["samples"]) == ("GEMM", "gfx90a", "sgemm_wide", 3)
     assert fn["pass_at"]["pass@1"] == pytest.approx(fn["verified_samples"] / 3) and fn["pass_at"]["pass@10"] is None
     assert fn["constrained"] and fn["fits"] and fn["ours"]["waves"] >= 1
+    # `allocate`'s answer (constrained, then the occupancy floor's repair) is VERIFIED here
+    assert fn["allocated"]["waves"] >= fn["ours"]["waves"] and report["summary"]["all"]["allocate_functions"] == 1
     assert set(report["summary"]) >= {"all", "GEMM", "GEMM / gfx90a"}
     assert (tmp_path / "out" / "eval.png").stat().st_size > 0
 

@@ -33,6 +33,8 @@ class KernelVariant:
     source: str  # the .hip file name: the unit of the train/held-out split
     targets: tuple[str, ...]
     flags: tuple[str, ...]
+    line: int = 0  # where the manifest names the source (1-based), for errors
+    column: int = 0
 
 
 def read_manifest(path: Path) -> list[KernelVariant]:
@@ -48,7 +50,8 @@ def read_manifest(path: Path) -> list[KernelVariant]:
         ts: list[str] = []
         for t in targets.split(","):
             ts.extend(_KEYWORDS.get(t, (t,)))
-        out.append(KernelVariant(name, source, tuple(dict.fromkeys(ts)), tuple(flags)))
+        column = raw.find(source, raw.find(name) + len(name)) + 1
+        out.append(KernelVariant(name, source, tuple(dict.fromkeys(ts)), tuple(flags), number, column))
     return out
 
 

@@ -45,11 +45,20 @@ def cmd_dataset_build(args: argparse.Namespace) -> int:
     targets = tuple(t.strip() for t in args.targets.split(",") if t.strip()) if args.targets else DEFAULT_TARGETS
     kernels = Path(args.kernels)
     sources: dict[str, str] = {}
-    for name in ("manifest.txt", "manifest_xl.txt") if args.xl else ("manifest.txt",):
-        man = kernels / name
-        if not man.exists():
+    held = tuple(s.strip() for s in args.held_out.split(",") if s.strip())
+    manifests = [kernels / name for name in (("manifest.txt", "manifest_xl.txt") if args.xl else ("manifest.txt",))]
+    own = len(manifests)  # the kernels' own manifests; then --manifest
+    manifests += map(Path, args.manifest or [])
+    for man in manifests:
+        if not man.is_file():
             raise InputError("no kernel manifest here", str(man), 0, 0)
-        manifest = read_manifest(man)
+    read = [read_manifest(man) for man in manifests]
+    for man, manifest in list(zip(manifests, read))[own:]:  # more variants: of trained sources only
+        for kv in manifest:
+            if kv.source in held:
+                raise InputError(f"'{kv.name}' is a variant of {kv.source}, which is held out of training "
+                                 "(--held-out)", str(man), kv.line, kv.column)
+    for manifest in read:
         for kv in manifest:
             sources.setdefault(kv.name, kv.source)
         if not args.no_compile:
@@ -61,7 +70,6 @@ def cmd_dataset_build(args: argparse.Namespace) -> int:
             pairs += [p for p in find_pairs(out / f"pairs-{llc}", llc) if p.target in targets]
     for extra in args.pairs or []:
         pairs += find_pairs(Path(extra), Path(extra).name)
-    held = tuple(s.strip() for s in args.held_out.split(",") if s.strip())
     with Progress(TextColumn("examples"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[what]}"), console=console) as bar:
         task = bar.add_task("examples", total=len(pairs), what="")
@@ -250,6 +258,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help="kernel sources kept out of training (default %(default)s)")
     b.add_argument("--no-feedback", action="store_true", help="no feedback examples (no verification during the build)")
     b.add_argument("--xl", action="store_true", help="also the extra-large variants of manifest_xl.txt")
+    b.add_argument("--manifest", action="append", metavar="FILE",
+                   help="more kernel variants of the sources in --kernels, in manifest.txt's format (repeatable; "
+                        "e.g. bench/model_eval/train_manifest.txt); a held-out source is refused")
     b.add_argument("--no-compile", action="store_true", help="only turn --pairs into examples")
     b.add_argument("-j", "--jobs", type=int, default=1, help="pairs compiled and examples built in parallel (default 1)")
     b.set_defaults(func=cmd_dataset_build)

@@ -21,9 +21,12 @@ functions of LLVM's own AMDGPU tests (none trained on), per target. Per function
 - registers: VGPRs, AGPRs, SGPRs and waves per SIMD of our VERIFIED allocation (the
   single-shot one, else the constrained one; and the best VERIFIED sample) beside LLVM's post file (its greedy allocator on
   the same pre file); occupancy by the target's rules (`Target.waves_per_simd`).
+- allocated: the registers and waves of what `verilocc allocate` writes with its defaults
+  (constrained decoding, up to 3 rounds, then the repair step, which raises a VERIFIED answer
+  with fewer waves than a first fit reaches: the occupancy floor), beside the model's own.
 - seconds: one greedy proposal (decoding), and per sample of the batch of n.
-No repair step runs here: the numbers are the model's. Verification verdicts are cached by
-assignment, so a proposal met twice is verified once.
+Apart from `allocated`, no repair step runs here: the numbers are the model's. Verification
+verdicts are cached by assignment, so a proposal met twice is verified once.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +94,9 @@ class CaseResult:
     seconds_proposal: float
     seconds_sample: float
     note: str = ""
+    # What `verilocc allocate` writes with its defaults (constrained decoding, 3 rounds, the
+    # repair step with the occupancy floor): its usage when VERIFIED, else empty.
+    allocated: dict[str, int] = field(default_factory=dict)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:
@@ -234,6 +240,10 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
     elif constrained:
         ours = problem.usage(cons.regs)
     fits = llvm_fits or single or constrained or verified > 0 or with_fb is not None or without_fb is not None
+    allocated: dict[str, int] = {}
+    if fits:
+        res = run_loop(case.pre, lm, seed=seed, timeout=timeout, verify=check)
+        allocated = res.usage if res.verified else {}
     note = ""
     if not fits:
         note = "needs spill code (LLVM spilled or split; no assignment of ours VERIFIED)"
@@ -245,7 +255,7 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
         f"{check.calls} verifications")
     return CaseResult(case.family, case.target, case.name, len(problem.order), fits, llvm_fits, single, samples, verified,
                       {f"pass@{k}": pass_at_k(samples, verified, k) for k in PASS_AT}, with_fb, without_fb, constrained,
-                      ours, best, greedy, round(seconds_proposal, 2), round(seconds_sample, 3), note)
+                      ours, best, greedy, round(seconds_proposal, 2), round(seconds_sample, 3), note, allocated)
 
 
 def _spills(fn: Any) -> bool:
@@ -314,6 +324,10 @@ def _summary(rs: list[CaseResult]) -> dict[str, Any]:
     sampled = [r for r in rs if r.best_sample and r.greedy]
     out["best_sample_fewer_waves_than_greedy"] = len([r for r in sampled if r.best_sample["waves"] < r.greedy["waves"]])
     out["best_sample_more_waves_than_greedy"] = len([r for r in sampled if r.best_sample["waves"] > r.greedy["waves"]])
+    done = [r for r in rs if r.allocated and r.greedy]
+    out["allocate_fewer_waves_than_greedy"] = [f"{r.target}/{r.name}" for r in done
+                                               if r.allocated["waves"] < r.greedy["waves"]]
+    out["allocate_functions"] = len(done)
     out["mean_vector_registers_ours_over_greedy"] = _mean(
         [(r.ours["vgpr"] + r.ours["agpr"]) / max(1, r.greedy["vgpr"] + r.greedy["agpr"]) for r in both])
     out["mean_sgprs_ours_over_greedy"] = _mean([r.ours["sgpr"] / max(1, r.greedy["sgpr"]) for r in both])
@@ -349,7 +363,8 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
     s = Table(title=f"summary over the functions that fit (rounds: within {rounds}, sampled, with feedback / without)")
     for col in ("group", "functions", "fit", "1-shot", "1-shot errors per 1k lines", "pass@1", "pass@10", "pass@100",
                 "within rounds fb/none",
-                "mean rounds fb/none", "constrained", "waves <greedy", "=greedy", ">greedy", "vector regs/greedy",
+                "mean rounds fb/none", "constrained", "waves <greedy", "=greedy", ">greedy", "allocate <greedy",
+                "vector regs/greedy",
                 "s/proposal mean/max"):
         s.add_column(col, justify="left" if col == "group" else "right")
     for name in sorted(summary, key=lambda n: (n != "all", "/" in n, n)):
@@ -361,6 +376,7 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
                   f"{_pct(x['verified_within_rounds_feedback'])}/{_pct(x['verified_within_rounds_plain'])}",
                   f"{x['mean_rounds_feedback']}/{x['mean_rounds_plain']}", _pct(x["constrained"]),
                   str(len(x["fewer_waves_than_greedy"])), str(x["same_waves_as_greedy"]), str(x["more_waves_than_greedy"]),
+                  f"{len(x['allocate_fewer_waves_than_greedy'])} of {x['allocate_functions']}",
                   str(x["mean_vector_registers_ours_over_greedy"]),
                   f"{x['mean_seconds_per_proposal']}/{x['max_seconds_per_proposal']}")
     console.print(s)
