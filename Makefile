@@ -46,10 +46,10 @@ dataset: model-install
 	nice -n 10 $(VERILOCC) dataset build --kernels $(SHARED)/kernels --manifest bench/model_eval/train_manifest.txt \
 	    --out build/dataset -j 2
 
-# The project's small model, shipped in the package (this rebuilds its recipe: MODEL_EPOCHS
-# epochs on one thread, niced, as many steps as the shipped model took; the learning rate
-# decays over the epochs, so the run is the same on any machine; about 21 minutes on an idle
-# core; two contended threads were measured slower than one).
+# The project's small model, shipped in the package (this rebuilds it: MODEL_EPOCHS epochs on
+# one thread, niced, 9,032 steps; the learning rate decays over the epochs, so the run is the
+# same on any machine; 77 minutes on one core beside another job; two contended threads were
+# measured slower than one).
 MODEL_EPOCHS ?= 20
 model: dataset
 	nice -n 10 $(VERILOCC) train --data build/dataset -o $(MODEL) --epochs $(MODEL_EPOCHS) --minutes 120 --seed 0 --threads 1 --size tiny
