@@ -1,9 +1,11 @@
 """What each failed single-shot answer of an `eval` run got wrong.
 
-For every function that fits and whose single shot was not VERIFIED in EVAL.json, the model's
-greedy unconstrained answer is decoded again (the same call `verilocc eval` makes), verified,
-and summarised: the lines that name no listed choice (with the first such message) and the
-kinds of the verifier's errors. The cases are read as `make model-eval` reads them.
+The held-out functions are those of the run's own command (eval.json's `meta`, read with
+`verilocc eval`'s parser and `eval_cases`). For every one that fits and whose single shot was not
+VERIFIED, the model's greedy unconstrained answer is decoded again (the call `verilocc eval`
+makes, with the run's seed), verified, and summarised: the lines that name no listed choice
+(with the first one's message) and the kinds of the verifier's errors. Run from the checkout,
+where the command ran:
 
     python bench/model_eval/single_shot_failures.py [--eval bench/model_eval/eval.json] [--model DIR]
 """
@@ -12,48 +14,39 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from collections import Counter
 from pathlib import Path
 
-from verilocc.llm.build import read_manifest
+from verilocc.cli import build_parser
 from verilocc.llm.choices import ChoiceTables
-from verilocc.llm.commands import DEFAULT_MODEL
+from verilocc.llm.commands import DEFAULT_MODEL, eval_cases
 from verilocc.llm.decode import propose_many
-from verilocc.llm.evaluate import Verifier, kernel_cases, llvm_test_cases
+from verilocc.llm.evaluate import Verifier
 from verilocc.llm.lm import load_lm
 from verilocc.llm.problem import build_problem, single_function
-from verilocc.llm import HELD_OUT_SOURCES
 from verilocc.verify import Options, function_target
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--eval", default=str(ROOT / "bench" / "model_eval" / "eval.json"))
-    ap.add_argument("--model", default=str(DEFAULT_MODEL))
-    ap.add_argument("--kernels", default=str(ROOT.parent / "shared" / "kernels"))
+    ap.add_argument("--eval", default="bench/model_eval/eval.json", help="an eval.json (default %(default)s)")
+    ap.add_argument("--model", help="the model (default: the run's --model where it exists, else the shipped one)")
     args = ap.parse_args()
-    report = json.loads(Path(args.eval).read_text())
+    report = json.loads(Path(args.eval).read_text(encoding="utf-8"))
+    run = build_parser().parse_args(shlex.split(report["meta"]["command"])[1:])
     failed = {(f["target"], f["name"]) for f in report["functions"] if f["fits"] and not f["single_shot"]}
-    targets = sorted({t for t, _ in failed})
-    sources: dict[str, str] = {}
-    for manifest in (Path(args.kernels) / "manifest.txt", ROOT / "bench" / "model_eval" / "heldout_manifest.txt"):
-        sources.update((kv.name, kv.source) for kv in read_manifest(manifest))
-    roots = [ROOT.parent / "shared" / "corpus", ROOT / "build" / "heldout" / "pairs-llc-19",
-             ROOT / "build" / "heldout-more" / "pairs-llc-19"]
-    cases = kernel_cases([r for r in roots if r.is_dir()], targets, sources, HELD_OUT_SOURCES, None)
-    if (ROOT / "build" / "llvm-tests").is_dir():
-        cases += llvm_test_cases(ROOT / "build" / "llvm-tests", targets, 10)
-    lm = load_lm(args.model)
-    for case in cases:
+    model = args.model or (run.model if run.model and Path(run.model).exists() else str(DEFAULT_MODEL))
+    lm = load_lm(model)
+    opts = Options(timeout_s=run.timeout, seed=run.seed)
+    for case in eval_cases(run):
         if (case.target, case.name) not in failed:
             continue
         fn = single_function(case.pre)
         problem = build_problem(fn, function_target(fn, None, case.pre.file))
         first = propose_many(lm, problem, samples=1, constrained=False, tables=ChoiceTables(problem),
-                             greedy_first=True, seed=report["meta"]["seed"])[0]
-        _, verdict = Verifier(case.pre, problem, Options())(case.pre, problem, first.regs, first.findings, Options())
+                             greedy_first=True, seed=run.seed)[0]
+        _, verdict = Verifier(case.pre, problem, opts)(case.pre, problem, first.regs, first.findings, opts)
         errors = Counter(f.kind for f in verdict.findings if f.severity == "error")
         said = first.findings[0].message if first.findings else ""
         print(f"{case.target}/{case.name}: {len(first.findings)} line(s) naming no listed choice, "

@@ -11,9 +11,13 @@ import dataclasses
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from verilocc.errors import InputError
 from verilocc.llm import HELD_OUT_SOURCES
+
+if TYPE_CHECKING:
+    from verilocc.llm.evaluate import Case
 
 #: The project's small allocation model, shipped inside the package (`make model` rebuilds it).
 DEFAULT_MODEL = Path(__file__).resolve().parent / "data" / "verilocc-small"
@@ -188,18 +192,12 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    import torch
-
+def eval_cases(args: argparse.Namespace) -> list[Case]:
+    """The held-out functions `verilocc eval` runs on, from its arguments (also those of an
+    earlier run, read back from its eval.json: bench/model_eval/single_shot_failures.py)."""
     from verilocc.llm.build import read_manifest
-    from verilocc.llm.evaluate import kernel_cases, llvm_test_cases, run_eval
+    from verilocc.llm.evaluate import kernel_cases, llvm_test_cases
 
-    torch.set_num_threads(args.threads)
-    if args.jobs < 1:
-        raise InputError("-j must be at least 1", "-j", 0, 0)
-    for name in ("samples", "rounds", "llvm_test_functions", "large_samples"):
-        if getattr(args, name) < 0:
-            raise InputError(f"--{name.replace('_', '-')} must not be negative", f"--{name}", 0, 0)
     sources: dict[str, str] = {}
     for manifest in [Path(args.kernels) / "manifest.txt", *map(Path, args.manifest or [])]:
         if not manifest.is_file():
@@ -215,6 +213,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
         cases += llvm_test_cases(Path(args.llvm_tests), targets, args.llvm_test_functions)
     if not cases:
         raise InputError("no held-out function for these targets", ",".join(args.pairs or [str(SHARED / "corpus")]), 0, 0)
+    return cases
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from verilocc.llm.evaluate import run_eval
+
+    torch.set_num_threads(args.threads)
+    if args.jobs < 1:
+        raise InputError("-j must be at least 1", "-j", 0, 0)
+    for name in ("samples", "rounds", "llvm_test_functions", "large_samples"):
+        if getattr(args, name) < 0:
+            raise InputError(f"--{name.replace('_', '-')} must not be negative", f"--{name}", 0, 0)
+    cases = eval_cases(args)
     lm = _load(args.model)
     run_eval(cases, lm, samples=args.samples, rounds=args.rounds, temperature=args.temperature, seed=args.seed,
              timeout=args.timeout, out=Path(args.out), console=_console(), command=_command_line(), large=args.large,
