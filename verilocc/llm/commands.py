@@ -241,7 +241,10 @@ def add_allocate_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--samples", type=int, default=1, metavar="K",
                    help="proposals per round, decoded as one batch; the first greedy, the others sampled (default 1)")
     a.add_argument("--temperature", type=float, default=0.7, help="sampling temperature of samples 2..K (default 0.7)")
-    a.add_argument("--rounds", type=int, default=3, metavar="R", help="rounds of counterexample feedback (default 3)")
+    a.add_argument("--rounds", type=int, default=3, metavar="R",
+                   help="rounds of counterexample feedback (default 3): a rejected proposal's findings go into the "
+                   "next prompt, the registers they blame are banned, a line whose answer named no listed choice "
+                   "picks among its listed choices, and the lines they do not blame keep their registers")
     a.add_argument("--constrained", action=argparse.BooleanOptionalAction, default=True,
                    help="mask registers ruled out by class, alignment and interference (default on)")
     a.add_argument("--repair", action=argparse.BooleanOptionalAction, default=True,
@@ -334,7 +337,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help="functions with more virtual registers draw --large-samples instead (default 300)")
     e.add_argument("--large-samples", type=int, default=20, metavar="N", help="(default 20)")
     e.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
-    e.add_argument("--rounds", type=int, default=3, metavar="R", help="rounds of the feedback ablation (default 3)")
+    e.add_argument("--rounds", type=int, default=3, metavar="R", help="rounds of the feedback ablation (default 3): the loop as "
+                   "`allocate` runs it, the same with every line drawn again, the feedback paragraph alone, none")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--timeout", type=float, default=60.0)
     e.add_argument("--threads", type=int, default=1)

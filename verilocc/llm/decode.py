@@ -19,12 +19,20 @@ a decision that names no listed choice, or any other word, becomes a `model-outp
 With constrained decoding, `RegisterMask` (a transformers `LogitsProcessor`) keeps only the
 decisions that name listed choices not ruled out by a counterexample; when there is none the
 sample stops at a dead end (the function needs spilling, which an assignment cannot express).
+
+Two inputs carry a counterexample into the loop's next round besides the feedback paragraph
+and the bans. `keep` names registers to write again: on a line whose virtual register it
+names, the decision is the listed choice that is that register, written for the model (it
+still reads the line); where that register is no longer listed (an earlier line took another
+register) or is banned, the model decides as on any other line. `confine` names virtual
+registers whose lines are decoded as constrained decoding decodes them (their decision named
+no listed choice in the last round) while the other lines stay unconstrained.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -77,24 +85,29 @@ def prompt_head(problem: AllocationProblem, feedback: str) -> str:
 
 def propose(lm: LM, problem: AllocationProblem, *, constrained: bool, feedback: str = "",
             bans: Mapping[VReg, Sequence[PhysReg]] | None = None, temperature: float = 0.0, seed: int = 0,
-            file: str = "<model>", tables: ChoiceTables | None = None) -> Proposal:
+            file: str = "<model>", tables: ChoiceTables | None = None,
+            keep: Mapping[VReg, PhysReg] | None = None, confine: Collection[VReg] = ()) -> Proposal:
     """One proposal (greedy at temperature 0)."""
     return propose_many(lm, problem, samples=1, constrained=constrained, feedback=feedback, bans=bans,
-                        temperature=temperature, seed=seed, file=file, tables=tables, greedy_first=False)[0]
+                        temperature=temperature, seed=seed, file=file, tables=tables, greedy_first=False,
+                        keep=keep, confine=confine)[0]
 
 
 def propose_many(lm: LM, problem: AllocationProblem, *, samples: int, constrained: bool, feedback: str = "",
                  bans: Mapping[VReg, Sequence[PhysReg]] | None = None, temperature: float = 0.7, seed: int = 0,
-                 file: str = "<model>", tables: ChoiceTables | None = None, greedy_first: bool = True) -> list[Proposal]:
+                 file: str = "<model>", tables: ChoiceTables | None = None, greedy_first: bool = True,
+                 keep: Mapping[VReg, PhysReg] | None = None, confine: Collection[VReg] = ()) -> list[Proposal]:
     """`samples` proposals: sample s draws at `temperature` from generator (seed, s); with
-    `greedy_first` sample 0 is greedy."""
+    `greedy_first` sample 0 is greedy. `keep`: registers written again where still listed;
+    `confine`: lines decoded constrained in unconstrained decoding."""
     tables = tables or ChoiceTables(problem)
     temps = [0.0 if (s == 0 and greedy_first) else temperature for s in range(samples)]
     rngs = [random.Random(f"{seed}:{s}") for s in range(samples)]
     head = lm.bos + lm.encode(header_text(problem.target, problem)) + lm.line_end
     if feedback and reads_feedback(lm):
         head += lm.encode(feedback)[:MAX_FEEDBACK_TOKENS] + lm.line_end
-    decoder = _Batch(lm, problem, tables, head, temps, rngs, constrained, dict(bans or {}), file)
+    decoder = _Batch(lm, problem, tables, head, temps, rngs, constrained, dict(bans or {}), file, dict(keep or {}),
+                     frozenset(confine))
     if lm.own:
         decoder.run_cached()
     else:
@@ -107,9 +120,11 @@ class _Batch:
 
     def __init__(self, lm: LM, problem: AllocationProblem, tables: ChoiceTables, head: list[int],
                  temps: list[float], rngs: list[random.Random], constrained: bool,
-                 bans: dict[VReg, Sequence[PhysReg]], file: str) -> None:
+                 bans: dict[VReg, Sequence[PhysReg]], file: str, keep: dict[VReg, PhysReg],
+                 confine: frozenset[VReg]) -> None:
         self.lm, self.problem, self.tables, self.head = lm, problem, tables, head
         self.temps, self.rngs, self.constrained, self.bans, self.file = temps, rngs, constrained, bans, file
+        self.keep, self.confine = keep, confine
         n = len(temps)
         self.states: list[State] = [tables.start() for _ in range(n)]
         self.lines: list[list[str]] = [[] for _ in range(n)]
@@ -125,6 +140,22 @@ class _Batch:
 
     def allowed_answers(self, listed: list[Choice]) -> list[int]:
         return [j for j, c in enumerate(listed) if c.kind != "!"]
+
+    def masks(self, s: int, k: int, listed: list[Choice]) -> bool:
+        """Whether line k of sample s draws among its allowed answers: constrained decoding,
+        or a `confine`d line (unconstrained, a confined line with none allowed draws freely)."""
+        if self.dead[s] is not None:
+            return False
+        if self.constrained:
+            return True
+        return self.problem.order[k] in self.confine and bool(self.allowed_answers(listed))
+
+    def kept(self, s: int, k: int, listed: list[Choice]) -> str | None:
+        """The decision that writes `keep`'s register on line k again, if it is listed."""
+        reg = self.keep.get(self.problem.order[k])
+        if reg is None or self.dead[s] is not None:
+            return None
+        return next((answer_token(j) for j, c in enumerate(listed) if c.reg == reg and c.kind != "!"), None)
 
     def record(self, s: int, k: int, prefix: str, listed: list[Choice], answer: str) -> None:
         v = self.problem.order[k]
@@ -193,13 +224,14 @@ class _Batch:
             logits = cache.forward(torch.tensor(rows, dtype=torch.long))
             for s in range(n):
                 prefix_text, listed = texts[s]
-                tok = self._choose(logits[s], s, k, listed)
+                again = self.kept(s, k, listed)
+                tok = self.lm.answer_ids(again)[0] if again else self._choose(logits[s], s, k, listed)
                 self.record(s, k, prefix_text, listed, lm.decode([tok]).strip() or "<empty>")
                 history[s].append(ids[s] + [tok] + nl)
             in_cache += 1
 
     def _choose(self, logits: torch.Tensor, s: int, k: int, listed: list[Choice]) -> int:
-        if not self.constrained or self.dead[s] is not None:
+        if not self.masks(s, k, listed):
             return self.draw(logits, s)
         ok = self.allowed_answers(listed)
         if not ok:
@@ -221,7 +253,10 @@ class _Batch:
                 prefix, listed = self.line(s, k)
                 ctx = self.head + [t for ids in history[-(lm.window - 1):] for t in ids] + lm.encode(prefix + " :")
                 got: list[int] = []
-                if self.constrained and self.dead[s] is None:
+                again = self.kept(s, k, listed)
+                if again:
+                    got = self.lm.answer_ids(again)
+                elif self.masks(s, k, listed):
                     ok = self.allowed_answers(listed)
                     if not ok:
                         self.dead_end(s, k)

@@ -15,8 +15,11 @@ functions of LLVM's own AMDGPU tests (none trained on), per target. Per function
   unbiased estimator 1 - C(n-c, k) / C(n, k) (Chen et al. 2021), for k <= n (n is smaller for
   functions above `large` virtual registers: each distinct sample costs a verification).
 - rounds to VERIFIED with feedback, and without (the ablation): the loop with `rounds`
-  rounds of one proposal each, every proposal sampled (same seeds in both arms), the
-  counterexample fed back or not; None when no round verified.
+  rounds of one proposal each, every proposal sampled (same seeds in every arm); None when no
+  round verified. Four arms (`run_loop`'s switches): the loop as `verilocc allocate` runs it
+  (`feedback`: the paragraph, the bans and confined lines, the lines the counterexample does
+  not blame kept); the same with every line drawn again (`resample`); the paragraph alone, what
+  the model reads of a counterexample (`text`); no feedback (`plain`).
 - constrained: the first constrained proposal (decoding masked to listed choices) VERIFIED.
 - registers: VGPRs, AGPRs, SGPRs and waves per SIMD of our VERIFIED allocation (the
   single-shot one, else the constrained one; and the best VERIFIED sample) beside LLVM's post file (its greedy allocator on
@@ -60,6 +63,9 @@ FAMILIES = {"sgemm_tiled.hip": "GEMM", "sgemm_naive.hip": "GEMM", "hgemm_mfma.hi
             "flash_attn.hip": "attention", "flash_attn_mfma.hip": "attention"}
 LLVM_TESTS = "LLVM tests"
 PASS_AT = (1, 10, 100)
+#: The loop's arms (`CaseResult.rounds_<arm>`): feedback as `allocate` runs it, every line
+#: drawn again, the paragraph alone, no feedback.
+ARMS = ("feedback", "resample", "text", "plain")
 
 
 @dataclass
@@ -85,8 +91,10 @@ class CaseResult:
     samples: int
     verified_samples: int
     pass_at: dict[str, float | None]
-    rounds_feedback: int | None
-    rounds_plain: int | None
+    rounds_feedback: int | None  # the loop as `allocate` runs it: feedback, unblamed lines kept
+    rounds_resample: int | None  # feedback, every line drawn again
+    rounds_text: int | None  # only the feedback paragraph in the prompt
+    rounds_plain: int | None  # no feedback
     constrained: bool
     ours: dict[str, int]
     best_sample: dict[str, int]  # the VERIFIED sample with the most waves (then fewest registers)
@@ -226,20 +234,26 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
         if not best or (-u["waves"], u["vgpr"] + u["agpr"], u["sgpr"]) < (-best["waves"], best["vgpr"] + best["agpr"], best["sgpr"]):
             best = u
 
-    def loop_rounds(use_feedback: bool) -> int | None:
+    def loop_rounds(use_feedback: bool, use_bans: bool, keep_rest: bool) -> int | None:
+        if not rounds:
+            return None
         res = run_loop(case.pre, lm, samples=1, rounds=rounds, constrained=False, repair=False, seed=seed + 2,
-                       timeout=timeout, temperature=temperature, use_feedback=use_feedback, first_greedy=False,
-                       verify=check)
+                       timeout=timeout, temperature=temperature, use_feedback=use_feedback, use_bans=use_bans,
+                       keep_rest=keep_rest,
+                       first_greedy=False, verify=check)
         return res.rounds if res.verified else None
 
-    with_fb = loop_rounds(True) if rounds else None
-    without_fb = loop_rounds(False) if rounds else None
+    with_fb = loop_rounds(True, True, True)
+    resample = loop_rounds(True, True, False)
+    text = loop_rounds(True, False, False)
+    without_fb = loop_rounds(False, False, False)
     ours: dict[str, int] = {}
     if single:
         ours = problem.usage(first.regs)
     elif constrained:
         ours = problem.usage(cons.regs)
-    fits = llvm_fits or single or constrained or verified > 0 or with_fb is not None or without_fb is not None
+    fits = (llvm_fits or single or constrained or verified > 0
+            or any(x is not None for x in (with_fb, resample, text, without_fb)))
     allocated: dict[str, int] = {}
     if fits:
         res = run_loop(case.pre, lm, seed=seed, timeout=timeout, verify=check)
@@ -250,11 +264,12 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
     elif cons.dead_end is not None:
         note = "constrained: " + cons.dead_end
     log(f"  {case.family} {case.target} {case.name}: {len(problem.order)} vregs, single shot "
-        f"{'VERIFIED' if single else 'no'}, {verified}/{samples} samples, rounds {with_fb}/{without_fb} "
-        f"(feedback/none), constrained {'VERIFIED' if constrained else 'no'}; {seconds_proposal:.1f}s per proposal, "
+        f"{'VERIFIED' if single else 'no'}, {verified}/{samples} samples, rounds {with_fb}/{resample}/{text}/{without_fb} "
+        f"(feedback/resample/text/none), constrained {'VERIFIED' if constrained else 'no'}; {seconds_proposal:.1f}s per proposal, "
         f"{check.calls} verifications")
     return CaseResult(case.family, case.target, case.name, len(problem.order), fits, llvm_fits, single, samples, verified,
-                      {f"pass@{k}": pass_at_k(samples, verified, k) for k in PASS_AT}, with_fb, without_fb, constrained,
+                      {f"pass@{k}": pass_at_k(samples, verified, k) for k in PASS_AT}, with_fb, resample, text, without_fb,
+                      constrained,
                       ours, best, greedy, round(seconds_proposal, 2), round(seconds_sample, 3), note, allocated)
 
 
@@ -311,7 +326,7 @@ def _summary(rs: list[CaseResult]) -> dict[str, Any]:
         got = [r.pass_at[f"pass@{k}"] for r in fit if r.pass_at[f"pass@{k}"] is not None]
         out[f"pass@{k}"] = _mean([float(x) for x in got if x is not None])
         out[f"pass@{k}_functions"] = len(got)
-    for arm in ("feedback", "plain"):
+    for arm in ARMS:
         got = [getattr(r, f"rounds_{arm}") for r in fit]
         ok = [x for x in got if x is not None]
         out[f"verified_within_rounds_{arm}"] = _mean([float(x is not None) for x in got])
@@ -345,7 +360,7 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
 
     t = Table(title="held-out functions: the model (unconstrained unless said) vs LLVM greedy")
     for col in ("family", "target", "function", "vregs", "fits", "1-shot", "VERIFIED/n", "pass@10", "pass@100",
-                "rounds fb/none", "constrained", "VGPR+AGPR ours/greedy", "SGPR ours/greedy", "waves ours/greedy", "s/proposal"):
+                "rounds fb/res/text/none", "constrained", "VGPR+AGPR ours/greedy", "SGPR ours/greedy", "waves ours/greedy", "s/proposal"):
         t.add_column(col, justify="left" if col in ("family", "target", "function") else "right")
     yes = {True: "[green]yes[/]", False: "[red]no[/]"}
     for r in results:
@@ -357,13 +372,14 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
             wv = f"[red]{wv}[/]"
         t.add_row(r.family, r.target, r.name[:48], str(r.vregs), yes[r.fits], yes[r.single_shot],
                   f"{r.verified_samples}/{r.samples}", _pct(r.pass_at["pass@10"]), _pct(r.pass_at["pass@100"]),
-                  f"{r.rounds_feedback or '-'}/{r.rounds_plain or '-'}", yes[r.constrained], vec, sg, wv,
+                  "/".join(str(getattr(r, f"rounds_{a}") or "-") for a in ARMS), yes[r.constrained], vec, sg, wv,
                   f"{r.seconds_proposal:.1f}")
     console.print(t)
-    s = Table(title=f"summary over the functions that fit (rounds: within {rounds}, sampled, with feedback / without)")
+    s = Table(title=f"summary over the functions that fit (rounds: within {rounds}, sampled; feedback as the loop runs it "
+                    "/ the same, every line drawn again / the feedback paragraph alone / none)")
     for col in ("group", "functions", "fit", "1-shot", "1-shot errors per 1k lines", "pass@1", "pass@10", "pass@100",
-                "within rounds fb/none",
-                "mean rounds fb/none", "constrained", "waves <greedy", "=greedy", ">greedy", "allocate <greedy",
+                "within rounds fb/res/text/none",
+                "mean rounds fb/res/text/none", "constrained", "waves <greedy", "=greedy", ">greedy", "allocate <greedy",
                 "vector regs/greedy",
                 "s/proposal mean/max"):
         s.add_column(col, justify="left" if col == "group" else "right")
@@ -373,8 +389,8 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
         s.add_row(name, str(x["functions"]), str(x["fit"]), _pct(x["single_shot"]),
                   "-" if err is None else f"{1000 * err:g}", _pct(x["pass@1"]),
                   _pct(x["pass@10"]), _pct(x["pass@100"]) + f" ({x['pass@100_functions']})",
-                  f"{_pct(x['verified_within_rounds_feedback'])}/{_pct(x['verified_within_rounds_plain'])}",
-                  f"{x['mean_rounds_feedback']}/{x['mean_rounds_plain']}", _pct(x["constrained"]),
+                  "/".join(_pct(x[f"verified_within_rounds_{a}"]) for a in ARMS),
+                  "/".join(str(x[f"mean_rounds_{a}"]) for a in ARMS), _pct(x["constrained"]),
                   str(len(x["fewer_waves_than_greedy"])), str(x["same_waves_as_greedy"]), str(x["more_waves_than_greedy"]),
                   f"{len(x['allocate_fewer_waves_than_greedy'])} of {x['allocate_functions']}",
                   str(x["mean_vector_registers_ours_over_greedy"]),

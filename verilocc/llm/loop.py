@@ -3,11 +3,19 @@
 Round r draws K proposals in one batch (the first greedy unless `first_greedy` is off, the
 others sampled with seeded generators); each is materialised and checked by layer 1, and one
 that passes it is verified with all three layers. The first VERIFIED one ends the loop.
-Otherwise the findings of the best proposal (fewest errors) go into the next prompt twice: as
-the feedback paragraph (`render_feedback`, the same Finding objects as the terminal text) and,
-for the virtual register each finding names last in program order, as a ban of the register
-it had (a `!` choice on its line). `use_feedback=False` keeps every prompt as in round 1 (the
-ablation of `verilocc eval`). After R rounds, the optional repair step asks the SMT allocator
+Otherwise the findings of the best proposal (fewest errors) go into the next round three ways:
+- the feedback paragraph (`render_feedback`, the same Finding objects as the terminal text),
+  which the model reads in its prompt (`use_feedback`);
+- bans (`use_bans`): for the virtual register each error names last in program order, the
+  register it had becomes a `!` choice on its line; a line whose decision named no listed
+  choice is decoded among its listed choices (decode's `confine`; the model picks which);
+- the lines to decide again (`keep_rest`): every line whose virtual register no error names
+  keeps the best proposal's register (decode's `keep`), so the next round changes what the
+  counterexample blames and leaves the rest as it was (when no error names a virtual
+  register, every line is drawn again).
+`use_feedback=False` turns all three off: every round is drawn as round 1 is (the ablation of
+`verilocc eval`, which also measures the paragraph alone and the paragraph with bans).
+After R rounds, the optional repair step asks the SMT allocator
 (`verilocc.allocators.optimal.solve_function`) to keep as many of the model's choices as
 possible, and verifies its answer like any other. The result is a VERIFIED module or an
 explicit failure: nothing unverified is ever returned as an allocation.
@@ -87,35 +95,62 @@ def verify_regs(pre: Module, problem: AllocationProblem, regs: dict[VReg, PhysRe
     return post, verify_modules(post, reference, opts, extra_findings=extra)
 
 
+def named_vregs(f: Finding, dense: dict[VReg, int]) -> list[VReg]:
+    """The virtual registers of the function (`dense`: the problem's) that finding `f` names."""
+    named: list[VReg] = []
+    for name in f.vregs:
+        raw = name.lstrip("%")
+        key: VReg = int(raw) if raw.isdigit() else raw
+        if key in dense:
+            named.append(key)
+    return named
+
+
+def _errors(report: Report) -> list[Finding]:
+    return [f for f in report.findings if f.severity == "error"]
+
+
 def bans_from(report: Report, problem: AllocationProblem, regs: dict[VReg, PhysReg],
               bans: dict[VReg, list[PhysReg]]) -> None:
     dense = problem.dense
-    for f in report.findings:
-        if f.severity != "error":
-            continue
-        named: list[VReg] = []
-        for name in f.vregs:
-            raw = name.lstrip("%")
-            key: VReg = int(raw) if raw.isdigit() else raw
-            if key in dense and key in regs:
-                named.append(key)
+    for f in _errors(report):
+        named = [v for v in named_vregs(f, dense) if v in regs]
         if named:
             last = max(named, key=lambda v: dense[v])
             if regs[last] not in bans.setdefault(last, []):
                 bans[last].append(regs[last])
 
 
+def confined_from(report: Report, problem: AllocationProblem) -> set[VReg]:
+    """The virtual registers of the lines whose decision named no listed choice (their
+    `model-output` errors)."""
+    dense = problem.dense
+    return {v for f in _errors(report) if f.kind == "model-output" for v in named_vregs(f, dense)}
+
+
+def kept_regs(report: Report, problem: AllocationProblem, regs: dict[VReg, PhysReg]) -> dict[VReg, PhysReg]:
+    """The registers of `regs` that no error of `report` blames: every assigned virtual
+    register that no error finding names (nothing when no error names one: then the report
+    does not say where the proposal went wrong)."""
+    dense = problem.dense
+    blamed = {v for f in _errors(report) for v in named_vregs(f, dense)}
+    return {v: r for v, r in regs.items() if v not in blamed} if blamed else {}
+
+
 def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, constrained: bool = True,
              repair: bool = True, seed: int = 0, timeout: float = 60.0, temperature: float = 0.7,
              over_budget: bool = False, waves: int | None = None, floor: bool = True, spill: bool = True,
              log: Callable[[str], None] = lambda s: None, use_feedback: bool = True,
-             first_greedy: bool = True, verify: Callable[..., tuple[Module, Report]] | None = None) -> LoopResult:
+             first_greedy: bool = True, use_bans: bool = True, keep_rest: bool = True,
+             verify: Callable[..., tuple[Module, Report]] | None = None) -> LoopResult:
     """The loop on the one function of `pre`. `waves`: allocate for that occupancy. `spill`:
     when the values do not fit the budget, the model allocates the program with spill code
     (`verilocc.allocators.spill`), more of it after a round in which constrained decoding ran
     out of registers. `floor`: a VERIFIED proposal with fewer waves per SIMD than a first-fit
     allocation reaches goes to the repair step, which puts occupancy first. `use_feedback`:
-    off for the ablation that gives round 2 no findings. `first_greedy`: the first sample of
+    off for the ablation that gives round 2 no findings (nor bans, nor kept lines). `use_bans`:
+    the counterexample's bans and confined lines. `keep_rest`: after a counterexample, lines it
+    does not blame keep their register. `first_greedy`: the first sample of
     each round is the model's most likely answer. `verify`: a `verify_regs` that caches
     verdicts (`verilocc eval`)."""
     t0 = time.monotonic()
@@ -157,6 +192,8 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     attempts: list[Attempt] = []
     feedback = ""
     bans: dict[VReg, list[PhysReg]] = {}
+    keep: dict[VReg, PhysReg] = {}
+    confine: set[VReg] = set()
     best: tuple[int, Proposal] | None = None
 
     def done(post: Module, regs: dict[VReg, PhysReg], how: str, usage: dict[str, int]) -> LoopResult:
@@ -168,7 +205,8 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
         t1 = time.monotonic()
         props = propose_many(lm, problem, samples=samples, constrained=constrained, feedback=feedback,  # type: ignore[arg-type]
                              bans=bans, temperature=temperature, seed=seed * 1_000_003 + r * 1009,
-                             tables=tables, greedy_first=first_greedy)
+                             tables=tables, greedy_first=first_greedy, keep=keep,
+                             confine=confine)
         decode_seconds = (time.monotonic() - t1) / samples
         for s, prop in enumerate(props):
             t1 = time.monotonic() - decode_seconds
@@ -210,7 +248,7 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
             problem = build_problem(work_fn, target)
             problem.over_budget = over_budget
             tables = ChoiceTables(problem)
-            feedback, bans, best = "", {}, None
+            feedback, bans, keep, confine, best = "", {}, {}, set(), None
             continue
         if round_best is not None:
             errors, prop, report = round_best
@@ -219,7 +257,14 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
             if not use_feedback:
                 continue
             feedback = render_feedback(report, rename=lambda m: rename_text(m, problem))
-            bans_from(report, problem, prop.regs, bans)
+            if use_bans:
+                bans_from(report, problem, prop.regs, bans)
+                confine |= confined_from(report, problem)
+            if keep_rest:
+                keep = kept_regs(report, problem, prop.regs)
+            if keep_rest and r + 1 < rounds:
+                log(f"round {r + 2}: {len(keep)} of {len(problem.order)} line(s) keep their register; "
+                    f"the model decides the other {len(problem.order) - len(keep)}")
     why = "no VERIFIED proposal in " + (f"{rounds} round(s) of {samples} sample(s)" if lm is not None else "0 rounds")
     dead = [a for a in attempts if a.verdict == "DEAD-END"]
     if dead and len(dead) == len(attempts):
