@@ -222,7 +222,8 @@ def test_round_two_decides_again_only_what_the_counterexample_blames(tiny_model:
             assert regs2.get(v) == kept[v], f"%{v} was not blamed and its register was listed, yet it changed"
             checked += 1
         tables.take(state, k, regs2.get(v))
-    assert checked
+    assert checked and second.kept == checked and first.kept == 0  # the transcript's `kept_lines`
+    assert second.confined == len(wrong) and first.confined == 0
     plain = run_loop(pre, lm, samples=1, rounds=2, constrained=False, repair=False, seed=0, temperature=1.0,
                      first_greedy=False, use_feedback=False)
     assert plain.attempts[0].output == first.output

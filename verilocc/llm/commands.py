@@ -161,7 +161,8 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
         docs = [{"function": name, "verified": res.verified, "reason": res.reason, "usage": res.usage,
                  "attempts": [{"round": a.round + 1, "sample": a.sample + 1, "verdict": a.verdict, "errors": a.errors,
                                "seconds": round(a.seconds, 2), "prompt": a.prompt,
-                               "feedback_read_as_text": a.feedback_read, "output": a.output} for a in res.attempts]}
+                               "feedback_read_as_text": a.feedback_read, "kept_lines": a.kept,
+                               "confined_lines": a.confined, "output": a.output} for a in res.attempts]}
                 for name, res in zip(names, results)]
         doc = {"pre": args.pre, "model": lm.path, "verified": all(r.verified for r in results),
                **(docs[0] if len(docs) == 1 else {"functions": docs})}
@@ -253,7 +254,8 @@ def add_allocate_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--over-budget", action="store_true",
                    help="accept registers beyond what amdgpu-num-*/amdgpu-waves-per-eu request (verilocc warns; "
                    "LLVM 19 reserves them, so llc-19 rejects such a file)")
-    a.add_argument("--transcript", metavar="FILE", help="write every round's prompt, output and verdict as JSON")
+    a.add_argument("--transcript", metavar="FILE", help="write every round's prompt, output and verdict as JSON (with the lines kept from and "
+                   "confined by the last counterexample)")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

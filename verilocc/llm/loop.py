@@ -57,6 +57,8 @@ class Attempt:
     seconds: float
     findings: list[Finding] = field(default_factory=list)
     feedback_read: bool = True  # False: the model read the findings only as `! R` bans (see decode.reads_feedback)
+    kept: int = 0  # lines given the register they had in the last round's best proposal (`keep_rest`)
+    confined: int = 0  # lines decoded among their listed choices after naming none (`use_bans`)
 
 
 @dataclass
@@ -213,13 +215,15 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
             head = prompt_head(problem, feedback)
             if prop.dead_end is not None:
                 dead_ends += 1
-                attempts.append(Attempt(r, s, head, prop.text, "DEAD-END", 1, time.monotonic() - t1))
+                attempts.append(Attempt(r, s, head, prop.text, "DEAD-END", 1, time.monotonic() - t1,
+                                        kept=_kept(prop, keep), confined=len(confine)))
                 log(f"round {r + 1} sample {s + 1}: constrained decoding stopped: {prop.dead_end}")
                 continue
             post, report = verify(work, problem, prop.regs, prop.findings, opts, reference=pre)
             errors = sum(1 for f in report.findings if f.severity == "error")
             attempts.append(Attempt(r, s, head, prop.text, report.verdict.value, errors, time.monotonic() - t1,
-                                    list(report.findings), feedback_read=reads_feedback(lm) or not feedback))  # type: ignore[arg-type]
+                                    list(report.findings), feedback_read=reads_feedback(lm) or not feedback,  # type: ignore[arg-type]
+                                    kept=_kept(prop, keep), confined=len(confine)))
             log(f"round {r + 1} sample {s + 1}: {report.verdict.value} ({errors} error(s), "
                 f"{time.monotonic() - t1:.1f}s)")
             if report.verdict is Verdict.VERIFIED and (over_budget or not _over_budget(report)):
@@ -300,6 +304,12 @@ def with_waves(fn: Any, waves: int) -> Any:
 
 def _module_of(pre: Module, fn: Any) -> Module:
     return dataclasses.replace(pre, functions=[fn])
+
+
+def _kept(prop: Proposal, keep: dict[VReg, PhysReg]) -> int:
+    """The lines of `prop` that wrote their kept register again (a kept register is written
+    wherever it is listed, and cannot be chosen where it is not)."""
+    return sum(1 for v, reg in keep.items() if prop.regs.get(v) == reg)
 
 
 def _over_budget(report: Report) -> bool:
