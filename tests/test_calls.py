@@ -56,8 +56,8 @@ def test_llvm14_calls_and_returns() -> None:
     fn = read_module(pre).functions[0]
     assert returns_through_virtual_register(fn)
     classes = set(vreg_classes(fn).values())
-    assert legacy_return_address_class() in classes
-    assert legacy_return_address_class().contains_llvm(parse_physreg("sgpr30_sgpr31"))
+    assert legacy_return_address_class("ccr_sgpr_64") in classes
+    assert legacy_return_address_class("ccr_sgpr_64").contains_llvm(parse_physreg("sgpr30_sgpr31"))
     assert not get_class("ccr_sgpr_64").contains_llvm(parse_physreg("sgpr30_sgpr31"))
     assert not returns_through_virtual_register(read_module(CALLS / "call.llvm19.gfx90a.pre.mir").functions[0])
     text = (CALLS / "call.llvm14.gfx90a.post.mir").read_text()
@@ -68,6 +68,31 @@ def test_llvm14_calls_and_returns() -> None:
     verdict, findings = _verify(wrong, pre)
     assert verdict is Verdict.REJECTED
     assert any("csr_amdgpu_highregs_with_agprs" in f and "$vgpr5" in f for f in findings), findings
+
+
+def test_llvm14_amdgpu_gfx_returns_through_its_legacy_class() -> None:
+    """LLVM 14's amdgpu_gfx functions return through `S_SETPC_B64_return_gfx %ra`, the return
+    address in a `gfx_ccr_sgpr_64` register, which LLVM 14 defines as s[30:31] and
+    s[36:37]..s[62:63] (LLVM 15 dropped s[30:31]). LLVM's own allocation (left in s[30:31]) is
+    VERIFIED by the parametrised test above; one that moves the return address to s[2:3],
+    outside that class, is not."""
+    pre = CALLS / "tail-call-amdgpu-gfx.llvm14.gfx90a.pre.mir"
+    callee = next(f for f in read_module(pre).functions if f.name == "callee")
+    assert returns_through_virtual_register(callee)
+    legacy = legacy_return_address_class("gfx_ccr_sgpr_64")
+    assert legacy in set(vreg_classes(callee).values())
+    for reg, inside in (("sgpr30_sgpr31", True), ("sgpr36_sgpr37", True), ("sgpr62_sgpr63", True),
+                        ("sgpr2_sgpr3", False), ("sgpr32_sgpr33", False), ("sgpr34_sgpr35", False)):
+        assert legacy.contains_llvm(parse_physreg(reg)) is inside, reg
+    assert not get_class("gfx_ccr_sgpr_64").contains_llvm(parse_physreg("sgpr30_sgpr31"))  # LLVM 15 on
+    text = (CALLS / "tail-call-amdgpu-gfx.llvm14.gfx90a.post.mir").read_text()
+    ret = "    S_SETPC_B64_return_gfx killed renamable $sgpr30_sgpr31, implicit $vgpr0\n"
+    assert text.count(ret) == 1
+    moved = text.replace(ret, "    renamable $sgpr2_sgpr3 = COPY killed $sgpr30_sgpr31\n"
+                         + ret.replace("$sgpr30_sgpr31", "$sgpr2_sgpr3"))
+    verdict, findings = _verify(moved, pre)
+    assert verdict is Verdict.REJECTED
+    assert any("gfx_ccr_sgpr_64" in f and "$sgpr2_sgpr3" in f for f in findings), findings
 
 
 def test_the_sgpr_rule_follows_the_llvm_version() -> None:

@@ -21,7 +21,8 @@ and the verifier reports the call as not modelled (UNKNOWN).
 
 A call runs under the lanes $exec has on, and a function returns to its caller with the $exec
 it was called with, though LLVM's `SI_CALL` and `SI_RETURN` do not say so. Each call and each
-return (`SI_RETURN`, `S_SETPC_B64_return`, `SI_RETURN_TO_EPILOG`) therefore gets an
+return (`SI_RETURN`, `S_SETPC_B64_return`, LLVM 13 and 14's `S_SETPC_B64_return_gfx`,
+`SI_RETURN_TO_EPILOG`) therefore gets an
 `implicit $exec` (`$exec_lo` in wave32) in both programs: an allocation that leaves all lanes
 on after saving $exec for a whole-wave copy, and never restores it, is caught there.
 """
@@ -61,7 +62,7 @@ def clobbered_registers(mask: RegMask, target: Target) -> list[PhysReg]:
 
 
 #: Returns to the caller, who sees $exec afterwards.
-RETURN_OPCODES = frozenset({"SI_RETURN", "S_SETPC_B64_return", "SI_RETURN_TO_EPILOG"})
+RETURN_OPCODES = frozenset({"SI_RETURN", "S_SETPC_B64_return", "S_SETPC_B64_return_gfx", "SI_RETURN_TO_EPILOG"})
 
 
 def _reads_exec(ins: Instruction, target: Target) -> Instruction:

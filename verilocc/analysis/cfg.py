@@ -18,9 +18,10 @@ from verilocc.mir.model import Block, Function
 # block. llc-19 and llc-22 parse a block ending in each with no fall-through edge
 # (tests/test_analysis.py checks it), except the LLVM 22 tail calls SI_TCRETURN_GFX_WholeWave
 # and SI_CS_CHAIN_TC_*_DVGPR, which the test cannot build and which are here as the tail calls
-# they are variants of; `S_TRAP`, `S_RFE_B64` and the conditional branches are not barriers.
+# they are variants of, and LLVM 13 and 14's return of amdgpu_gfx functions
+# S_SETPC_B64_return_gfx; `S_TRAP`, `S_RFE_B64` and the conditional branches are not barriers.
 _NO_FALLTHROUGH = frozenset({
-    "S_BRANCH", "S_SETPC_B64", "S_SETPC_B64_return", "SI_RETURN", "SI_RETURN_TO_EPILOG", "SI_WHOLE_WAVE_FUNC_RETURN",
+    "S_BRANCH", "S_SETPC_B64", "S_SETPC_B64_return", "S_SETPC_B64_return_gfx", "SI_RETURN", "SI_RETURN_TO_EPILOG", "SI_WHOLE_WAVE_FUNC_RETURN",
     "S_ENDPGM", "S_ENDPGM_SAVED", "S_ENDPGM_ORDERED_PS_DONE",
     "SI_TCRETURN", "SI_TCRETURN_GFX", "SI_TCRETURN_CHAIN", "SI_TCRETURN_GFX_WholeWave",
     "SI_CS_CHAIN_TC_W32", "SI_CS_CHAIN_TC_W64", "SI_CS_CHAIN_TC_W32_DVGPR", "SI_CS_CHAIN_TC_W64_DVGPR",

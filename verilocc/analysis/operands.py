@@ -23,7 +23,7 @@ from verilocc.target import (
     slots_to_mask,
     subreg_mask,
 )
-from verilocc.target.classes import LEGACY_RETURN_CLASS, legacy_return_address_class
+from verilocc.target.classes import LEGACY_RETURN_CLASSES, legacy_return_address_class
 from verilocc.target.gfx import has_trap_handler
 from verilocc.target.limits import Limits, attribute_limits
 
@@ -62,11 +62,15 @@ def slot_mask(lane_mask: int) -> int:
     return ((lane_mask & _EVEN) << 1) | ((lane_mask >> 1) & _EVEN)
 
 
+#: LLVM 13 and 14's returns through a return address register.
+LEGACY_RETURNS = frozenset({"S_SETPC_B64_return", "S_SETPC_B64_return_gfx"})
+
+
 def returns_through_virtual_register(fn: Function) -> bool:
-    """Whether `fn` returns as LLVM 13 and 14 write it: `S_SETPC_B64_return %ra`, the return
-    address in a virtual register (LLVM 15 and later return with `SI_RETURN` until prolog and
-    epilog insertion)."""
-    return any(ins.opcode == "S_SETPC_B64_return" and any(op.vreg is not None for op in ins.operands)
+    """Whether `fn` returns as LLVM 13 and 14 write it: `S_SETPC_B64_return %ra` (amdgpu_gfx
+    functions: `S_SETPC_B64_return_gfx %ra`), the return address in a virtual register (LLVM 15
+    and later return with `SI_RETURN` until prolog and epilog insertion)."""
+    return any(ins.opcode in LEGACY_RETURNS and any(op.vreg is not None for op in ins.operands)
                for block in fn.blocks for ins in block.instructions)
 
 
@@ -88,8 +92,8 @@ def vreg_classes(fn: Function) -> dict[VReg, RegisterClass]:
             out[vid] = get_class(name)
         except TargetError as e:
             raise InputError(str(e), fn.file, line, col) from None
-        if legacy and out[vid].name == LEGACY_RETURN_CLASS:
-            out[vid] = legacy_return_address_class()
+        if legacy and out[vid].name in LEGACY_RETURN_CLASSES:
+            out[vid] = legacy_return_address_class(out[vid].name)
     for block in fn.blocks:
         for ins in block.instructions:
             for op in ins.operands:
@@ -101,8 +105,8 @@ def vreg_classes(fn: Function) -> dict[VReg, RegisterClass]:
                         cls = get_class(op.reg_class)
                     except TargetError as e:
                         raise InputError(str(e), fn.file, op.line, op.column) from None
-                    if legacy and cls.name == LEGACY_RETURN_CLASS:
-                        cls = legacy_return_address_class()
+                    if legacy and cls.name in LEGACY_RETURN_CLASSES:
+                        cls = legacy_return_address_class(cls.name)
                     if cls.name != out[op.vreg].name:
                         raise InputError(f"conflicting register classes for %{op.vreg}: {op.reg_class}, "
                                          f"previously {out[op.vreg].name}", fn.file, op.line, op.column)

@@ -12,7 +12,7 @@ The rule checked here: a register the allocated program reads at entry (a block 
 the entry block) while the virtual program does not, and whose entry value the allocated
 program spills (to a slot or a lane) or which it reloads from one, was saved for the caller
 (LLVM reads such a register at entry only to save it); at every return
-(`SI_RETURN`, `S_SETPC_B64_return`, `SI_RETURN_TO_EPILOG`) it must hold that entry value
+(`SI_RETURN`, `S_SETPC_B64_return`, `S_SETPC_B64_return_gfx`, `SI_RETURN_TO_EPILOG`) it must hold that entry value
 again. Values are followed through the allocated program's copies, spills, reloads and lane
 spills, decoded by `verilocc.pairing.steps` like every layer's; any other definition of a
 location, a call's clobbers included, makes it hold nothing. Meet is intersection, so a path

@@ -477,21 +477,27 @@ def _make(name: str, node: _Node) -> RegisterClass:
     return RegisterClass(name=name, width_units=node.width16, files=files, definition=node)
 
 
-LEGACY_RETURN_CLASS: Final = "ccr_sgpr_64"
+#: The classes of a return address as LLVM 13 and 14 define them (`legacy_return_address_class`).
+LEGACY_RETURN_CLASSES: Final = ("ccr_sgpr_64", "gfx_ccr_sgpr_64")
 
 
 @functools.cache
-def legacy_return_address_class() -> RegisterClass:
-    """`ccr_sgpr_64` as LLVM 13 and 14 define it: (trunc SGPR_64, 16), s[0:1]..s[30:31].
+def legacy_return_address_class(name: str) -> RegisterClass:
+    """`ccr_sgpr_64` or `gfx_ccr_sgpr_64` (the amdgpu_gfx calling convention's) as LLVM 13 and
+    14 define them: (trunc SGPR_64, 16), s[0:1]..s[30:31]; and (trunc (shl SGPR_64, 15), 1)
+    plus (trunc (shl SGPR_64, 18), 14), s[30:31] and s[36:37]..s[62:63].
 
     Before LLVM 15 made s30/s31 callee-saved, a function received its return address in
     s[30:31], kept it in a virtual register of this class and returned through
-    `S_SETPC_B64_return %ra`; the allocator may leave it in s[30:31] (llc-14's machine
-    verifier accepts that). From LLVM 15 the class stops at s[28:29] and holds tail-call
-    targets only. `verilocc.analysis.operands.vreg_classes` uses this definition for the
-    functions that return that way. Named apart so that caches keyed by class name do not mix
-    the two."""
-    return _make("ccr_sgpr_64(llvm13-14)", _Tuples(_S, 2, 2, 0, 32))
+    `S_SETPC_B64_return %ra` (`S_SETPC_B64_return_gfx %ra`); the allocator may leave it in
+    s[30:31] (llc-14's machine verifier accepts that). From LLVM 15 neither class has s[30:31].
+    `verilocc.analysis.operands.vreg_classes` uses these definitions for the functions that
+    return that way. Named apart so that caches keyed by class name do not mix the two."""
+    if name == "ccr_sgpr_64":
+        return _make("ccr_sgpr_64(llvm13-14)", _Tuples(_S, 2, 2, 0, 32))
+    if name == "gfx_ccr_sgpr_64":
+        return _make("gfx_ccr_sgpr_64(llvm13-14)", _Union((_Tuples(_S, 2, 2, 30, 32), _Tuples(_S, 2, 2, 36, 64))))
+    raise TargetError(f"no LLVM 13/14 definition of register class '{name}'")
 
 
 def is_class_name(name: str) -> bool:
