@@ -19,7 +19,7 @@ Lemmas:
   every start a tuple of that file may have on that target (tuple widths of `TUPLE_WIDTHS`,
   class alignment and the target's even-tuple rule) and every run inside the tuple.
 - ``membership_<target>`` (one file per group of targets with the same classes): for every
-  allocatable register class, the compressed membership
+  allocatable register class and LLVM 13/14's return address classes, the compressed membership
   constraint of layer 1 (`_member_smt`: arithmetic progressions with ``mod``) holds for exactly
   the first units of the registers the class contains on the target, enumerated one by one
   from LLVM's class definition, the target's files and reservations (default budget).
@@ -54,7 +54,7 @@ from verilocc.target import (
     reservations,
     target_names,
 )
-from verilocc.target.classes import base_class_names
+from verilocc.target.classes import LEGACY_RETURN_CLASSES, base_class_names, legacy_return_address_class
 from verilocc.target.registers import (
     _GROUPS,
     _SPECIAL_UNIT_BASE,
@@ -135,8 +135,11 @@ def membership_checks(target_name: str) -> list[str]:
     res = reservations(target)
     limits = Limits(budget.sgprs, budget.vgprs, budget.agprs, budget.vgprs + budget.agprs, res.reserved_units)
     groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[str]] = {}
-    for name in base_class_names():
-        cls = get_class(name)
+    # The allocatable classes, and LLVM 13/14's return address classes (which layer 1 uses for
+    # functions that return through a virtual register).
+    classes = [(name, get_class(name)) for name in base_class_names()]
+    classes += [(legacy_return_address_class(n).name, legacy_return_address_class(n)) for n in LEGACY_RETURN_CLASSES]
+    for name, cls in classes:
         if name == "vreg_1" or cls.width_units % 2:
             continue
         # Encoded side: what layer 1 puts in Member.smt (ConstraintChecker.allowed).
