@@ -12,11 +12,12 @@ One run prints, measured in child processes (`--repeat` times each, medians):
    verilocc's time goes (seconds per layer, from its own `--timings` JSON);
 2. a size sweep over corpus kernels of 100 to 2,600 instructions, the same two commands:
    a table of seconds and microseconds per instruction, the exponent of a power-law fit
-   (1.0 is linear) and a PNG plot (`--plot`, matplotlib);
+   (1.0 is linear) and a PNG plot (`--plot`, matplotlib); then, outside the fit, LLVM's
+   tuple-allocation-failure test through llc-14 (1024-bit SGPR tuples spilled to VGPR lanes);
 3. start-up: `verilocc --version`, `verilocc verify --help` and verifying
    examples/gfx90a/vadd (29 instructions);
-4. with `--compare DIR` (another checkout, e.g. the main branch): the fa_d128_kv4 and vadd
-   verifications, `--version` and `verify --help` of both, measured in turn, run by run, so
+4. with `--compare DIR` (another checkout, e.g. the main branch): the fa_d128_kv4, tuple and
+   vadd verifications, `--version` and `verify --help` of both, measured in turn, run by run, so
    that a change is measured against what it changes under the same load;
 5. fuzzing (`bench/batch_bench.py`): the same `verilocc fuzz` chunk with 1 and 2 local worker
    processes and on a Dask LocalCluster of 2 workers, examples per second; the three must
@@ -53,6 +54,9 @@ SWEEP = ["gfx90a/sgemm_naive", "gfx90a/reduce_sum", "gfx90a/softmax_row", "gfx90
          "gfx90a/fa_mfma_d128", "gfx90a/hgemm_mfma32_w128x64", "gfx90a/fa_d64_kv8", "gfx90a/fa_d128_kv4",
          "gfx1100/fa_d128_kv4"]
 SMALL = ROOT / "examples" / "gfx90a" / "vadd"
+# LLVM's tuple-allocation-failure.ll through llc-14 (889 instructions): 1024-bit SGPR tuples,
+# partly defined, spilled to VGPR lanes; locations that hold many values known equal.
+TUPLES = ROOT / "tests" / "fixtures" / "fidelity" / "tuple-allocation-failure.llvm14.gfx908"
 FUZZ_SEED = 139763
 
 
@@ -91,8 +95,12 @@ def instructions(post: Path) -> int:
 
 
 def verify_cmd(pair: str, timings: bool = False) -> list[str]:
-    post, pre = CORPUS / f"{pair}.post.mir", CORPUS / f"{pair}.pre.mir"
-    return [sys.executable, "-m", "verilocc", "verify", str(post), "--pre", str(pre),
+    return pair_cmd(CORPUS / pair, timings)
+
+
+def pair_cmd(stem: Path, timings: bool = False) -> list[str]:
+    """`verilocc verify STEM.post.mir --pre STEM.pre.mir`."""
+    return [sys.executable, "-m", "verilocc", "verify", f"{stem}.post.mir", "--pre", f"{stem}.pre.mir",
             *(["--format", "json", "--timings"] if timings else [])]
 
 
@@ -155,6 +163,11 @@ def sweep(llc: str | None, repeat: int, plot: Path | None) -> None:
     if plot is not None and rows:
         draw(rows, plot)
         print(f"\nplot: {plot.relative_to(ROOT) if plot.is_relative_to(ROOT) else plot}")
+    n = instructions(TUPLES.with_name(TUPLES.name + ".post.mir"))
+    v = measure(pair_cmd(TUPLES), repeat)
+    print(f"\nOutside the fit, {TUPLES.relative_to(ROOT)} (LLVM's tuple-allocation-failure.ll, llc-14; {n:,} "
+          f"instructions, 1024-bit SGPR tuples spilled to VGPR lanes): {v.wall:.3f} s wall, {v.cpu:.3f} s CPU, "
+          f"{v.mib:.0f} MiB, {1e6 * v.wall / n:.0f} us per instruction")
 
 
 def draw(rows: list[tuple[str, int, Run, Run | None]], out: Path) -> None:
@@ -188,8 +201,9 @@ def compare(other: Path, repeat: int) -> None:
     print(f"\n## This checkout beside {other} (wall and CPU, median of {repeat}, measured in turn)\n")
     print("| command | before wall s | before CPU s | before MiB | now wall s | now CPU s | now MiB |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    small = [sys.executable, "-m", "verilocc", "verify", str(SMALL) + ".post.mir", "--pre", str(SMALL) + ".pre.mir"]
+    small = pair_cmd(SMALL)
     for label, cmd in ((f"verify {HEADLINE}", verify_cmd(HEADLINE)), ("verify examples/gfx90a/vadd", small),
+                       (f"verify {TUPLES.name}", pair_cmd(TUPLES)),
                        ("--version", [sys.executable, "-m", "verilocc", "--version"]),
                        ("verify --help", [sys.executable, "-m", "verilocc", "verify", "--help"])):
         runs: dict[Path, list[Run]] = {other: [], ROOT: []}
@@ -210,7 +224,7 @@ def compare(other: Path, repeat: int) -> None:
 def startup(repeat: int) -> None:
     print("\n## Start-up and a small kernel (wall, median)\n")
     print("| command | wall s | CPU s | MiB |\n|---|---:|---:|---:|")
-    small = [sys.executable, "-m", "verilocc", "verify", str(SMALL) + ".post.mir", "--pre", str(SMALL) + ".pre.mir"]
+    small = pair_cmd(SMALL)
     for label, cmd in (("verilocc --version", [sys.executable, "-m", "verilocc", "--version"]),
                        ("verilocc verify --help", [sys.executable, "-m", "verilocc", "verify", "--help"]),
                        ("verilocc verify examples/gfx90a/vadd.post.mir --pre examples/gfx90a/vadd.pre.mir", small)):

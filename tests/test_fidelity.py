@@ -200,3 +200,20 @@ def test_wrong_tail_call_argument_is_rejected(pair: str) -> None:
     verdict, findings = _verify(wrong, pre)
     assert verdict is Verdict.REJECTED
     assert any(f.startswith("value-flow/wrong-value") for f in findings), findings
+
+
+def test_part_of_a_partially_defined_tuple_spilled_with_its_implicit_use() -> None:
+    """llc-14 stores each SGPR of a partly defined 1024-bit tuple to a VGPR lane; the first
+    store reads `$sgpr44`, never written, beside an implicit use of the whole tuple. Without
+    that implicit use, or with an implicit use of a register without `$sgpr44`, the read is
+    undefined."""
+    post, pre = _pair("tuple-allocation-failure.llvm14.gfx908")
+    tuple_ = "_".join(f"$sgpr{i}" if i == 44 else f"sgpr{i}" for i in range(44, 76))
+    store = f"$vgpr40 = V_WRITELANE_B32 $sgpr44, 48, $vgpr40, implicit-def {tuple_}, implicit {tuple_}\n"
+    assert store in post  # the first store of the tuple; a later one stores it again, defined
+    for wrong in (store.replace(f", implicit {tuple_}", ""),
+                  store.replace(f", implicit {tuple_}", ", implicit $sgpr45_sgpr46_sgpr47_sgpr48")):
+        verdict, findings = _verify(post.replace(store, wrong, 1), pre)
+        assert verdict is Verdict.REJECTED
+        assert any(f.startswith("constraints/undefined-read") and "reads $sgpr44, which no path" in f
+                   for f in findings), findings

@@ -59,6 +59,22 @@ def by_repr(tags: frozenset[Tag]) -> list[Tag]:
     return got
 
 
+def _distinct(pending: list[tuple[Obligation, Any]]) -> list[tuple[Obligation, Any]]:
+    """The obligations of Python terms without repeats: of those in one block whose lanes
+    pair the same terms (hash-consed: the same objects), only the first, which has the least
+    line of them (a block's obligations are made in the order of its lines), so the formula,
+    and the finding a failure of it gives, are the same. (`_BlockRun.close` leaves out the
+    repeats within one edge; here go those across edges and instructions.)"""
+    seen: set[tuple[int, tuple[tuple[int, int], ...]]] = set()
+    out: list[tuple[Obligation, Any]] = []
+    for ob, f in pending:
+        key = (ob.place.block, tuple((id(a), id(b)) for a, b in zip(ob.lhs, ob.rhs) if a is not b))
+        if key not in seen:
+            seen.add(key)
+            out.append((ob, f))
+    return out
+
+
 @dataclass
 class Obligation:
     place: Place
@@ -91,6 +107,7 @@ class _BlockRun:
         self.assumptions: list[Any] = []  # `Semantics.equal` of terms assumed equal
         self.fresh = 0
         self._alike: dict[frozenset[Tag], frozenset[Tag]] = {}  # for `entry_alike`
+        self._represented: dict[frozenset[Tag], Any | None] = {}  # for `representative`
 
     # --- values --------------------------------------------------------------------------
     def entry_value(self, tag: Tag) -> Any:
@@ -146,15 +163,23 @@ class _BlockRun:
         return res[0][pos] if pos < len(res[0]) else None
 
     def representative(self, tags: frozenset[Tag]) -> Any | None:
-        """The entry value of a location that holds `tags`: the tags are equal, so assume it."""
+        """The entry value of a location that holds `tags`: the tags are equal, so assume it.
+        (With Python terms, once per set of tags: again, it would make the same assumptions.)"""
+        fast = not self.eq.in_z3
+        if fast and tags in self._represented:
+            return self._represented[tags]
         defined = [t for t in by_repr(tags) if self.entry.is_defined(t)]
         if not defined:
+            if fast:
+                self._represented[tags] = None
             return None
         first = self.pentry_value(defined[0])
         for t in defined[1:]:
             other = self.pentry_value(t)
             if other is not None and not self.eq.sem.same(other, first):
                 self.assumptions.append(self.eq.sem.equal(other, first))
+        if fast:
+            self._represented[tags] = first
         return first
 
     def entry_alike(self, loc: object) -> frozenset[Tag]:
@@ -417,6 +442,10 @@ class _BlockRun:
     def edge_text(self, s: int, loc: object, t: Tag) -> str:
         return f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.loc_name(loc)} holds {self.eq.vf.tag_name(t)}"
 
+    def lane_text(self, s: int, lane: int, loc: object, t: Tag) -> str:
+        return (f"on the edge bb.{self.b} -> bb.{s}, lane {lane} of {self.eq.vf.loc_name(loc)} holds "
+                f"{self.eq.vf.tag_name(t)}")
+
     def close(self, exit_states: dict[int, State], succs: list[int], last: Instruction | None, post_index: int) -> None:
         line = last.line if last is not None else 0
         place = Place(self.eq.post.file, self.eq.post.name, self.b, post_index, line)
@@ -437,6 +466,10 @@ class _BlockRun:
             fast = not eq.in_z3
             pv_set, undef_tags, q_set, written = self.pv, self.undef_tags, self.qv, self.written
             out_defined, out_undef_fixed, held = out.defined, out.undef_fixed, target.locs
+            # An obligation whose two terms an earlier one of this edge already pairs is that
+            # one again (a location holding many tags known equal: one per tag): counted, and
+            # left to the first (which has this place too, so a failure reads the same).
+            paired: set[tuple[int, int]] = set()
             for loc in sorted(locs, key=repr):
                 if isinstance(loc, tuple) and loc[0] != "slot":
                     continue
@@ -459,10 +492,17 @@ class _BlockRun:
                     qv = q_set.get(loc)
                     if qv is None:
                         qv = qget(loc)
-                    if fast and pv is qv:  # `oblige` would discharge it by identity
-                        eq.made += 1
-                        eq.identical += 1
-                        continue
+                    if fast:
+                        if pv is qv:  # `oblige` would discharge it by identity
+                            eq.made += 1
+                            eq.identical += 1
+                            continue
+                        pair = (id(pv), id(qv))
+                        if pair in paired:
+                            eq.made += 1
+                            eq.repeated += 1
+                            continue
+                        paired.add(pair)
                     eq.oblige(place, self.edge_text, [pv], [qv], s, loc, t)
             # The recipes value flow gives at s's entry (used there instead of fresh symbols)
             # must hold here too, or they would be unproved assumptions.
@@ -478,12 +518,22 @@ class _BlockRun:
             for loc, store in sorted(target.lanes.items(), key=repr):
                 have = self.lanes_store(loc)
                 for k, tags in sorted(store.items()):
-                    for t in sorted(tags, key=repr):
+                    for t in by_repr(tags):
                         pv = self.pget(t) if out.is_defined(t) else None
                         if pv is not None:
-                            self.eq.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, lane {k[0]} of "
-                                           f"{self.eq.vf.loc_name(loc)} holds {self.eq.vf.tag_name(t)}",
-                                           [pv], [have.get(k, self.new_junk())])
+                            qv = have.get(k)
+                            if qv is None:
+                                qv = self.new_junk()
+                            else:
+                                self.fresh += 1  # junk is numbered as if each lane made one
+                                if fast and pv is not qv:
+                                    pair = (id(pv), id(qv))
+                                    if pair in paired:
+                                        eq.made += 1
+                                        eq.repeated += 1
+                                        continue
+                                    paired.add(pair)
+                            self.eq.oblige(place, self.lane_text, [pv], [qv], s, k[0], loc, t)
 
 
 class EquivalenceChecker:
@@ -518,6 +568,7 @@ class EquivalenceChecker:
         self.obligations: list[Obligation] = []  # those not discharged by identity (all, `in_z3`)
         self.identical = 0  # obligations discharged by identity
         self.made = 0  # obligations made
+        self.repeated = 0  # obligations of Python terms not recorded: an earlier one is the same
         self._classes: dict[int, dict[Tag, Tag]] = {}
         self._find: dict[int, Any] = {}
         self.assumptions: list[Any] = []  # `Semantics.equal` of terms assumed equal
@@ -619,7 +670,7 @@ class EquivalenceChecker:
                 pending.append((ob, z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]))
             assumptions = self.assumptions
         self.stats.update({"obligations": self.made, "discharged_by_identity": self.identical,
-                           "sent_to_solver": len(pending)})
+                           "sent_to_solver": len(pending) + self.repeated})
         if not pending:
             return True
         if not self.in_z3:
@@ -629,13 +680,13 @@ class EquivalenceChecker:
             self.ctx = z3.Context()
             to_z3 = ToZ3(z3, self.ctx)
             translated: list[tuple[Obligation, Any]] = []
-            for ob, _ in pending:
+            for ob, _ in _distinct(pending):
                 lhs, rhs = [to_z3(t) for t in ob.lhs], [to_z3(t) for t in ob.rhs]
                 diff = [(a, b) for a, b, x, y in zip(lhs, rhs, ob.lhs, ob.rhs) if x is not y]
                 f = z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]
                 translated.append((Obligation(ob.place, ob.what_parts, lhs, rhs), f))
             pending = translated
-            assumptions = [to_z3(a) == to_z3(b) for a, b in self.assumptions]
+            assumptions = [to_z3(a) == to_z3(b) for a, b in dict.fromkeys(self.assumptions)]
         from verilocc.semantics.interpretation import RandomInterpretation
 
         # Opcodes are uninterpreted, so one interpretation under which the assumptions hold

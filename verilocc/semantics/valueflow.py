@@ -140,8 +140,12 @@ def meet(states: list[State]) -> State:
             keys.update(s.lanes.get(loc, {}))
         for k in keys:
             sets = [s.lanes.get(loc, {}).get(k, frozenset()) for s in states]
-            cand2: set[Tag] = set().union(*sets)
-            kept = frozenset(t for t in cand2 if all(t in st or not s.is_defined(t) for st, s in zip(sets, states)))
+            first_set = sets[0]
+            if all(st is first_set or st == first_set for st in sets):
+                kept = first_set  # the same on every path: all of it is kept
+            else:
+                cand2: set[Tag] = set().union(*sets)
+                kept = frozenset(t for t in cand2 if all(t in st or not s.is_defined(t) for st, s in zip(sets, states)))
             if kept:
                 slots[k] = kept
         if slots:
@@ -216,6 +220,26 @@ class _Walker:
                     own.add(t)
                 got.add(loc)
 
+    def add_tag(self, loc: Loc, tag: Tag) -> None:
+        """`set_loc(loc, holds(loc) | {tag})`, touching only `tag`'s set in `index` (every
+        tag a location in `locs` holds has that location in its set already)."""
+        held = self.s.locs.get(loc)
+        if held is None:
+            self.set_loc(loc, self.s.holds(loc) | {tag})
+            return
+        if tag in held:
+            return
+        self.s.locs[loc] = held | {tag}
+        got = self.index.get(tag)
+        if got is None:
+            self.index[tag] = {loc}
+            self.own.add(tag)
+        elif loc not in got:
+            if tag not in self.own:
+                got = self.index[tag] = set(got)
+                self.own.add(tag)
+            got.add(loc)
+
     def forget_tag(self, tag: Tag) -> None:
         """The virtual program redefines `tag`: no location holds its new value yet."""
         locs: set[Loc] | None = self.index.pop(tag, None)
@@ -228,7 +252,7 @@ class _Walker:
                 if tag in held:
                     s_locs[loc] = held - {tag}
         for store in self.s.lanes.values():
-            for k, v in list(store.items()):
+            for k, v in store.items():  # (values replaced, no key added or removed)
                 if tag in v:
                     store[k] = v - {tag}
         self.s.remat.pop(tag, None)  # `drop_remat`
@@ -407,7 +431,7 @@ class _Walker:
                     self.s.defined.add(dt)
                 self.s.undef_fixed.discard(dt)
                 for loc in list(self.index.get(st, ())) + ([st[1]] if st[0] == "$" and st in self.s.holds(st[1]) else []):
-                    self.set_loc(loc, self.s.holds(loc) | {dt})
+                    self.add_tag(loc, dt)
                 for store in self.s.lanes.values():
                     for k, v in list(store.items()):
                         if st in v:
