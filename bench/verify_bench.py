@@ -54,7 +54,7 @@ SWEEP = ["gfx90a/sgemm_naive", "gfx90a/reduce_sum", "gfx90a/softmax_row", "gfx90
          "gfx90a/fa_mfma_d128", "gfx90a/hgemm_mfma32_w128x64", "gfx90a/fa_d64_kv8", "gfx90a/fa_d128_kv4",
          "gfx1100/fa_d128_kv4"]
 SMALL = ROOT / "examples" / "gfx90a" / "vadd"
-# LLVM's tuple-allocation-failure.ll through llc-14 (889 instructions): 1024-bit SGPR tuples,
+# LLVM's tuple-allocation-failure.ll through llc-14 (645 instructions): 1024-bit SGPR tuples,
 # partly defined, spilled to VGPR lanes; locations that hold many values known equal.
 TUPLES = ROOT / "tests" / "fixtures" / "fidelity" / "tuple-allocation-failure.llvm14.gfx908"
 FUZZ_SEED = 139763
