@@ -497,12 +497,8 @@ class _BlockRun:
                             eq.made += 1
                             eq.identical += 1
                             continue
-                        pair = (id(pv), id(qv))
-                        if pair in paired:
-                            eq.made += 1
-                            eq.repeated += 1
+                        if eq.repeats(paired, pv, qv):
                             continue
-                        paired.add(pair)
                     eq.oblige(place, self.edge_text, [pv], [qv], s, loc, t)
             # The recipes value flow gives at s's entry (used there instead of fresh symbols)
             # must hold here too, or they would be unproved assumptions.
@@ -526,13 +522,8 @@ class _BlockRun:
                                 qv = self.new_junk()
                             else:
                                 self.fresh += 1  # junk is numbered as if each lane made one
-                                if fast and pv is not qv:
-                                    pair = (id(pv), id(qv))
-                                    if pair in paired:
-                                        eq.made += 1
-                                        eq.repeated += 1
-                                        continue
-                                    paired.add(pair)
+                                if fast and pv is not qv and eq.repeats(paired, pv, qv):
+                                    continue
                             self.eq.oblige(place, self.lane_text, [pv], [qv], s, k[0], loc, t)
 
 
@@ -608,6 +599,18 @@ class EquivalenceChecker:
         args. When both sides are the same Python terms, lane by lane, it holds: only counted."""
         if not self.by_identity(lhs, rhs):
             self.record(place, what, lhs, rhs, *args)
+
+    def repeats(self, paired: set[tuple[int, int]], lhs: Any, rhs: Any) -> bool:
+        """Whether the obligation lhs == rhs (Python terms, one lane) pairs the same terms as
+        one already in `paired`: then it is that one again, only counted. Otherwise it joins
+        `paired`."""
+        pair = (id(lhs), id(rhs))
+        if pair in paired:
+            self.made += 1
+            self.repeated += 1
+            return True
+        paired.add(pair)
+        return False
 
     def by_identity(self, lhs: list[Any], rhs: list[Any]) -> bool:
         """Count an obligation lhs == rhs; whether it is discharged by identity here (with
