@@ -8,12 +8,14 @@ import pytest
 
 from verilocc.rewrite.assignment import assignment_from_allocation
 from verilocc.analysis.cfg import build_cfg
+from verilocc.analysis.executed import executed
 from verilocc.analysis.intervals import live_intervals, slot_numbers
 from verilocc.analysis.liveness import compute_liveness
+from verilocc.analysis.operands import vreg_classes
 from verilocc.mir.parser import parse_module as parse_module_text, read_module
 from verilocc.target import parse_physreg
 
-from .conftest import have, kernel
+from .conftest import FIXTURES, ROOT, have, kernel
 
 
 def _load(name: str):  # type: ignore[no-untyped-def]
@@ -93,3 +95,23 @@ def test_intervals_cover_every_use() -> None:
             for op in ins.operands:
                 if op.kind == "reg" and op.vreg is not None and not op.is_def and not op.has("undef"):
                     assert intervals[op.vreg].live_at(2 * numbers[(b.number, i)])
+
+def test_executed_drops_debug_instructions_and_opens_independent_bundles() -> None:
+    fidelity = FIXTURES / "fidelity"
+    # (file, BUNDLE headers, debug instructions) in the whole module
+    for name, headers, debug in (("tail-duplication-convergent.llvm19.gfx90a.post.mir", 3, 0),
+                                 ("si-optimize-vgpr-live-range-dbg-instr.llvm19.gfx90a.pre.mir", 0, 1)):
+        seen = [0, 0]
+        for fn in read_module(fidelity / name).functions:
+            out = executed(fn, vreg_classes(fn))
+            before = [ins for b in fn.blocks for ins in b.instructions]
+            after = [ins for b in out.blocks for ins in b.instructions]
+            assert not any(ins.opens_bundle or ins.bundled or ins.opcode.startswith("DBG_") for ins in after)
+            kept = [i.line for i in before if not (i.opens_bundle or i.opcode.startswith("DBG_"))]
+            assert [i.line for i in after] == kept  # the rest, in order
+            seen[0] += sum(ins.opens_bundle for ins in before)
+            seen[1] += sum(ins.opcode.startswith("DBG_") for ins in before)
+            assert executed(out, vreg_classes(out)) is out
+        assert seen == [headers, debug], name
+    plain = read_module(ROOT / "examples" / "gfx90a" / "vadd.pre.mir").functions[0]
+    assert executed(plain, vreg_classes(plain)) is plain

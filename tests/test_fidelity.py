@@ -222,3 +222,44 @@ def test_part_of_a_partially_defined_tuple_spilled_with_its_implicit_use() -> No
         assert verdict is Verdict.REJECTED
         assert any(f.startswith("constraints/undefined-read") and "reads $sgpr44, which no path" in f
                    for f in findings), findings
+
+
+def test_bundles_of_independent_instructions_run_in_turn() -> None:
+    """LLVM bundles each GWS operation with the `S_WAITCNT` after it; neither writes what the
+    other reads, so the bundle is read one instruction after the other (the pair is VERIFIED
+    above). A wrong register inside such a bundle is REJECTED; a bundle whose instruction
+    reads a value written inside it (`internal`) is not modelled: UNKNOWN, never VERIFIED."""
+    post, pre = _pair("tail-duplication-convergent.llvm19.gfx90a")
+    gws = "      DS_GWS_INIT renamable $vgpr0, 0, implicit $m0"
+    assert post.count(gws) == 1 and post.count("BUNDLE implicit") == 3
+    verdict, findings = _verify(post.replace(gws, gws.replace("$vgpr0,", "$vgpr1,")), pre)
+    assert verdict is Verdict.REJECTED
+    assert any(f.startswith("value-flow/wrong-value") and "reads `$vgpr1`" in f for f in findings), findings
+    pre_gws = "      DS_GWS_INIT %37.sub0, 0, implicit $m0"
+    pre_text = pre.read_text()
+    assert pre_text.count(pre_gws) == 1
+    report = verify_modules(parse_module(post.replace(gws, gws.replace("renamable $vgpr0,", "internal renamable $vgpr0,")),
+                                         "edited.post.mir"),
+                            parse_module(pre_text.replace(pre_gws, pre_gws.replace("%37", "internal %37")), "edited.pre.mir"),
+                            Options())
+    assert report.verdict is Verdict.UNKNOWN
+    assert [f.message for f in report.findings if f.severity == "unknown"] == [
+        f"bb.{f.place.block} line {f.place.line}: an instruction bundle whose instructions depend on each other is not "
+        "modelled; the proof stops here" for f in report.findings if f.severity == "unknown"]
+    assert sorted(f.place.file for f in report.findings if f.severity == "unknown") == ["edited.post.mir", "edited.pre.mir"]
+
+
+def test_debug_instructions_are_not_executed() -> None:
+    """LLVM's allocation drops the `DBG_VALUE_LIST` of a value that is dead where it stands
+    (the pair is VERIFIED above): debug instructions compute nothing. One that names a
+    register holding another value is not a read either; a wrong register in the instruction
+    beside it is REJECTED."""
+    post, pre = _pair("si-optimize-vgpr-live-range-dbg-instr.llvm19.gfx90a")
+    ret = "    $exec = S_OR_B64 $exec, killed renamable $sgpr4_sgpr5, implicit-def $scc\n    SI_RETURN\n"
+    assert "DBG_VALUE_LIST" in pre.read_text() and "DBG_" not in post and post.count(ret) == 1
+    dbg = "    DBG_VALUE_LIST !4, !DIExpression(DW_OP_LLVM_arg, 0, DW_OP_stack_value), $vgpr2_vgpr3, debug-location !9\n"
+    verdict, findings = _verify(post.replace(ret, dbg + ret), pre)
+    assert verdict is Verdict.VERIFIED, findings
+    verdict, findings = _verify(post.replace(ret, dbg + ret.replace("$sgpr4_sgpr5,", "$sgpr6_sgpr7,")), pre)
+    assert verdict is Verdict.REJECTED
+    assert any("reads `$sgpr6_sgpr7`" in f for f in findings), findings

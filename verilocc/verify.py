@@ -20,6 +20,7 @@ from verilocc.pairing.alignment import FunctionAlignment, align_functions, is_sp
 from verilocc.pairing.blocks import pair_blocks, renumbered, renumbering_note
 from verilocc.analysis.calls import call_mask, expand_calls, sgpr_striped
 from verilocc.analysis.cfg import CFG, build_cfg
+from verilocc.analysis.executed import executed
 from verilocc.analysis.liveness import compute_liveness
 from verilocc.analysis.operands import VReg, check_header_registers, resolve_operand, slot_mask, vreg_classes
 from verilocc.analysis.undefined import undefined_reads
@@ -205,7 +206,9 @@ class Layer1:
 
 
 def prepare_pair(post: Function, pre: Function, target: Target) -> PreparedPair:
-    """Pair blocks by structure, renumber, expand calls (one rule for both programs), align."""
+    """Read both programs as they execute (`executed`), pair blocks by structure, renumber,
+    expand calls (one rule for both programs), align."""
+    post, pre = executed(post, vreg_classes(post)), executed(pre, vreg_classes(pre))
     pairing = pair_blocks(pre, post)
     striped = sgpr_striped(post) or sgpr_striped(pre)
     post = expand_calls(renumbered(post, pairing), target, striped)
@@ -221,6 +224,8 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         if f is not None:
             check_header_registers(f, target)
     post_classes = vreg_classes(post)
+    post = executed(post, post_classes)
+    pre = executed(pre, vreg_classes(pre)) if pre is not None else None
     post_cfg = build_cfg(post)
     if pre is None:
         if "constraints" in opts.layers:
@@ -265,6 +270,7 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
     t1 = t2 = t0
     try:
         fr.findings.extend(unsupported_constructs(post))
+        fr.findings.extend(unsupported_constructs(pre, calls=False))  # its calls are the allocated program's
         pair = prepare_pair(post, pre, target)
         pre, post, pre_classes, pre_cfg, alignment = pair.pre, pair.post, pair.pre_classes, pair.pre_cfg, pair.alignment
         note = renumbering_note(pair.block_pairing)
@@ -374,20 +380,22 @@ def anomaly_findings(anomalies: list[Anomaly], post: Function) -> list[Finding]:
     ]
 
 
-def unsupported_constructs(fn: Function) -> list[Finding]:
+def unsupported_constructs(fn: Function, calls: bool = True) -> list[Finding]:
     """Constructs whose meaning the layers do not model: an explicit UNKNOWN, never a pass.
 
-    A bundle reads all its inputs before any of its defs, which the layers do not model; a call
-    whose register mask is not known here (`analysis.calls` models the `csr_amdgpu*` ones)
-    clobbers registers the layers cannot name. A proof through either would not be a proof.
+    A bundle that `executed` left closed reads all its inputs before any of its defs where
+    running its instructions in turn would not, which the layers do not model; a call whose
+    register mask is not known here (`analysis.calls` models the `csr_amdgpu*` ones) clobbers
+    registers the layers cannot name (with `calls`). A proof through either would not be a
+    proof.
     """
     out: list[Finding] = []
     for b in fn.blocks:
         for idx, ins in enumerate(b.instructions):
             what = None
             if ins.opens_bundle:
-                what = "an instruction bundle"
-            elif any(op.kind == "regmask" for op in ins.operands) and call_mask(ins, sgpr_striped(fn)) is None:
+                what = "an instruction bundle whose instructions depend on each other"
+            elif calls and any(op.kind == "regmask" for op in ins.operands) and call_mask(ins, sgpr_striped(fn)) is None:
                 mask = next(op.text for op in ins.operands if op.kind == "regmask")
                 what = f"the register mask `{mask}` of `{ins.opcode}` (registers a call clobbers)"
             if what is not None:
