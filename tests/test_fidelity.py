@@ -263,3 +263,32 @@ def test_debug_instructions_are_not_executed() -> None:
     verdict, findings = _verify(post.replace(ret, dbg + ret.replace("$sgpr4_sgpr5,", "$sgpr6_sgpr7,")), pre)
     assert verdict is Verdict.REJECTED
     assert any("reads `$sgpr6_sgpr7`" in f for f in findings), findings
+
+
+def test_mfma_rewritten_to_its_agpr_form_is_the_same_operation() -> None:
+    """LLVM 22's allocator rewrites `V_MFMA_..._vgprcd_e64` (accumulator and result in VGPRs)
+    into `V_MFMA_..._e64` (in AGPRs) where it assigns the result to AGPRs: the same MFMA (the
+    pair is VERIFIED above). Another MFMA in its place is REJECTED."""
+    post, pre = _pair("rewrite-vgpr-mfma-to-agpr-copy-from.llvm22.gfx90a")
+    assert "V_MFMA_F64_4X4X4F64_vgprcd_e64" in pre.read_text() and post.count("V_MFMA_F64_4X4X4F64_e64") == 6
+    mfma = "renamable $agpr0_agpr1 = V_MFMA_F64_4X4X4F64_e64 killed $vgpr0_vgpr1, killed $vgpr2_vgpr3, killed $agpr0_agpr1"
+    assert post.count(mfma) >= 1
+    verdict, findings = _verify(post.replace(mfma, mfma.replace("_F64_4X4X4F64_e64", "_F64_4X4X4F64_mac_e64"), 1), pre)
+    assert verdict is Verdict.REJECTED
+    assert any("V_MFMA_F64_4X4X4F64_mac_e64" in f for f in findings), findings
+
+
+def test_copy_of_an_undefined_value_leaves_its_destination_undefined() -> None:
+    """`$sgpr6_sgpr7 = COPY undef %0` gives the call argument an undefined value, which any
+    value refines: the allocation is VERIFIED (above) whatever the allocated program puts
+    there. Without `undef` in the virtual program, the same allocation is REJECTED."""
+    post, pre = _pair("fold-restore-undef-use.llvm19.gfx900")
+    pre_copy, post_copy = "    $sgpr6_sgpr7 = COPY undef %0\n", "    $sgpr6_sgpr7 = COPY undef renamable $sgpr34_sgpr35\n"
+    pre_text = pre.read_text()
+    assert pre_text.count(pre_copy) == 1 and post.count(post_copy) == 1
+    verdict, findings = _verify(post.replace(post_copy, post_copy.replace("undef ", "")), pre)
+    assert verdict is Verdict.VERIFIED, findings
+    report = verify_modules(parse_module(post, "p.post.mir"),
+                            parse_module(pre_text.replace(pre_copy, "    $sgpr6_sgpr7 = COPY %0\n"), "p.pre.mir"), Options())
+    assert report.verdict is Verdict.REJECTED
+    assert any("$sgpr6_sgpr7" in f.message for f in report.findings if f.severity == "error")

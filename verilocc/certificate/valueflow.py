@@ -227,8 +227,10 @@ class _BlockEncoder:
 
     def pre_copy(self, s: ps.PreCopy) -> None:
         self.undefine_rest(s.dst)
-        if s.src is None:
-            return  # the virtual program's `COPY undef`: no lane changes value here
+        if s.src is None:  # the virtual program's `COPY undef`: its lanes take an undefined value
+            for dt in self.vf.tags_of(s.dst):
+                self.undefine(dt)
+            return
         dtags, stags = self.vf.tags_of(s.dst), self.vf.tags_of(s.src)
         for dt, st in zip(dtags, stags):
             if dt == st:

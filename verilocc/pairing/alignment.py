@@ -58,7 +58,17 @@ def instruction_key(ins: Instruction) -> tuple[object, ...]:
             others.append(op.text)
         elif not op.is_implicit:
             explicit_regs += 1
-    return (ins.opcode, ins.instr_flags, tuple(others), explicit_regs, ins.mem)
+    return (operation(ins.opcode), ins.instr_flags, tuple(others), explicit_regs, ins.mem)
+
+
+def operation(opcode: str) -> str:
+    """The operation an opcode performs, whatever register file its accumulator uses: an MFMA
+    or SMFMAC with its accumulator and result in VGPRs (`..._vgprcd_e64`) computes what the
+    same one with them in AGPRs (`..._e64`) computes. LLVM 22's allocator turns the first into
+    the second where it assigns the result to AGPRs (AMDGPURewriteAGPRCopyMFMA)."""
+    if "_vgprcd" in opcode and opcode.startswith(("V_MFMA_", "V_SMFMAC_")):
+        return opcode.replace("_vgprcd", "", 1)
+    return opcode
 
 
 def is_spill_code(ins: Instruction) -> bool:

@@ -11,7 +11,7 @@ The kinds, in the manner of regalloc2's checker:
   Every use reads, at the same operand position, the value the virtual program reads; every
   def writes its lanes on both sides.
 - `PreCopy` `%a = COPY %b`: %a now has %b's value (the allocator coalesced or will move it).
-  `src` is None for `COPY undef %b`: %a is not given a defined value.
+  `src` is None for `COPY undef %b`: the lanes of %a become undefined (any value refines them).
 - `PreImplicitDef`: the defined lanes become undefined (any value refines them).
 - `PreKill` / `PostKill`: nothing changes.
 - `PostCopy`: the destination location now holds what the source holds. `src` is None for an

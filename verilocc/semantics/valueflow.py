@@ -419,8 +419,10 @@ class _Walker:
 
     def pre_copy(self, s: ps.PreCopy) -> None:
         self.undefine_rest(s.dst)
-        if s.src is None:
-            return  # `COPY undef`: no lane changes value here
+        if s.src is None:  # `COPY undef`: the destination's lanes take an undefined value
+            for dt in self.c.tags_of(s.dst):
+                self.undefine(dt)
+            return
         dtags, stags = self.c.tags_of(s.dst), self.c.tags_of(s.src)
         for dt, st in zip(dtags, stags):
             if dt == st:
