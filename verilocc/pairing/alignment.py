@@ -58,7 +58,7 @@ def instruction_key(ins: Instruction) -> tuple[object, ...]:
             others.append(op.text)
         elif not op.is_implicit:
             explicit_regs += 1
-    return (operation(ins.opcode), ins.instr_flags, tuple(others), explicit_regs, ins.mem)
+    return (ins.opcode, ins.instr_flags, tuple(others), explicit_regs, ins.mem)
 
 
 def operation(opcode: str) -> str:
@@ -69,6 +69,11 @@ def operation(opcode: str) -> str:
     if "_vgprcd" in opcode and opcode.startswith(("V_MFMA_", "V_SMFMAC_")):
         return opcode.replace("_vgprcd", "", 1)
     return opcode
+
+
+def _operation_key(key: tuple[object, ...]) -> tuple[object, ...]:
+    """An `instruction_key` with the opcode read as its `operation`."""
+    return (operation(str(key[0])), *key[1:])
 
 
 def is_spill_code(ins: Instruction) -> bool:
@@ -264,6 +269,14 @@ def align_block(pre: list[Instruction], post: list[Instruction],
         pairs = [(k, k) for k in range(len(a))]
     else:
         pairs = common_subsequence(a, b)
+        if len(pairs) < min(len(a), len(b)):
+            # Instructions left unpaired may be one operation in two forms (`operation`): the
+            # pairing of operations is taken where it pairs more instructions.
+            ca, cb = [_operation_key(k) for k in a], [_operation_key(k) for k in b]
+            if ca != a or cb != b:
+                wider = common_subsequence(ca, cb)
+                if len(wider) > len(pairs):
+                    pairs, a, b = wider, ca, cb
     pair_of_pre: dict[int, int] = {}
     prev_b = -1
     for ai, bi in pairs:

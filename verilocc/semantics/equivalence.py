@@ -28,7 +28,7 @@ counterexample is read back through the same translation.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from verilocc.pairing.alignment import FunctionAlignment, is_liveness_note, is_pure, value_inputs
@@ -331,7 +331,10 @@ class _BlockRun:
         widths = [len(self.eq.vf.tags_of(d)) for d in pdefs]
         pure = is_pure(pi, allocated=False) if len(pdefs) == 1 else False
         pres, self.ptoken = self.execute(pi, preads, pdefs, widths, self.ptoken, pure)
-        qres, self.qtoken = self.execute(qi, qreads, qdefs, widths, self.qtoken, pure)
+        # One operation in another form (an MFMA rewritten to its AGPR form, `operation`):
+        # the allocated program's instruction computes the virtual program's function.
+        qins = qi if qi.opcode == pi.opcode else replace(qi, opcode=pi.opcode)
+        qres, self.qtoken = self.execute(qins, qreads, qdefs, widths, self.qtoken, pure)
         if has_side_effects(pi):
             lhs = [v for _, lanes in preads for v in lanes]
             rhs = [v for _, lanes in qreads for v in lanes]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verilocc.pairing.alignment import MOVE_OPCODES, SIDE_EFFECT_PREFIXES, operation
+from verilocc.pairing.alignment import MOVE_OPCODES, SIDE_EFFECT_PREFIXES
 from verilocc.mir.model import Instruction
 from verilocc.semantics.terms import TermTable
 
@@ -60,8 +60,7 @@ def _immediate_lanes(text: str, n: int) -> list[int] | None:
 
 @dataclass
 class OpKey:
-    """Identifies an uninterpreted function family: the operation (`operation`: the opcode, one
-    for an MFMA's VGPR and AGPR forms) plus the text of non-register operands."""
+    """Identifies an uninterpreted function family: opcode plus the text of non-register operands."""
 
     opcode: str
     digest: str
@@ -71,7 +70,7 @@ class OpKey:
         others = "|".join(op.text for op in ins.operands if op.kind != "reg")
         flags = ",".join(ins.instr_flags)
         h = hashlib.sha256(f"{others}#{flags}#{ins.mem or ''}".encode()).hexdigest()[:12]
-        return OpKey(operation(ins.opcode), h)
+        return OpKey(ins.opcode, h)
 
 
 class Semantics:
