@@ -301,3 +301,76 @@ def test_spill_slot_addressed_otherwise_is_not_verified(address: str) -> None:
     report = verify_modules(post, read_module(f"{base}.pre.mir"), Options())
     assert report.verdict is not Verdict.VERIFIED
     assert any("not the stack pointer `$sgpr32, 0`" in f.message for f in report.findings)
+
+
+# --- register files ---------------------------------------------------------------------------
+
+
+def _loaded(pre: Module, opcode: str) -> int | str:
+    return next(i.defs[0].vreg for b in pre.functions[0].blocks for i in b.instructions if i.opcode == opcode)
+
+
+def test_value_in_an_agpr_that_an_operand_cannot_read_is_rejected_there() -> None:
+    """gfx90a: a loaded value (a load may write an AGPR) read by V_ADD_F32 (which reads VGPRs
+    only) placed in an AGPR is REJECTED at the V_ADD_F32, as llc's machine verifier rejects it;
+    that the first operand showing the register takes an AGPR does not make the others."""
+    pre, post = _pair("gfx90a/vadd")
+    regs = assignment_from_allocation(pre, post).regs
+    v = _loaded(pre, "GLOBAL_LOAD_DWORD")
+    report = _verify_assignment(pre, {**regs, v: parse_physreg("agpr0")})
+    errors = _errors(report)
+    assert report.verdict is Verdict.REJECTED
+    assert [f.kind for f in errors] == ["class"]
+    assert "`V_ADD_F32_e32` does not take AGPRs there" in errors[0].message
+    assert errors[0].place.line != min(_lines_of(pre, v))
+
+
+def test_value_every_operand_of_which_takes_an_agpr_may_sit_in_one() -> None:
+    """gfx90a: a value loaded from global memory and only stored to LDS may sit in AGPRs (LLVM
+    gives both operands AV classes); the same value read by an MFMA's A source too."""
+    pre, post = _pair("gfx90a/hgemm_mfma16_w32x32")
+    regs = assignment_from_allocation(pre, post).regs
+    top = _top(regs, RegFile.AGPR)
+    fn = pre.functions[0]
+    uses = {v: [i.opcode for b in fn.blocks for i in b.instructions for op in i.operands if op.vreg == v]
+            for v in regs}
+    v = next(v for v, ops in uses.items() if ops[:1] == ["GLOBAL_LOAD_DWORDX4"] and set(ops[1:]) == {"DS_WRITE_B128_gfx9"})
+    w = next(v for v, ops in uses.items() if ops[:1] == ["DS_READ2_B64_gfx9"] and all(o.startswith("V_MFMA") for o in ops[1:]))
+    moved = {}
+    top += top % 2  # tuples start at even registers
+    for x in (v, w):
+        n = len(regs[x].units) // 2
+        moved[x] = parse_physreg("_".join(f"agpr{top + i}" for i in range(n)))
+        top += n + n % 2
+    report = _verify_assignment(pre, {**regs, **moved})
+    assert report.verdict is Verdict.VERIFIED, [f.message for f in _errors(report)][:3]
+
+
+def test_rematerialised_instruction_writing_a_file_its_operand_lacks_is_rejected() -> None:
+    """LLVM's rematerialised `V_MOV_B32_e32 0` writing an AGPR (then copied where the value is
+    read, so values flow as before): V_MOV_B32 writes VGPRs only, REJECTED at that line."""
+    base = EXAMPLES / "gfx90a" / "reduce_sum"
+    text = Path(f"{base}.post.mir").read_text()
+    remat = "renamable $vgpr7 = V_MOV_B32_e32 0, implicit $exec\n"
+    copies = "".join(f"    renamable $vgpr{i} = COPY renamable $vgpr7\n" for i in (6, 5, 4))
+    assert remat + copies in text
+    moved = text.replace(remat + copies, remat.replace("$vgpr7", "$agpr7") + copies.replace("COPY renamable $vgpr7",
+                                                                                           "COPY renamable $agpr7"))
+    report = verify_modules(parse_module(moved, "remat.post.mir"), read_module(f"{base}.pre.mir"), Options())
+    line = text[:text.index(remat)].count("\n") + 1
+    assert report.verdict is Verdict.REJECTED
+    assert any(f.kind == "class" and f.place.line == line and "run again" in f.message for f in report.findings)
+
+
+def test_scalar_value_in_vgprs_written_by_a_paired_copy_of_its_instruction_is_rejected() -> None:
+    """LLVM 15's reduce_sum on gfx90a: %31:sgpr_64 is defined by `S_MOV_B32 0`, paired among
+    copies of its key, and otherwise only copied. Given the VGPRs of a copy's other side, the
+    program has `S_MOV_B32` write a VGPR: REJECTED at that instruction (it was VERIFIED when
+    no operand of %31 showed a home). Read back from LLVM's allocation, %31 keeps its SGPRs."""
+    base = FIXTURES / "llvm" / "15" / "gfx90a" / "reduce_sum"
+    pre, post = read_module(f"{base}.pre.mir"), read_module(f"{base}.post.mir")
+    derived = assignment_from_allocation(pre, post)
+    assert derived.regs[31].file is RegFile.SGPR
+    report = _verify_assignment(pre, {**derived.regs, 31: parse_physreg("vgpr6_vgpr7")})
+    assert report.verdict is Verdict.REJECTED
+    assert any(f.kind == "class" and "`S_MOV_B32`" in f.message and "$vgpr6" in f.message for f in _errors(report))

@@ -208,7 +208,7 @@ class Layer1:
 def prepare_pair(post: Function, pre: Function, target: Target) -> PreparedPair:
     """Read both programs as they execute (`executed`), pair blocks by structure, renumber,
     expand calls (one rule for both programs), align."""
-    post, pre = executed(post, vreg_classes(post)), executed(pre, vreg_classes(pre))
+    post, pre = executed(post), executed(pre)
     pairing = pair_blocks(pre, post)
     striped = sgpr_striped(post) or sgpr_striped(pre)
     post = expand_calls(renumbered(post, pairing), target, striped)
@@ -225,7 +225,7 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
             check_header_registers(f, target)
     post_classes = vreg_classes(post)
     post = executed(post, post_classes)
-    pre = executed(pre, vreg_classes(pre)) if pre is not None else None
+    pre = executed(pre) if pre is not None else None
     post_cfg = build_cfg(post)
     if pre is None:
         if "constraints" in opts.layers:

@@ -23,20 +23,22 @@ from __future__ import annotations
 
 import dataclasses
 
-from verilocc.analysis.operands import VReg, resolve_operand
+from verilocc.analysis.operands import VReg, resolve_operand, vreg_classes
 from verilocc.mir.model import Block, Function, Instruction, Operand
 from verilocc.target import RegisterClass, mask_to_slots
 
 DEBUG_PREFIX = "DBG_"
 
 
-def executed(fn: Function, classes: dict[VReg, RegisterClass]) -> Function:
+def executed(fn: Function, classes: dict[VReg, RegisterClass] | None = None) -> Function:
     """`fn` without debug instructions and with every bundle whose instructions do not depend
     on each other opened (module docstring); `classes` are the classes of its virtual
-    registers (`vreg_classes`)."""
+    registers (`vreg_classes`, made here when a bundle needs them and none are given)."""
     if not any(ins.opcode.startswith(DEBUG_PREFIX) or ins.opens_bundle for b in fn.blocks for ins in b.instructions):
         return fn
-    return dataclasses.replace(fn, blocks=[_block(fn, b, classes) for b in fn.blocks])
+    if classes is None and any(ins.opens_bundle for b in fn.blocks for ins in b.instructions):
+        classes = vreg_classes(fn)
+    return dataclasses.replace(fn, blocks=[_block(fn, b, classes or {}) for b in fn.blocks])
 
 
 def _block(fn: Function, b: Block, classes: dict[VReg, RegisterClass]) -> Block:
@@ -55,8 +57,9 @@ def _block(fn: Function, b: Block, classes: dict[VReg, RegisterClass]) -> Block:
         while i < len(instructions) and instructions[i].bundled:
             inner.append(instructions[i])
             i += 1
-        if _independent(fn, [x for x in inner if not x.opcode.startswith(DEBUG_PREFIX)], classes):
-            out.extend(dataclasses.replace(x, bundled=False) for x in inner if not x.opcode.startswith(DEBUG_PREFIX))
+        run = [x for x in inner if not x.opcode.startswith(DEBUG_PREFIX)]
+        if _independent(fn, run, classes):
+            out.extend(dataclasses.replace(x, bundled=False) for x in run)
         else:
             out.append(ins)
             out.extend(inner)

@@ -5,7 +5,9 @@ same instruction says that %7 lives, at that point, in the whole register whose 
 $vgpr5: its *home* there (`$vgpr4_vgpr5`). A virtual register with one home everywhere was
 assigned a register; several homes mean LLVM split or moved it (or the allocation reads the
 wrong register, which value flow decides). Pairs of instructions whose pairing is a guess
-(rematerialised copies of one key) are skipped.
+(rematerialised copies of one key) show no home; they and the rematerialised copies of a
+virtual program's instruction are listed in `rerun`, each with the virtual instructions of its
+key, so that the files of their registers are still checked against classes (layer 1).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from dataclasses import dataclass, field
 
 from verilocc.pairing.alignment import FunctionAlignment, Role, instruction_key, remat_ambiguous_keys
 from verilocc.analysis.operands import VReg, physreg_at
+from verilocc.analysis.vector_operands import takes_file
 from verilocc.errors import TargetError
 from verilocc.findings import Place
-from verilocc.mir.model import Function
+from verilocc.mir.model import Function, Instruction
 from verilocc.target import PhysReg, RegFile, RegisterClass, Target, mask_to_slots, parse_physreg, subreg_mask
 
 _PREFIX = {RegFile.SGPR: "sgpr", RegFile.VGPR: "vgpr", RegFile.AGPR: "agpr"}
@@ -58,6 +61,10 @@ class HomeUse:
     place: Place  # the first allocated operand that shows it
     op_text: str
     opcode: str
+    # When the class has no register of the home's file: the first allocated operand showing
+    # this home that may not name a register of that file (`analysis.vector_operands`), and
+    # its opcode; None when every one may (or the class has registers of the file).
+    refused: tuple[Place, str] | None = None
 
 
 @dataclass
@@ -65,6 +72,9 @@ class Homes:
     homes: dict[VReg, dict[str, HomeUse]] = field(default_factory=dict)
     # Operands whose register cannot be a subregister of any register of the class.
     impossible: list[tuple[VReg, str, PhysReg, Place]] = field(default_factory=list)
+    # (block, allocated instruction index, the virtual instructions of its key) of the
+    # instructions that show no home: rematerialised copies and their ambiguous pairings.
+    rerun: list[tuple[int, int, tuple[Instruction, ...]]] = field(default_factory=list)
 
     def single(self, v: VReg) -> PhysReg | None:
         h = self.homes.get(v)
@@ -76,24 +86,47 @@ def collect_homes(pre: Function, post: Function, alignment: FunctionAlignment,
     out = Homes()
     pre_blocks = {b.number: b for b in pre.blocks}
     post_blocks = {b.number: b for b in post.blocks}
+    by_key: dict[tuple[object, ...], list[Instruction]] | None = None  # made when a copy needs it
     for b, steps in sorted(alignment.steps.items()):
         ambiguous = remat_ambiguous_keys(pre_blocks[b].instructions, post_blocks[b].instructions)
         for st in steps:
-            if st.role is not Role.MATCHED:
+            if st.post is None or not (st.role is Role.REMAT or st.role is Role.MATCHED):
                 continue
-            assert st.pre is not None and st.post is not None
-            pi = pre_blocks[b].instructions[st.pre]
             qi = post_blocks[b].instructions[st.post]
-            if ambiguous and instruction_key(pi) in ambiguous:
-                continue  # a rematerialised copy may be paired here: value flow decides
-            for po, qo in zip(pi.operands, qi.operands):
-                if po.kind != "reg" or qo.kind != "reg" or po.vreg is None or qo.phys is None:
+            if st.role is Role.MATCHED:
+                assert st.pre is not None
+                pi = pre_blocks[b].instructions[st.pre]
+                if not ambiguous or instruction_key(pi) not in ambiguous:
+                    _show_homes(out, b, st.post, pi, qi, post, classes, target)
                     continue
-                place = Place(post.file, post.name, b, st.post, qo.line, qo.column)
-                phys = physreg_at(post, qo, qo.phys)
-                home = home_of(phys, classes[po.vreg], po.subreg, target)
-                if home is None:
-                    out.impossible.append((po.vreg, po.register_text, phys, place))
-                    continue
-                out.homes.setdefault(po.vreg, {}).setdefault(home.name, HomeUse(home, place, qo.text, qi.opcode))
+            # A rematerialised copy, or paired among copies of one key (a guess: value flow
+            # decides): no home, but the virtual instructions it may run again.
+            if by_key is None:
+                by_key = {}
+                for block in pre.blocks:
+                    for ins in block.instructions:
+                        by_key.setdefault(instruction_key(ins), []).append(ins)
+            origins = by_key.get(instruction_key(qi))
+            if origins:
+                out.rerun.append((b, st.post, tuple(origins)))
     return out
+
+
+def _show_homes(out: Homes, b: int, post_index: int, pi: Instruction, qi: Instruction, post: Function,
+                classes: dict[VReg, RegisterClass], target: Target) -> None:
+    """The homes a paired instruction shows, into `out`."""
+    for k, (po, qo) in enumerate(zip(pi.operands, qi.operands)):
+        if po.kind != "reg" or qo.kind != "reg" or po.vreg is None or qo.phys is None:
+            continue
+        place = Place(post.file, post.name, b, post_index, qo.line, qo.column)
+        phys = physreg_at(post, qo, qo.phys)
+        home = home_of(phys, classes[po.vreg], po.subreg, target)
+        if home is None:
+            out.impossible.append((po.vreg, po.register_text, phys, place))
+            continue
+        use = out.homes.setdefault(po.vreg, {}).get(home.name)
+        if use is None:
+            use = out.homes[po.vreg][home.name] = HomeUse(home, place, qo.text, qi.opcode)
+        if (use.refused is None and home.file not in classes[po.vreg].files
+                and not takes_file(qi, k, home.file, target.aligned_vgpr_tuples)):
+            use.refused = (place, qi.opcode)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from verilocc.errors import InputError, TargetError
 from verilocc.findings import Finding, Place
-from verilocc.mir.model import Function, Module, Operand
+from verilocc.mir.model import Function, Instruction, Module, Operand
 from verilocc.mir.parser import read_text
 from verilocc.target import PhysReg, parse_physreg
 
@@ -149,18 +149,21 @@ def assignment_from_allocation(pre: Module, post: Module, target_name: str | Non
     """The assignment an allocated program implements, for its first function.
 
     Each virtual register gets its home (`verilocc.pairing.homes`); registers seen only in
-    COPYs take the home of the other side of an identity copy. Split registers have no
-    single answer and are listed instead.
+    COPYs take the home of the other side of an identity copy, when that is of a file their
+    class has; registers seen only in instructions paired among rematerialised copies of one
+    key take the home that pairing shows. Split registers have no single answer and are listed
+    instead. (The result is an assignment to verify, not a verified one.)
     """
-    from verilocc.pairing.alignment import align_functions
-    from verilocc.pairing.homes import collect_homes
-    from verilocc.analysis.operands import vreg_classes
+    from verilocc.pairing.alignment import Role, align_functions, instruction_key, remat_ambiguous_keys
+    from verilocc.pairing.homes import collect_homes, home_of
+    from verilocc.analysis.operands import physreg_at, vreg_classes
     from verilocc.target import get_target
 
     pf, qf = pre.functions[0], post.functions[0]
     target = get_target(target_name or pf.target_cpu or "")
     classes = vreg_classes(pf)
-    homes = collect_homes(pf, qf, align_functions(pf, qf), classes, target)
+    alignment = align_functions(pf, qf)
+    homes = collect_homes(pf, qf, alignment, classes, target)
     regs: dict[int | str, PhysReg] = {}
     split: list[int | str] = []
     for v, h in homes.homes.items():
@@ -168,6 +171,30 @@ def assignment_from_allocation(pre: Module, post: Module, target_name: str | Non
             regs[v] = next(iter(h.values())).reg
         else:
             split.append(v)
+    # From instructions paired among copies of one key, and rematerialised copies of the one
+    # instruction of their key.
+    guessed: dict[int | str, PhysReg] = {}
+    by_key: dict[tuple[object, ...], list[Instruction]] = {}
+    for block in pf.blocks:
+        for ins in block.instructions:
+            by_key.setdefault(instruction_key(ins), []).append(ins)
+    for b, steps in sorted(alignment.steps.items()):
+        pb, qb = pf.block(b).instructions, qf.block(b).instructions
+        ambiguous = remat_ambiguous_keys(pb, qb)
+        for st in steps:
+            if st.post is None:
+                continue
+            if st.role is Role.MATCHED and st.pre is not None and instruction_key(pb[st.pre]) in ambiguous:
+                origin = pb[st.pre]
+            elif st.role is Role.REMAT and len(by_key.get(instruction_key(qb[st.post]), ())) == 1:
+                (origin,) = by_key[instruction_key(qb[st.post])]
+            else:
+                continue
+            for po, qo in zip(origin.operands, qb[st.post].operands):
+                if po.kind == "reg" and po.vreg is not None and qo.kind == "reg" and qo.phys is not None:
+                    home = home_of(physreg_at(qf, qo, qo.phys), classes[po.vreg], po.subreg, target)
+                    if home is not None and home.file in classes[po.vreg].files:
+                        guessed.setdefault(po.vreg, home)
     changed = True
     while changed:
         changed = False
@@ -183,8 +210,14 @@ def assignment_from_allocation(pre: Module, post: Module, target_name: str | Non
                     if a.vreg is None or a.vreg in regs or a.vreg in split:
                         continue
                     other = regs.get(b.vreg) if b.vreg is not None else (parse_physreg(b.phys) if b.phys else None)
-                    if other is not None and len(other.units) == classes[a.vreg].width_units:
+                    if (other is not None and len(other.units) == classes[a.vreg].width_units
+                            and other.file in classes[a.vreg].files):
                         regs[a.vreg] = other
                         changed = True
+        for v, home in guessed.items():
+            if v not in regs and v not in split:
+                regs[v] = home
+                changed = True
+        guessed = {}
     missing = sorted((v for v in classes if v not in regs and v not in split), key=str)
     return DerivedAssignment(regs, sorted(split, key=str), missing)

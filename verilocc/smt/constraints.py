@@ -32,6 +32,7 @@ import threading
 from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.liveness import Liveness
 from verilocc.analysis.operands import VReg, function_limits, physreg_at, resolve_operand, slot_mask
+from verilocc.analysis.vector_operands import takes_file
 from verilocc.analysis.wholewave import wwm_vregs
 from verilocc.errors import TargetError
 from verilocc.findings import Finding, Place
@@ -56,22 +57,12 @@ def allowed_first_units(cls: RegisterClass, target: Target, limits: Limits, wwm_
                          if register_problem(m, cls, target, limits, wwm_value) is None}))
 
 
-# Since gfx90a, memory instructions take AGPRs as data operands and MFMAs take either file for
-# their accumulators (FeatureGFX90AInsts; LLVM gives such operands AV_* classes). After a split,
-# LLVM inflates a virtual register's class to the AV class its operands allow, so a value of a
-# VGPR class may legally sit in an AGPR there (and the reverse).
-_AV_OPERAND_PREFIXES = ("GLOBAL_", "BUFFER_", "FLAT_", "DS_", "SCRATCH_", "V_MFMA", "V_SMFMAC", "V_ACCVGPR")
-
-
-def av_interchangeable(cls: RegisterClass, reg: PhysReg, opcode: str, target: Target) -> bool:
+def av_classes(cls: RegisterClass, file: RegFile, target: Target) -> bool:
+    """Whether a value of `cls` may sit in a register of `file` where its operands allow:
+    on targets with AGPRs (AV classes), a vector class's value in either vector file
+    (`analysis.vector_operands`)."""
     vector = {RegFile.VGPR, RegFile.AGPR}
-    return (
-        target.aligned_vgpr_tuples
-        and target.has_agprs
-        and reg.file in vector
-        and bool(cls.files & vector)
-        and opcode.startswith(_AV_OPERAND_PREFIXES)
-    )
+    return target.has_agprs and file in vector and bool(cls.files & vector)
 
 
 def units_name(units: tuple[int, ...]) -> str:
@@ -111,6 +102,7 @@ class ConstraintChecker:
         self.notes: list[str] = []
         self.stats: dict[str, object] = {}
         self.homes: dict[VReg, dict[str, HomeUse]] = {}
+        self.rerun: list[tuple[int, int, tuple[Instruction, ...]]] = []
         self.members: list[Member] = []
         self.disjoint: list[Disjoint] = []
         self.values: dict[str, int] = {}
@@ -243,6 +235,7 @@ class ConstraintChecker:
     def collect_homes(self) -> None:
         found = collect_homes(self.pre, self.post, self.alignment, self.classes, self.target)
         self.homes = found.homes
+        self.rerun = found.rerun
         for v, text, phys, place in found.impossible:
             cls = self.classes[v]
             why = (f"no register of class {cls.name} has it as that subregister" if "." in text else
@@ -256,7 +249,7 @@ class ConstraintChecker:
         return allowed_first_units(cls, self.target, self.limits, wwm_value)
 
     def allowed_av(self, cls: RegisterClass, wwm_value: bool = False) -> tuple[int, ...]:
-        """Allowed first units of `cls` widened to both vector files (see av_interchangeable)."""
+        """Allowed first units of `cls` widened to both vector files (see av_classes)."""
         key = f"av:{cls.name}:{wwm_value}"
         got = self._allowed_cache.get(key)
         if got is None:
@@ -283,14 +276,20 @@ class ConstraintChecker:
             for name in sorted(self.homes[v]):
                 use = self.homes[v][name]
                 problem = register_problem(use.reg, cls, self.target, self.limits, wwm)
-                if problem is not None and problem[0] == "class" and av_interchangeable(cls, use.reg, use.opcode, self.target):
+                if (problem is not None and problem[0] == "class" and use.refused is None
+                        and av_classes(cls, use.reg.file, self.target)):
                     problem = register_problem(use.reg, None, self.target, self.limits, wwm)
                     widened = True
                 if problem is not None:
                     kind, why = problem
+                    place = use.place
+                    if kind == "class" and use.refused is not None and use.refused[0] != use.place:
+                        # Operands before it take the file (AV operands): the one that does not.
+                        place = use.refused[0]
+                        why += f"; `{use.refused[1]}` does not take {use.reg.file.value.upper()}s there"
                     self.findings.append(Finding(
-                        kind, LAYER, use.place,
-                        f"bb.{use.place.block} line {use.place.line}: %{v}:{cls.name} is assigned ${use.reg.name}: {why}",
+                        kind, LAYER, place,
+                        f"bb.{place.block} line {place.line}: %{v}:{cls.name} is assigned ${use.reg.name}: {why}",
                         vregs=(f"%{v}",), physregs=(f"${use.reg.name}",)))
                 elif (warn := budget_warning(use.reg, self.limits)) is not None:
                     self.findings.append(Finding(
@@ -303,6 +302,40 @@ class ConstraintChecker:
                 allowed = self.allowed_av(cls, wwm) if widened else self.allowed(cls, wwm)
                 self.members.append(Member(var, v, cls.name + (" (AV operand)" if widened else ""), allowed))
 
+    def check_reruns(self) -> None:
+        """The register files of the instructions that show no home (`Homes.rerun`:
+        rematerialised copies and their ambiguous pairings). Such an instruction runs one of the
+        virtual program's instructions of its key again, so each register it writes must be of
+        a file the class of that instruction's virtual operand has (or of the other vector
+        file, where the operand takes it), and so must each vector register it reads (an SGPR
+        read is left alone: instructions of one key may read an SGPR where another read a
+        VGPR, which VALU sources allow). Which value it computes, and in which lanes of which
+        home, is value flow's to check."""
+        for b, post_index, origins in self.rerun:
+            qi = self.post.block(b).instructions[post_index]
+            for k, qo in enumerate(qi.operands):
+                if qo.kind != "reg" or qo.phys is None or qo.is_implicit:
+                    continue  # (implicit general registers are liveness notes: `is_liveness_note`)
+                classes = [self.classes[o.operands[k].vreg] for o in origins
+                           if k < len(o.operands) and o.operands[k].vreg is not None]
+                if not classes:
+                    continue
+                file = physreg_at(self.post, qo, qo.phys).file
+                if file not in NUMBERED_FILES or any(file in c.files for c in classes):
+                    continue
+                if not qo.is_def and file is RegFile.SGPR:
+                    continue  # VALU sources may read SGPRs where the virtual operand was a VGPR
+                if (any(av_classes(c, file, self.target) for c in classes)
+                        and takes_file(qi, k, file, self.target.aligned_vgpr_tuples)):
+                    continue
+                place = Place(self.post.file, self.post.name, b, post_index, qo.line, qo.column)
+                self.findings.append(Finding(
+                    "class", LAYER, place,
+                    f"bb.{b} line {place.line}: `{qi.opcode}`, run again for the virtual program's, "
+                    f"{'writes' if qo.is_def else 'reads'} ${qo.phys}, but its virtual operand there is of class "
+                    f"{classes[0].name}, which has no {file.value.upper()}s",
+                    vregs=tuple(f"%{o.operands[k].vreg}" for o in origins[:1]), physregs=(f"${qo.phys}",)))
+
     def build_disjointness(self) -> None:
         """One `Disjoint` per interference fact between sides that have a variable or are
         fixed; a fact repeated (same sides and lanes) keeps its first place."""
@@ -310,13 +343,11 @@ class ConstraintChecker:
         pre_blocks = {b.number: b for b in self.pre.blocks}
         unit_runs: dict[frozenset[int], list[tuple[int, int]]] = {}
         with_var = {v for v in self.homes if f"h_{v}" in self.values}
-        made: dict[object, list[tuple[Side, int]]] = {}
+        made: dict[object, list[tuple[Side, int]]] = {}  # the sides of fixed units
         places: dict[tuple[int, int], Place] = {}  # one per instruction
 
-        def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
-            if isinstance(side, VirtualLanes):
-                # Only registers with a variable reach here (`interferences(only=...)`).
-                return [(Side(f"%{side.vreg}", var=f"h_{side.vreg}"), side.slots)]
+        def sides(side: FixedUnits) -> list[tuple[Side, int]]:
+            """A constant side per run of consecutive units."""
             runs = unit_runs.get(side.units)
             if runs is None:
                 runs = []
@@ -329,36 +360,56 @@ class ConstraintChecker:
             label = f"${side.reg.name}" if side.reg is not None else None
             return [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1) for s, n in runs]
 
-        def side_key(side: VirtualLanes | FixedUnits) -> tuple[object, ...]:
-            return (side.vreg, side.slots) if type(side) is VirtualLanes else (side.units, side.reg)
-
         disjoint = self.disjoint
         pre_file, pre_name = self.pre.file, self.pre.name
+        virtual: dict[VReg, Side] = {}  # one side per home variable
         # Facts with a side that has no variable make no constraint: `only` leaves them out.
-        for fact in interferences(self.pre, self.liveness, only=with_var):
-            ka, kb = side_key(fact.defined), side_key(fact.other)
-            a_sides = made.get(ka)
-            if a_sides is None:
-                a_sides = made[ka] = sides(fact.defined)
-            b_sides = made.get(kb)
-            if b_sides is None:
-                b_sides = made[kb] = sides(fact.other)
-            place = places.get((fact.block, fact.index))
+        # (The loop is layer 1's hottest: a fact is unpacked once, a virtual side is looked up
+        # by its register, and a constraint is keyed by what it says: each side's variable or
+        # constant, its lanes and the identity position.)
+        for block, index, defined, other, meets, def_op, identity in interferences(self.pre, self.liveness,
+                                                                                   only=with_var):
+            if type(defined) is VirtualLanes:
+                sa = virtual.get(defined.vreg)
+                if sa is None:
+                    sa = virtual[defined.vreg] = Side(f"%{defined.vreg}", var=f"h_{defined.vreg}")
+                a_sides = ((sa, defined.slots),)
+            else:
+                ka = (defined.units, defined.reg)
+                a_sides = made.get(ka)
+                if a_sides is None:
+                    a_sides = made[ka] = sides(defined)
+            if type(other) is VirtualLanes:
+                sb = virtual.get(other.vreg)
+                if sb is None:
+                    sb = virtual[other.vreg] = Side(f"%{other.vreg}", var=f"h_{other.vreg}")
+                b_sides = ((sb, other.slots),)
+            else:
+                kb = (other.units, other.reg)
+                b_sides = made.get(kb)
+                if b_sides is None:
+                    b_sides = made[kb] = sides(other)
             # The identity position names units relative to a fixed side's lowest unit, which
             # is its only run when the relation gives one (a physical def).
-            identity = fact.identity if len(a_sides) == 1 and len(b_sides) == 1 else None
+            if identity is not None and (len(a_sides) != 1 or len(b_sides) != 1):
+                identity = None
+            place = None
             for sa, ma in a_sides:
                 for sb, mb in b_sides:
-                    key = (sa.var, sa.const, ma, sb.var, sb.const, mb, identity)
+                    key = (sa.var or sa.const, ma, sb.var or sb.const, mb, identity)
                     if key in seen:
                         continue
                     seen.add(key)
                     if place is None:
-                        ins = pre_blocks[fact.block].instructions[fact.index]
-                        place = places[(fact.block, fact.index)] = Place(
-                            pre_file, pre_name, fact.block, fact.index, ins.line, ins.column)
-                    disjoint.append(Disjoint(sa, ma, sb, mb, place, fact.kind, fact.def_op.register_text,
-                                             fact.live_vreg, identity))
+                        place = places.get((block, index))
+                        if place is None:
+                            ins = pre_blocks[block].instructions[index]
+                            place = places[(block, index)] = Place(pre_file, pre_name, block, index, ins.line,
+                                                                   ins.column)
+                    disjoint.append(Disjoint(sa, ma, sb, mb, place, "early-clobber" if meets == "use" else "interference",
+                                             def_op.register_text,
+                                             other.vreg if meets != "def" and type(other) is VirtualLanes else None,
+                                             identity))
 
     # --- evaluation and proof ------------------------------------------------------------
     def evaluate(self) -> int:
@@ -491,6 +542,7 @@ class ConstraintChecker:
         self.collect_homes()
         self.remat |= self.moved_vregs()
         self.check_members()
+        self.check_reruns()
         self.build_disjointness()
         failed = self.evaluate()
         split = sorted((v for v, h in self.homes.items() if len(h) > 1 or v in self.remat), key=_vkey)

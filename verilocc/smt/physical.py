@@ -32,6 +32,9 @@ def post_only_checks(fn: Function, target: Target, classes: dict[VReg, RegisterC
     findings: list[Finding] = []
     budget_warned: dict[RegFile, Finding] = {}
     seen_v: set[VReg] = set()
+    # (register, subregister, renamable, a move) -> the register and its problem: a register
+    # is named many times, and its problem depends on nothing else.
+    checked: dict[tuple[str, str | None, bool, bool], tuple[PhysReg, tuple[str, str] | None]] = {}
     for b in fn.blocks:
         for idx, ins in enumerate(b.instructions):
             regs: list[tuple[Operand, PhysReg | None]] = []
@@ -49,27 +52,20 @@ def post_only_checks(fn: Function, target: Target, classes: dict[VReg, RegisterC
                 if op.phys is None:
                     regs.append((op, None))
                     continue
-                reg = physreg_at(fn, op, op.phys)
+                renamable = op.has("renamable")
+                key = (op.phys, op.subreg, renamable, ins.opcode in MOVE_OPCODES)
+                got = checked.get(key)
+                if got is None:
+                    got = checked[key] = _register_check(fn, op, target, limits, renamable, key[3])
+                reg, problem = got
                 regs.append((op, reg))
                 if reg.file not in NUMBERED_FILES:
                     continue
-                # Fixed registers (not renamable: the ABI's, inline assembly's) are the
-                # program's, not the allocator's: only a register LLVM does not have is wrong
-                # (AGPRs exist, reserved, on targets without them: `INLINEASM ... $agpr31`).
-                problem = register_problem(reg, None, target, limits if op.has("renamable") else UNLIMITED)
-                if problem is not None and problem[0] == "bounds" and not op.has("renamable"):
-                    problem = None
-                if (problem is not None and problem[0] == "alignment" and reg.file is not RegFile.SGPR
-                        and ins.opcode in MOVE_OPCODES):
-                    # Generic opcodes (COPY expands register by register in copyPhysReg) have
-                    # no alignment constraint, and LLVM makes odd ones. Spill pseudos do: the
-                    # machine verifier says "Subtarget requires even aligned vector registers".
-                    problem = None
                 if problem is not None:
                     kind, why = problem
                     findings.append(Finding(kind, LAYER, _place(fn, b.number, idx, op), f"bb.{b.number} line {op.line}: {why}",
                                             physregs=(f"${reg.name}",)))
-                elif op.has("renamable") and reg.file not in budget_warned:
+                elif renamable and reg.file not in budget_warned:
                     warn = budget_warning(reg, limits)
                     if warn is not None:
                         # One warning per register file says enough.
@@ -80,6 +76,27 @@ def post_only_checks(fn: Function, target: Target, classes: dict[VReg, RegisterC
     findings.extend(_vector_budget(fn, target, limits))
     findings.extend(budget_warned[f] for f in sorted(budget_warned, key=lambda x: x.value))
     return findings
+
+
+def _register_check(fn: Function, op: Operand, target: Target, limits: Limits, renamable: bool,
+                    move: bool) -> tuple[PhysReg, tuple[str, str] | None]:
+    """The register an operand names and why it may not be there (kind, sentence), if so."""
+    assert op.phys is not None
+    reg = physreg_at(fn, op, op.phys)
+    if reg.file not in NUMBERED_FILES:
+        return reg, None
+    # Fixed registers (not renamable: the ABI's, inline assembly's) are the program's, not
+    # the allocator's: only a register LLVM does not have is wrong (AGPRs exist, reserved, on
+    # targets without them: `INLINEASM ... $agpr31`).
+    problem = register_problem(reg, None, target, limits if renamable else UNLIMITED)
+    if problem is not None and problem[0] == "bounds" and not renamable:
+        problem = None
+    if problem is not None and problem[0] == "alignment" and reg.file is not RegFile.SGPR and move:
+        # Generic opcodes (COPY expands register by register in copyPhysReg) have no alignment
+        # constraint, and LLVM makes odd ones. Spill pseudos do: the machine verifier says
+        # "Subtarget requires even aligned vector registers".
+        problem = None
+    return reg, problem
 
 
 def _place(fn: Function, block: int, idx: int, op: Operand) -> Place:
