@@ -136,3 +136,20 @@ def test_before_gfx90a_only_copies_and_immediate_moves_take_either_file() -> Non
     mfma = _ins("$agpr0_agpr1_agpr2_agpr3 = V_MFMA_F32_4X4X1F32_e64 $vgpr1, $vgpr2, $agpr0_agpr1_agpr2_agpr3, 0, 0, 0, "
                 "implicit $mode, implicit $exec")
     assert not takes_file(mfma, 1, A, False) and takes_file(mfma, 0, A, False)
+
+
+def test_a_value_widens_only_to_the_twin_of_a_member_of_its_class() -> None:
+    """The AV superclass adds, for each member of a VGPR class, the AGPR at its place (and the
+    reverse); not a register of the class's own file that the class leaves out, nor an odd
+    tuple on a target whose tuples are even."""
+    from verilocc.smt.constraints import av_twin
+    from verilocc.target import get_class, get_target, parse_physreg
+
+    gfx90a, gfx1100 = get_target("gfx90a"), get_target("gfx1100")
+    pair = get_class("vreg_64_align2")
+    assert av_twin(get_class("vgpr_32"), parse_physreg("agpr5"), gfx90a)
+    assert av_twin(pair, parse_physreg("agpr4_agpr5"), gfx90a)
+    assert not av_twin(pair, parse_physreg("agpr5_agpr6"), gfx90a)
+    assert not av_twin(pair, parse_physreg("vgpr4_vgpr5"), gfx90a)  # its own file: membership decides
+    assert not av_twin(get_class("vgpr_32"), parse_physreg("sgpr5"), gfx90a)
+    assert not av_twin(get_class("vgpr_32"), parse_physreg("agpr5"), gfx1100)  # no AGPRs

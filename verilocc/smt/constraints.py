@@ -65,6 +65,20 @@ def av_classes(cls: RegisterClass, file: RegFile, target: Target) -> bool:
     return target.has_agprs and file in vector and bool(cls.files & vector)
 
 
+def av_twin(cls: RegisterClass, reg: PhysReg, target: Target) -> bool:
+    """`reg` is a register LLVM's AV superclass of `cls` adds: in the vector file `cls` lacks
+    (`av_classes`), at the place of a member of `cls` (`$agpr4_agpr5` for `$vgpr4_vgpr5`), as
+    `ConstraintChecker.allowed_av` lists them."""
+    if reg.file in cls.files or not av_classes(cls, reg.file, target):
+        return False
+    other = RegFile.VGPR if reg.file is RegFile.AGPR else RegFile.AGPR
+    try:
+        twin = make_register(other, reg.index, max(1, len(reg.units) // 2))
+    except TargetError:
+        return False
+    return cls.contains(twin, target)
+
+
 def units_name(units: tuple[int, ...]) -> str:
     """The registers covering `units` as LLVM names them (`$vcc`, `$sgpr4_sgpr5`, or a list of
     registers and 16-bit halves when no one register covers them)."""
@@ -277,7 +291,7 @@ class ConstraintChecker:
                 use = self.homes[v][name]
                 problem = register_problem(use.reg, cls, self.target, self.limits, wwm)
                 if (problem is not None and problem[0] == "class" and use.refused is None
-                        and av_classes(cls, use.reg.file, self.target)):
+                        and av_twin(cls, use.reg, self.target)):
                     problem = register_problem(use.reg, None, self.target, self.limits, wwm)
                     widened = True
                 if problem is not None:
