@@ -57,6 +57,9 @@ def allowed_first_units(cls: RegisterClass, target: Target, limits: Limits, wwm_
                          if register_problem(m, cls, target, limits, wwm_value) is None}))
 
 
+_VECTOR_FILES = frozenset({RegFile.VGPR, RegFile.AGPR})
+
+
 def av_classes(cls: RegisterClass, file: RegFile, target: Target) -> bool:
     """Whether a value of `cls` may sit in a register of `file` where its operands allow:
     on targets with AGPRs (AV classes), a vector class's value in either vector file
@@ -321,10 +324,11 @@ class ConstraintChecker:
         rematerialised copies and their ambiguous pairings). Such an instruction runs one of the
         virtual program's instructions of its key again, so each register it writes must be of
         a file the class of that instruction's virtual operand has (or of the other vector
-        file, where the operand takes it), and so must each vector register it reads (an SGPR
-        read is left alone: instructions of one key may read an SGPR where another read a
-        VGPR, which VALU sources allow). Which value it computes, and in which lanes of which
-        home, is value flow's to check."""
+        file, where the operand takes it). So must each register it reads in place of a
+        vector operand, when it is a vector register: instructions of one key may read an SGPR
+        where another read a VGPR, or a VGPR where another read an SGPR, which VALU sources
+        allow, and which virtual instruction it runs again is a guess. Which value it computes,
+        and in which lanes of which home, is value flow's to check."""
         for b, post_index, origins in self.rerun:
             qi = self.post.block(b).instructions[post_index]
             for k, qo in enumerate(qi.operands):
@@ -337,8 +341,8 @@ class ConstraintChecker:
                 file = physreg_at(self.post, qo, qo.phys).file
                 if file not in NUMBERED_FILES or any(file in c.files for c in classes):
                     continue
-                if not qo.is_def and file is RegFile.SGPR:
-                    continue  # VALU sources may read SGPRs where the virtual operand was a VGPR
+                if not qo.is_def and (file is RegFile.SGPR or not all(c.files <= _VECTOR_FILES for c in classes)):
+                    continue  # a source of another file than a guessed origin's may be legal (VALU: SGPR or VGPR)
                 if (any(av_classes(c, file, self.target) for c in classes)
                         and takes_file(qi, k, file, self.target.aligned_vgpr_tuples)):
                     continue
