@@ -10,10 +10,13 @@ which holds the same bytes.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -80,6 +83,16 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip("no corpus (../shared/corpus beside the checkout, or VERILOCC_CORPUS)")
     return CORPUS
+
+
+@cache
+def script(name: str) -> ModuleType:
+    """`scripts/<name>.py` as a module: tests run the scripts' own functions."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def have(tool: str) -> bool:

@@ -11,7 +11,6 @@ meant to change it re-makes the snapshot and shows the difference in review:
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from functools import cache
 from pathlib import Path
@@ -19,19 +18,14 @@ from types import ModuleType
 
 import pytest
 
-from .conftest import CORPUS, ROOT
+from .conftest import CORPUS, ROOT, script
 
 SNAPSHOT = ROOT / "tests" / "fixtures" / "snapshot" / "findings.json"
 ROOTS = {"fixtures": ROOT / "tests" / "fixtures", "examples": ROOT / "examples", "corpus": CORPUS}
 
 
-@cache
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("findings_snapshot", ROOT / "scripts" / "findings_snapshot.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("findings_snapshot")
 
 
 @cache

@@ -4,10 +4,7 @@ examples and fixtures (an operand the rule lets name the other file must be one 
 
 from __future__ import annotations
 
-import importlib.util
-from functools import cache
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -16,7 +13,7 @@ from verilocc.mir.model import Instruction
 from verilocc.mir.parser import parse_instruction
 from verilocc.target import RegFile
 
-from .conftest import EXAMPLES, FIXTURES, ROOT, have
+from .conftest import EXAMPLES, FIXTURES, have, script
 
 A, V = RegFile.AGPR, RegFile.VGPR
 
@@ -78,16 +75,6 @@ def test_inline_assembly_operands_take_the_file_of_their_flags_class() -> None:
 # --- against llc's machine verifier ---------------------------------------------------------
 
 
-@cache
-def _probe() -> ModuleType:
-    """scripts/vector_operands_probe.py, which checks the rule against llc on any files."""
-    spec = importlib.util.spec_from_file_location("vector_operands_probe", ROOT / "scripts" / "vector_operands_probe.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 _PROGRAMS = {
     "gfx90a": lambda: sorted((EXAMPLES / "gfx90a").glob("*.post.mir")) + sorted((FIXTURES / "fidelity").glob("*gfx90a.post.mir")),
     "gfx908": lambda: sorted(FIXTURES.glob("targets/*/gfx908/*.post.mir")) + sorted((FIXTURES / "fidelity").glob("*gfx908.post.mir")),
@@ -105,7 +92,7 @@ def test_what_the_rule_lets_name_the_other_file_llc_accepts(llc: str, cpu: str, 
     if not have(llc):
         pytest.skip(f"{llc} is not installed (make test installs it)")
     av = cpu != "gfx908"
-    probe = _probe()
+    probe = script("vector_operands_probe")  # checks the rule against llc on any files
     cases = probe.cases(_PROGRAMS[cpu](), av)
     allowed = [(key, text, mutated) for key, (text, mutated, ok) in sorted(cases.items()) if ok]
     refused = [(key, text, mutated) for key, (text, mutated, ok) in sorted(cases.items())

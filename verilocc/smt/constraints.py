@@ -362,10 +362,22 @@ class ConstraintChecker:
         unit_runs: dict[frozenset[int], list[tuple[int, int]]] = {}
         with_var = {v for v in self.homes if f"h_{v}" in self.values}
         made: dict[object, list[tuple[Side, int]]] = {}  # the sides of fixed units
+        virtual: dict[object, list[tuple[Side, int]]] = {}  # (vreg, slots) -> the side of its variable
         places: dict[tuple[int, int], Place] = {}  # one per instruction
 
-        def sides(side: FixedUnits) -> list[tuple[Side, int]]:
-            """A constant side per run of consecutive units."""
+        def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
+            """The side of a home variable with its lanes, or a constant side per run of
+            consecutive fixed units with its units."""
+            if type(side) is VirtualLanes:
+                key: object = (side.vreg, side.slots)
+                got = virtual.get(key)
+                if got is None:
+                    got = virtual[key] = [(Side(f"%{side.vreg}", var=f"h_{side.vreg}"), side.slots)]
+                return got
+            key = (side.units, side.reg)
+            got = made.get(key)
+            if got is not None:
+                return got
             runs = unit_runs.get(side.units)
             if runs is None:
                 runs = []
@@ -376,37 +388,19 @@ class ConstraintChecker:
                         runs.append((u, 1))
                 unit_runs[side.units] = runs
             label = f"${side.reg.name}" if side.reg is not None else None
-            return [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1) for s, n in runs]
+            got = made[key] = [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1)
+                               for s, n in runs]
+            return got
 
         disjoint = self.disjoint
         pre_file, pre_name = self.pre.file, self.pre.name
-        virtual: dict[VReg, Side] = {}  # one side per home variable
         # Facts with a side that has no variable make no constraint: `only` leaves them out.
-        # (The loop is layer 1's hottest: a fact is unpacked once, a virtual side is looked up
-        # by its register, and a constraint is keyed by what it says: each side's variable or
-        # constant, its lanes and the identity position.)
+        # (The loop is layer 1's hottest: a fact is unpacked once, its sides are made once per
+        # register and lanes, and a constraint is keyed by what it says: each side's variable
+        # or constant, its lanes and the identity position.)
         for block, index, defined, other, meets, def_op, identity in interferences(self.pre, self.liveness,
                                                                                    only=with_var):
-            if type(defined) is VirtualLanes:
-                sa = virtual.get(defined.vreg)
-                if sa is None:
-                    sa = virtual[defined.vreg] = Side(f"%{defined.vreg}", var=f"h_{defined.vreg}")
-                a_sides = ((sa, defined.slots),)
-            else:
-                ka = (defined.units, defined.reg)
-                a_sides = made.get(ka)
-                if a_sides is None:
-                    a_sides = made[ka] = sides(defined)
-            if type(other) is VirtualLanes:
-                sb = virtual.get(other.vreg)
-                if sb is None:
-                    sb = virtual[other.vreg] = Side(f"%{other.vreg}", var=f"h_{other.vreg}")
-                b_sides = ((sb, other.slots),)
-            else:
-                kb = (other.units, other.reg)
-                b_sides = made.get(kb)
-                if b_sides is None:
-                    b_sides = made[kb] = sides(other)
+            a_sides, b_sides = sides(defined), sides(other)
             # The identity position names units relative to a fixed side's lowest unit, which
             # is its only run when the relation gives one (a physical def).
             if identity is not None and (len(a_sides) != 1 or len(b_sides) != 1):
