@@ -363,10 +363,11 @@ def test_rematerialised_instruction_writing_a_file_its_operand_lacks_is_rejected
 
 
 def test_scalar_value_in_vgprs_written_by_a_paired_copy_of_its_instruction_is_rejected() -> None:
-    """LLVM 15's reduce_sum on gfx90a: %31:sgpr_64 is defined by `S_MOV_B32 0`, paired among
-    copies of its key, and otherwise only copied. Given the VGPRs of a copy's other side, the
-    program has `S_MOV_B32` write a VGPR: REJECTED at that instruction (it was VERIFIED when
-    no operand of %31 showed a home). Read back from LLVM's allocation, %31 keeps its SGPRs."""
+    """LLVM 15's reduce_sum on gfx90a: %31:sgpr_64 is defined by `S_MOV_B32 0`, which LLVM
+    rematerialises, and otherwise only copied, so no operand of %31 shows a home. Given the
+    VGPRs of a copy's other side, the program has `S_MOV_B32` write a VGPR: REJECTED at that
+    instruction by the check of rematerialised instructions. Read back from LLVM's allocation,
+    %31 keeps its SGPRs."""
     base = FIXTURES / "llvm" / "15" / "gfx90a" / "reduce_sum"
     pre, post = read_module(f"{base}.pre.mir"), read_module(f"{base}.post.mir")
     derived = assignment_from_allocation(pre, post)

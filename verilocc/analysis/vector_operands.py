@@ -2,17 +2,16 @@
 
 On targets with AGPRs some operands take a register of either vector file: LLVM gives them
 `AV_*` classes (copies and LLVM 22's immediate moves from gfx908 on; memory data operands and
-MFMA sources from gfx90a on). After splitting a live range LLVM
-inflates the new virtual register's class to the largest class every one of its operands
-allows (`MachineRegisterInfo::recomputeRegClass`), so a value of a `VGPR_32` register may then
-sit in an AGPR, and the reverse, but only where *every* operand that names it takes that file.
-An operand constrains nothing when it is implicit or belongs to `COPY`, `KILL` or
-`IMPLICIT_DEF`.
+MFMA sources from gfx90a on). After splitting a live range LLVM inflates the new virtual
+register's class to the largest class every one of its operands allows
+(`MachineRegisterInfo::recomputeRegClass`), so a value of a `VGPR_32` register may then sit in
+an AGPR, and the reverse, but only where *every* operand that names it takes that file. An
+operand constrains nothing when it is implicit or belongs to `COPY`, `KILL` or `IMPLICIT_DEF`.
 
 `takes_file` says, for one operand of an allocated instruction, whether it may name a register
 of a given vector file. It answers True only where llc's machine verifier (`-verify-machineinstrs`,
-LLVM 19 and 22, gfx90a, gfx942 and gfx950) accepts that file, and False wherever that is not
-known (`tests/test_vector_operands.py` checks it against llc):
+LLVM 19 and 22, gfx908 to gfx950) accepts that file, and False wherever that is not known
+(`scripts/vector_operands_probe.py` and `tests/test_vector_operands.py` check it against llc):
 - memory instructions (`GLOBAL_`, `FLAT_`, `BUFFER_`, `DS_`; of `SCRATCH_`, loads only): the
   loaded value (the def of a load), and the data of a store or of an atomic that returns
   nothing; never an address. llc refuses the other file for the two data operands of
