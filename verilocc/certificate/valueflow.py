@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 
-from verilocc.pairing.alignment import FunctionAlignment, instruction_key, is_pure, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, is_pure, recipe_key, value_inputs
 from verilocc.pairing import steps as ps
 from verilocc.certificate.obligation import ProofObligation, Uncovered
 from verilocc.certificate.smt2 import symbol
@@ -308,7 +308,7 @@ class _BlockEncoder:
 
     def remat(self, s: ps.RematCopy) -> None:
         ins = s.ins
-        key = instruction_key(ins)
+        key = recipe_key(ins)
         units = self.units_of(ins.defs[0])
         inputs = [self.at(u) for op in value_inputs(ins) for u in self.units_of(op)]
         values = [self.apply(key, p, inputs) for p in range(len(units))]

@@ -172,16 +172,24 @@ def is_removable(ins: Instruction) -> bool:
     return bool(defs) and all(d.has("dead") if d.is_implicit else d.vreg is not None for d in defs)
 
 
+def _value_input(op: Operand) -> bool:
+    if op.kind != "reg" or op.is_def or op.is_noreg or op.has("undef") or op.has("debug-use"):
+        return False
+    return not (op.is_implicit and op.phys in AMBIENT_REGISTERS)
+
+
 def value_inputs(ins: Instruction) -> list[Operand]:
     """The register uses a pure instruction's value depends on (not $exec / $mode)."""
-    out = []
-    for op in ins.operands:
-        if op.kind != "reg" or op.is_def or op.is_noreg or op.has("undef") or op.has("debug-use"):
-            continue
-        if op.is_implicit and op.phys in AMBIENT_REGISTERS:
-            continue
-        out.append(op)
-    return out
+    return [op for op in ins.operands if _value_input(op)]
+
+
+def recipe_key(ins: Instruction) -> tuple[object, ...]:
+    """The key of how a pure instruction computes its value from its `value_inputs`: its
+    `instruction_key` and which explicit register uses are among them. `V_MUL_F32_e32 0, undef
+    %7` and `V_MUL_F32_e32 0, %8` have one instruction key, but the first reads no register: a
+    value computed by one is not computed again by the other."""
+    read = tuple(_value_input(op) for op in ins.operands if op.kind == "reg" and not op.is_def and not op.is_implicit)
+    return (*instruction_key(ins), read)
 
 
 def is_constant_def(ins: Instruction, allocated: bool) -> bool:

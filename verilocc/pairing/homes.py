@@ -13,6 +13,7 @@ key, so that the files of their registers are still checked against classes (lay
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from verilocc.pairing.alignment import FunctionAlignment, Role, instruction_key, remat_ambiguous_keys
 from verilocc.analysis.operands import VReg, physreg_at
@@ -59,12 +60,19 @@ def home_of(phys: PhysReg, cls: RegisterClass, subreg: str | None, target: Targe
 class HomeUse:
     reg: PhysReg  # the whole home register
     place: Place  # the first allocated operand that shows it
-    op_text: str
-    opcode: str
     # When the class has no register of the home's file: the first allocated operand showing
     # this home that may not name a register of that file (`analysis.vector_operands`), and
     # its opcode; None when every one may (or the class has registers of the file).
     refused: tuple[Place, str] | None = None
+
+
+class Rerun(NamedTuple):
+    """An allocated instruction that may run again one of the virtual instructions of its key."""
+
+    block: int
+    post: int  # its index in the allocated block
+    origins: tuple[Instruction, ...]  # the virtual instructions of its key
+    paired: Instruction | None  # the one the alignment paired it with (None: a rematerialised copy)
 
 
 @dataclass
@@ -72,9 +80,8 @@ class Homes:
     homes: dict[VReg, dict[str, HomeUse]] = field(default_factory=dict)
     # Operands whose register cannot be a subregister of any register of the class.
     impossible: list[tuple[VReg, str, PhysReg, Place]] = field(default_factory=list)
-    # (block, allocated instruction index, the virtual instructions of its key) of the
-    # instructions that show no home: rematerialised copies and their ambiguous pairings.
-    rerun: list[tuple[int, int, tuple[Instruction, ...]]] = field(default_factory=list)
+    # The instructions that show no home: rematerialised copies and their ambiguous pairings.
+    rerun: list[Rerun] = field(default_factory=list)
 
     def single(self, v: VReg) -> PhysReg | None:
         h = self.homes.get(v)
@@ -106,9 +113,12 @@ def collect_homes(pre: Function, post: Function, alignment: FunctionAlignment,
                 for block in pre.blocks:
                     for ins in block.instructions:
                         by_key.setdefault(instruction_key(ins), []).append(ins)
-            origins = by_key.get(instruction_key(qi))
+            origins = tuple(by_key.get(instruction_key(qi), ()))
+            paired = pre_blocks[b].instructions[st.pre] if st.role is Role.MATCHED and st.pre is not None else None
+            if paired is not None and not any(o is paired for o in origins):
+                origins += (paired,)  # paired by its operation (an MFMA of the other form)
             if origins:
-                out.rerun.append((b, st.post, tuple(origins)))
+                out.rerun.append(Rerun(b, st.post, origins, paired))
     return out
 
 
@@ -126,7 +136,7 @@ def _show_homes(out: Homes, b: int, post_index: int, pi: Instruction, qi: Instru
             continue
         use = out.homes.setdefault(po.vreg, {}).get(home.name)
         if use is None:
-            use = out.homes[po.vreg][home.name] = HomeUse(home, place, qo.text, qi.opcode)
+            use = out.homes[po.vreg][home.name] = HomeUse(home, place)
         if (use.refused is None and home.file not in classes[po.vreg].files
                 and not takes_file(qi, k, home.file, target.aligned_vgpr_tuples)):
             use.refused = (place, qi.opcode)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from verilocc.errors import InputError, TargetError
 from verilocc.findings import Finding, Place
-from verilocc.mir.model import Function, Instruction, Module, Operand
+from verilocc.mir.model import Function, Module, Operand
 from verilocc.mir.parser import read_text
 from verilocc.target import PhysReg, parse_physreg
 
@@ -154,7 +154,7 @@ def assignment_from_allocation(pre: Module, post: Module, target_name: str | Non
     key take the home that pairing shows. Split registers have no single answer and are listed
     instead. (The result is an assignment to verify, not a verified one.)
     """
-    from verilocc.pairing.alignment import Role, align_functions, instruction_key, remat_ambiguous_keys
+    from verilocc.pairing.alignment import align_functions
     from verilocc.pairing.homes import collect_homes, home_of
     from verilocc.analysis.operands import physreg_at, vreg_classes
     from verilocc.target import get_target
@@ -174,27 +174,15 @@ def assignment_from_allocation(pre: Module, post: Module, target_name: str | Non
     # From instructions paired among copies of one key, and rematerialised copies of the one
     # instruction of their key.
     guessed: dict[int | str, PhysReg] = {}
-    by_key: dict[tuple[object, ...], list[Instruction]] = {}
-    for block in pf.blocks:
-        for ins in block.instructions:
-            by_key.setdefault(instruction_key(ins), []).append(ins)
-    for b, steps in sorted(alignment.steps.items()):
-        pb, qb = pf.block(b).instructions, qf.block(b).instructions
-        ambiguous = remat_ambiguous_keys(pb, qb)
-        for st in steps:
-            if st.post is None:
-                continue
-            if st.role is Role.MATCHED and st.pre is not None and instruction_key(pb[st.pre]) in ambiguous:
-                origin = pb[st.pre]
-            elif st.role is Role.REMAT and len(by_key.get(instruction_key(qb[st.post]), ())) == 1:
-                (origin,) = by_key[instruction_key(qb[st.post])]
-            else:
-                continue
-            for po, qo in zip(origin.operands, qb[st.post].operands):
-                if po.kind == "reg" and po.vreg is not None and qo.kind == "reg" and qo.phys is not None:
-                    home = home_of(physreg_at(qf, qo, qo.phys), classes[po.vreg], po.subreg, target)
-                    if home is not None and home.file in classes[po.vreg].files:
-                        guessed.setdefault(po.vreg, home)
+    for b, post_index, origins, paired in homes.rerun:
+        origin = paired if paired is not None else (origins[0] if len(origins) == 1 else None)
+        if origin is None:
+            continue
+        for po, qo in zip(origin.operands, qf.block(b).instructions[post_index].operands):
+            if po.kind == "reg" and po.vreg is not None and qo.kind == "reg" and qo.phys is not None:
+                home = home_of(physreg_at(qf, qo, qo.phys), classes[po.vreg], po.subreg, target)
+                if home is not None and home.file in classes[po.vreg].files:
+                    guessed.setdefault(po.vreg, home)
     changed = True
     while changed:
         changed = False

@@ -12,8 +12,8 @@ The abstract domain, in the manner of regalloc2's checker:
   holds its incoming value `("$", unit)`. The state also records which virtual lanes are
   *defined* (an undefined lane, never written or last set by IMPLICIT_DEF, may be read from
   anywhere) and, for lanes last set by a pure instruction (one LLVM may rematerialise), how
-  they were computed: `remat[tag] = (instruction key, input tags, position)`. An entry dies
-  when any of its inputs is redefined.
+  they were computed: `remat[tag] = (recipe key, input tags, position)` (`recipe_key`). An
+  entry dies when any of its inputs is redefined.
 - Meet (at block entry, over predecessors): a location holds a tag if, on every predecessor,
   it holds the tag or the tag is undefined there. Defined = union; remat = agreeing entries.
   It is an intersection, so the forward fixed point exists and is reached.
@@ -53,7 +53,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from verilocc.pairing.alignment import FunctionAlignment, instruction_key, is_pure, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, is_pure, recipe_key, value_inputs
 from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg, physreg_at, resolve_operand
@@ -526,7 +526,7 @@ class _Walker:
     def remat(self, s: ps.RematCopy) -> None:
         """A rematerialised copy: its lanes are those computed the same way from the same inputs."""
         ins = s.ins
-        key = instruction_key(ins)
+        key = recipe_key(ins)
         d = ins.defs[0]
         units = self.c.units_of(d)
         inputs = [u for op in value_inputs(ins) for u in self.c.units_of(op)]
@@ -608,7 +608,7 @@ class ValueFlowChecker:
 
     def recipe(self, ins: Instruction) -> tuple[tuple[object, ...], tuple[Tag, ...]]:
         """How a pure instruction of the virtual program computes its lanes: key and input tags."""
-        key = instruction_key(ins)
+        key = recipe_key(ins)
         self.remat_instructions.setdefault(key, ins)
         return key, tuple(t for op in value_inputs(ins) for t in self.tags_of(op))
 

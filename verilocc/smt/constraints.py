@@ -38,7 +38,7 @@ from verilocc.errors import TargetError
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction
 from verilocc.pairing.alignment import FunctionAlignment, Role, instruction_key, is_constant_def, is_pure
-from verilocc.pairing.homes import HomeUse, collect_homes, make_register
+from verilocc.pairing.homes import HomeUse, Rerun, collect_homes, make_register
 from verilocc.smt.formulas import Disjoint, Member, Side
 from verilocc.smt.solver import Answer, Outcome, check_z3
 from verilocc.target import PhysReg, RegFile, RegisterClass, Target, register_for_units, slots_to_mask
@@ -119,7 +119,7 @@ class ConstraintChecker:
         self.notes: list[str] = []
         self.stats: dict[str, object] = {}
         self.homes: dict[VReg, dict[str, HomeUse]] = {}
-        self.rerun: list[tuple[int, int, tuple[Instruction, ...]]] = []
+        self.rerun: list[Rerun] = []
         self.members: list[Member] = []
         self.disjoint: list[Disjoint] = []
         self.values: dict[str, int] = {}
@@ -329,7 +329,7 @@ class ConstraintChecker:
         where another read a VGPR, or a VGPR where another read an SGPR, which VALU sources
         allow, and which virtual instruction it runs again is a guess. Which value it computes,
         and in which lanes of which home, is value flow's to check."""
-        for b, post_index, origins in self.rerun:
+        for b, post_index, origins, _ in self.rerun:
             qi = self.post.block(b).instructions[post_index]
             for k, qo in enumerate(qi.operands):
                 if qo.kind != "reg" or qo.phys is None or qo.is_implicit:
@@ -395,12 +395,12 @@ class ConstraintChecker:
         disjoint = self.disjoint
         pre_file, pre_name = self.pre.file, self.pre.name
         # Facts with a side that has no variable make no constraint: `only` leaves them out.
-        # (The loop is layer 1's hottest: a fact is unpacked once, its sides are made once per
-        # register and lanes, and a constraint is keyed by what it says: each side's variable
-        # or constant, its lanes and the identity position.)
-        for block, index, defined, other, meets, def_op, identity in interferences(self.pre, self.liveness,
-                                                                                   only=with_var):
-            a_sides, b_sides = sides(defined), sides(other)
+        # (The loop is layer 1's hottest: a fact's sides are made once per register and lanes,
+        # and a constraint is keyed by what it says: each side's variable or constant, its
+        # lanes and the identity position.)
+        for fact in interferences(self.pre, self.liveness, only=with_var):
+            block, index, identity = fact.block, fact.index, fact.identity
+            a_sides, b_sides = sides(fact.defined), sides(fact.other)
             # The identity position names units relative to a fixed side's lowest unit, which
             # is its only run when the relation gives one (a physical def).
             if identity is not None and (len(a_sides) != 1 or len(b_sides) != 1):
@@ -418,10 +418,8 @@ class ConstraintChecker:
                             ins = pre_blocks[block].instructions[index]
                             place = places[(block, index)] = Place(pre_file, pre_name, block, index, ins.line,
                                                                    ins.column)
-                    disjoint.append(Disjoint(sa, ma, sb, mb, place, "early-clobber" if meets == "use" else "interference",
-                                             def_op.register_text,
-                                             other.vreg if meets != "def" and type(other) is VirtualLanes else None,
-                                             identity))
+                    disjoint.append(Disjoint(sa, ma, sb, mb, place, fact.kind, fact.def_op.register_text,
+                                             fact.live_vreg, identity))
 
     # --- evaluation and proof ------------------------------------------------------------
     def evaluate(self) -> int:
