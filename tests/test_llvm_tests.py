@@ -22,7 +22,7 @@ import pytest
 
 from verilocc.findings import Report, Verdict
 from verilocc.fuzz import mutations
-from verilocc.mir.parser import read_module
+from verilocc.mir.parser import parse_module, read_module
 from verilocc.verify import Options, verify_modules
 
 from .conftest import FIXTURES, ROOT
@@ -293,3 +293,34 @@ def test_merged_sweeps_count_each_function_once(tmp_path: Path) -> None:
     assert [f["verdict"] for f in doc["functions"]] == ["VERIFIED"]
     assert doc["command"] == "sweep B"
     assert "Made by `sweep B`" in out_md.read_text()
+
+
+# --- liveness uses an allocator widens --------------------------------------------------------
+
+WIDENED = FIXTURES / "liveness-uses" / "greedy-instruction-split-subrange.llvm19.gfx900.fast"
+
+
+def _widened(old: str = "", new: str = "") -> Report:
+    post = WIDENED.with_name(WIDENED.name + ".post.mir").read_text()
+    assert old in post
+    return verify_modules(parse_module(post.replace(old, new, 1), "post.mir"),
+                          read_module(str(WIDENED.with_name(WIDENED.name + ".pre.mir"))), Options())
+
+
+def test_whole_register_for_an_s_nop_subregister_use_verified() -> None:
+    """`S_NOP 0, implicit %0.sub1` allocated as `S_NOP 0, implicit killed $vgpr4_vgpr5`, the
+    whole register of %0 (tests/fixtures/liveness-uses/README.md): VERIFIED."""
+    report = _widened()
+    assert report.verdict is Verdict.VERIFIED, [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # the whole register of another value: its high half is not %0.sub1
+    ("S_NOP 0, implicit killed $vgpr4_vgpr5\n", "S_NOP 0, implicit killed $vgpr2_vgpr3\n"),
+    # one register that does not hold %0.sub1
+    ("S_NOP 0, implicit killed $vgpr4_vgpr5\n", "S_NOP 0, implicit killed $vgpr4\n"),
+])
+def test_widened_s_nop_use_of_the_wrong_register_rejected(old: str, new: str) -> None:
+    report = _widened(old, new)
+    assert report.verdict is Verdict.REJECTED
+    assert any(f.place.line == 120 for f in report.findings if f.severity == "error")

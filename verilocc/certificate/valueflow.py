@@ -211,7 +211,7 @@ class _BlockEncoder:
             if po.is_def:
                 defs.append((po, qo))
             elif not (po.has("undef") or po.has("debug-use") or po.has("internal")) and not po.is_noreg:
-                tags, units = self.vf.tags_of(po), self.units_of(qo)
+                tags, units = self.vf.tags_of(po), self.vf.read_units(pi, po, qo)
                 if len(tags) != len(units):
                     raise _Unsupported(f"operand widths differ at line {qi.line}")
                 for t, u in zip(tags, units):

@@ -172,6 +172,16 @@ def is_removable(ins: Instruction) -> bool:
     return bool(defs) and all(d.has("dead") if d.is_implicit else d.vreg is not None for d in defs)
 
 
+def whole_register_for_subregister(pi: Instruction, po: Operand, qo: Operand, post_units: int,
+                                   class_units: int) -> bool:
+    """Whether the allocated operand `qo` (of `post_units` units) names the whole register of
+    the virtual register whose subregister `po` of `pi` names, as an allocator may write it
+    where nothing reads it: an implicit use by an `S_NOP` (LLVM's fast allocator turns `S_NOP 0,
+    implicit %0.sub1` into `S_NOP 0, implicit killed $vgpr4_vgpr5`)."""
+    return (pi.opcode == "S_NOP" and qo.is_implicit and not qo.is_def and po.vreg is not None
+            and bool(po.subreg) and post_units == class_units)
+
+
 def _value_input(op: Operand) -> bool:
     if op.kind != "reg" or op.is_def or op.is_noreg or op.has("undef") or op.has("debug-use"):
         return False

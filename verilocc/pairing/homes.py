@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from verilocc.pairing.alignment import FunctionAlignment, Role, instruction_key, remat_ambiguous_keys
+from verilocc.pairing.alignment import (FunctionAlignment, Role, instruction_key, remat_ambiguous_keys,
+                                         whole_register_for_subregister)
 from verilocc.analysis.operands import VReg, physreg_at
 from verilocc.analysis.vector_operands import takes_file
 from verilocc.errors import TargetError
@@ -130,7 +131,9 @@ def _show_homes(out: Homes, b: int, post_index: int, pi: Instruction, qi: Instru
             continue
         place = Place(post.file, post.name, b, post_index, qo.line, qo.column)
         phys = physreg_at(post, qo, qo.phys)
-        home = home_of(phys, classes[po.vreg], po.subreg, target)
+        cls = classes[po.vreg]
+        whole = whole_register_for_subregister(pi, po, qo, len(phys.units), cls.width_units)
+        home = home_of(phys, cls, "" if whole else po.subreg, target)
         if home is None:
             out.impossible.append((po.vreg, po.register_text, phys, place))
             continue

@@ -319,7 +319,7 @@ class _BlockRun:
                 pdefs.append(po)
                 qdefs.append(qo)
             elif not (po.flags & _NOT_READ):
-                ql = self.post_read(qo)
+                ql = [self.qget(u) for u in self.eq.vf.read_units(pi, po, qo)]
                 pl = self.pre_read(po, ql)
                 ignored = discharged.get((self.b, qidx, position)) if discharged else None
                 if ignored:

@@ -53,7 +53,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from verilocc.pairing.alignment import FunctionAlignment, is_pure, recipe_key, value_inputs
+from verilocc.pairing.alignment import (FunctionAlignment, is_pure, recipe_key, value_inputs,
+                                         whole_register_for_subregister)
 from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg, physreg_at, resolve_operand
@@ -381,7 +382,7 @@ class _Walker:
     def check_use(self, block: int, post_index: int, qi: Instruction, po: Operand, qo: Operand,
                   pi: Instruction | None = None, position: int = -1) -> None:
         tags = self.c.tags_of(po)
-        units = self.c.units_of(qo)
+        units = self.c.units_of(qo) if pi is None else self.c.read_units(pi, po, qo)
         if po.vreg is None and po.phys is not None:
             if qo.phys is None or self.c.units_of(po) != units:
                 self.error("fixed-register", block, post_index, qi, qo,
@@ -642,6 +643,16 @@ class ValueFlowChecker:
             return got[1]
         units = physreg_at(self.post, op, op.phys).units if op.phys is not None else ()
         self._units[id(op)] = (op, units)
+        return units
+
+    def read_units(self, pi: Instruction, po: Operand, qo: Operand) -> tuple[int, ...]:
+        """The units of the allocated operand `qo` that stand for the lanes the virtual operand
+        `po` of `pi` reads: `units_of(qo)`, or the subregister's lanes of it where `qo` names
+        the whole register (`whole_register_for_subregister`)."""
+        units = self.units_of(qo)
+        if po.vreg is not None and whole_register_for_subregister(pi, po, qo, len(units),
+                                                                  self.classes[po.vreg].width_units):
+            return tuple(units[slot] for _, slot in self.tags_of(po))  # type: ignore[index]
         return units
 
     def tag_name(self, tag: Tag) -> str:
