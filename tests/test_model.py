@@ -300,8 +300,9 @@ def test_llc_finishes_code_generation_from_the_allocation(tiny_model: Path, tmp_
 
 @pytest.mark.llc
 def test_dataset_build_adds_the_variants_of_an_extra_manifest(tmp_path: Path) -> None:
-    """`dataset build --manifest FILE` compiles more variants of the sources in --kernels into
-    training functions, and refuses a variant of a held-out source (file:line:col, exit 2)."""
+    """`dataset build --manifest FILE` compiles more variants of the sources in --kernels, and
+    sources the manifest names relative to itself, into training functions; it refuses a
+    held-out source, wherever it is, and a source it cannot find (file:line:col, exit 2)."""
     if shutil.which("clang-19") is None or shutil.which("llc-19") is None:
         pytest.skip("clang-19 and llc-19 not installed")
     kernels = tmp_path / "kernels"
@@ -316,12 +317,19 @@ def test_dataset_build_adds_the_variants_of_an_extra_manifest(tmp_path: Path) ->
     r = run_cli(*args, "--manifest", str(held))
     assert r.returncode == 2 and f"{held}:2:14" in r.stderr and "held out" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "data").exists()
+    # a source beside the manifest is found there; by its name, a held-out one is refused there too
+    (tmp_path / "own").mkdir()
+    shutil.copy(EXAMPLES / "kernels" / "vadd.hip", tmp_path / "own" / "vecadd.hip")
+    for text, where in (("x  own/softmax.hip  all\n", ":1:4"), ("x  own/nothing.hip  all\n", ":1:4")):
+        held.write_text(text)
+        r = run_cli(*args, "--manifest", str(held))
+        assert r.returncode == 2 and f"{held}{where}" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     more = tmp_path / "more.txt"
-    more.write_text("reduce_sum_nt64  reduce.hip  all  -DNT=64\n")
+    more.write_text("reduce_sum_nt64  reduce.hip  all  -DNT=64\nvecadd  own/vecadd.hip  all\n")
     r = run_cli(*args, "--manifest", str(more))
     assert r.returncode == 0, r.stderr
     made = {json.loads(x)["kernel"]: json.loads(x) for x in (tmp_path / "data" / "train.jsonl").read_text().splitlines()}
-    assert {"reduce_sum", "reduce_sum_nt64", "reduce_sum_nt64_nounroll"} <= set(made)
+    assert {"reduce_sum", "reduce_sum_nt64", "reduce_sum_nt64_nounroll", "vecadd"} <= set(made)
     # -DNT=64 is another kernel, not the same one renamed
     assert made["reduce_sum_nt64"]["lines"] != made["reduce_sum"]["lines"]
 

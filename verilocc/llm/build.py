@@ -1,7 +1,8 @@
 """Compile kernels into pre/post register-allocation MIR pairs for the training data.
 
 Sources: HIP kernels with a manifest (``manifest.txt``, as in ``examples/kernels/``: name,
-source, targets, clang flags), compiled with clang-19 for every requested target; then
+source, targets, clang flags; a source not among the kernels is looked up where its manifest
+says, relative to the manifest, with the kernels' directory on the include path), compiled with clang-19 for every requested target; then
 `verilocc.llm.llc_pairs` makes the pairs with each llc (LLVM 19 and 22), exactly as the
 corpus was made. Existing pair directories (``<dir>/<target>/<kernel>.{pre,post}.mir``) can be
 added as they are. Every step skips outputs that already exist, so the command resumes.
@@ -30,11 +31,20 @@ _KEYWORDS = {
 @dataclass(frozen=True)
 class KernelVariant:
     name: str
-    source: str  # the .hip file name: the unit of the train/held-out split
+    source: str  # the .hip file's name: the unit of the train/held-out split
     targets: tuple[str, ...]
     flags: tuple[str, ...]
     line: int = 0  # where the manifest names the source (1-based), for errors
     column: int = 0
+    directory: Path | None = None  # where the manifest says the source is, if it is not among the kernels
+
+
+def source_path(kernels_dir: Path, kv: KernelVariant) -> Path:
+    """The kernel's source: in the kernels' directory, else where the manifest naming it says."""
+    own = kernels_dir / kv.source
+    if own.is_file() or kv.directory is None or not (kv.directory / kv.source).is_file():
+        return own
+    return kv.directory / kv.source
 
 
 def read_manifest(path: Path) -> list[KernelVariant]:
@@ -51,7 +61,9 @@ def read_manifest(path: Path) -> list[KernelVariant]:
         for t in targets.split(","):
             ts.extend(_KEYWORDS.get(t, (t,)))
         column = raw.find(source, raw.find(name) + len(name)) + 1
-        out.append(KernelVariant(name, source, tuple(dict.fromkeys(ts)), tuple(flags), number, column))
+        where = path.parent / source  # `kernels/x.hip` names x.hip in the manifest's kernels/
+        out.append(KernelVariant(name, where.name, tuple(dict.fromkeys(ts)), tuple(flags), number, column,
+                                 where.parent))
     return out
 
 
@@ -73,8 +85,10 @@ def compile_ir(kernels_dir: Path, manifest: list[KernelVariant], targets: tuple[
                 if ll.exists():
                     continue
                 ll.parent.mkdir(parents=True, exist_ok=True)
+                src = source_path(kernels_dir, kv)
+                include = [] if src.parent == kernels_dir else ["-I", str(kernels_dir)]
                 cmd = [clang, "-x", "hip", "--cuda-device-only", f"--offload-arch={t}", "-nogpulib", "-nogpuinc",
-                       "-fuse-cuid=none", "-O3", *kv.flags, *extra, "-S", "-emit-llvm", str(kernels_dir / kv.source),
+                       "-fuse-cuid=none", "-O3", *include, *kv.flags, *extra, "-S", "-emit-llvm", str(src),
                        "-o", str(ll)]
                 r = subprocess.run(cmd, capture_output=True, text=True, check=False)
                 log(f"{'ok  ' if r.returncode == 0 else 'FAIL'} clang {t}/{kv.name}")

@@ -41,7 +41,7 @@ def _command_line() -> str:
 def cmd_dataset_build(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from verilocc.llm.build import DEFAULT_TARGETS, compile_ir, make_pairs, read_manifest
+    from verilocc.llm.build import DEFAULT_TARGETS, compile_ir, make_pairs, read_manifest, source_path
     from verilocc.llm.dataset import build_examples, find_pairs
 
     console = _console()
@@ -62,6 +62,11 @@ def cmd_dataset_build(args: argparse.Namespace) -> int:
             if kv.source in held:
                 raise InputError(f"'{kv.name}' is a variant of {kv.source}, which is held out of training "
                                  "(--held-out)", str(man), kv.line, kv.column)
+    for man, manifest in zip(manifests, read):
+        for kv in manifest:
+            if not args.no_compile and not source_path(kernels, kv).is_file():
+                raise InputError(f"no such kernel source (looked in {kernels} and {kv.directory})", str(man),
+                                 kv.line, kv.column)
     for manifest in read:
         for kv in manifest:
             sources.setdefault(kv.name, kv.source)
@@ -277,8 +282,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     b.add_argument("--no-feedback", action="store_true", help="no feedback examples (no verification during the build)")
     b.add_argument("--xl", action="store_true", help="also the extra-large variants of manifest_xl.txt")
     b.add_argument("--manifest", action="append", metavar="FILE",
-                   help="more kernel variants of the sources in --kernels, in manifest.txt's format (repeatable; "
-                        "e.g. bench/model_eval/train_manifest.txt); a held-out source is refused")
+                   help="more kernel variants, in manifest.txt's format (repeatable; e.g. "
+                        "bench/model_eval/train_manifest.txt): of the sources in --kernels, or of sources named by a "
+                        "path relative to the manifest (--kernels stays on the include path); a held-out source is "
+                        "refused")
     b.add_argument("--no-compile", action="store_true", help="only turn --pairs into examples")
     b.add_argument("-j", "--jobs", type=int, default=1, help="pairs compiled and examples built in parallel (default 1)")
     b.set_defaults(func=cmd_dataset_build)
