@@ -2,10 +2,11 @@
 
 Sources: HIP kernels with a manifest (``manifest.txt``, as in ``examples/kernels/``: name,
 source, targets, clang flags; a source not among the kernels is looked up where its manifest
-says, relative to the manifest, with the kernels' directory on the include path), compiled with clang-19 for every requested target; then
-`verilocc.llm.llc_pairs` makes the pairs with each llc (LLVM 19 and 22), exactly as the
-corpus was made. Existing pair directories (``<dir>/<target>/<kernel>.{pre,post}.mir``) can be
-added as they are. Every step skips outputs that already exist, so the command resumes.
+says, relative to the manifest, with the kernels' directory on the include path), compiled
+with clang-19 for every requested target; then `verilocc.llm.llc_pairs` makes the pairs with
+each llc (LLVM 19 and 22), exactly as the corpus was made. Existing pair directories
+(``<dir>/<target>/<kernel>.{pre,post}.mir``) can be added as they are. Every step skips outputs
+that already exist, so the command resumes.
 """
 
 from __future__ import annotations
