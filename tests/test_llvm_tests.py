@@ -324,3 +324,40 @@ def test_widened_s_nop_use_of_the_wrong_register_rejected(old: str, new: str) ->
     report = _widened(old, new)
     assert report.verdict is Verdict.REJECTED
     assert any(f.place.line == 120 for f in report.findings if f.severity == "error")
+
+
+TWO_USES = FIXTURES / "liveness-uses" / "subreg_interference.llvm19.gfx900.fast"
+TWO_USES_NOP = "S_NOP 0, implicit killed renamable $sgpr7, implicit killed $sgpr4_sgpr5_sgpr6_sgpr7\n"
+
+
+def _two_uses(old: str = "", new: str = "") -> Report:
+    post = TWO_USES.with_name(TWO_USES.name + ".post.mir").read_text()
+    assert old in post
+    return verify_modules(parse_module(post.replace(old, new, 1), "post.mir"),
+                          read_module(str(TWO_USES.with_name(TWO_USES.name + ".pre.mir"))), Options())
+
+
+@pytest.mark.parametrize("nop", [
+    TWO_USES_NOP,  # as the fast allocator writes it: `%0.sub0`'s operand deleted, the whole added
+    # the same registers in the other order
+    "S_NOP 0, implicit killed $sgpr4_sgpr5_sgpr6_sgpr7, implicit killed renamable $sgpr7\n",
+])
+def test_s_nop_uses_paired_by_register_verified(nop: str) -> None:
+    """`S_NOP 0, implicit %0.sub0, implicit %0.sub3` allocated with one subregister and the
+    whole register (tests/fixtures/liveness-uses/README.md): VERIFIED, whatever their order."""
+    report = _two_uses(TWO_USES_NOP, nop)
+    assert report.verdict is Verdict.VERIFIED, [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize("nop", [
+    # a register that is not %0.sub3 beside the whole register of %0
+    "S_NOP 0, implicit killed renamable $sgpr6, implicit killed $sgpr4_sgpr5_sgpr6_sgpr7\n",
+    # the whole register of the other value (%1)
+    "S_NOP 0, implicit killed renamable $sgpr7, implicit killed $sgpr0_sgpr1_sgpr2_sgpr3\n",
+    # %0.sub3 alone: nothing stands for %0.sub0
+    "S_NOP 0, implicit killed renamable $sgpr7, implicit killed renamable $sgpr7\n",
+])
+def test_s_nop_uses_of_the_wrong_registers_rejected(nop: str) -> None:
+    report = _two_uses(TWO_USES_NOP, nop)
+    assert report.verdict is Verdict.REJECTED
+    assert any(f.place.line == 101 for f in report.findings if f.severity == "error")

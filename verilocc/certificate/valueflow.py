@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 
-from verilocc.pairing.alignment import FunctionAlignment, is_pure, recipe_key, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, is_pure, paired_operands, recipe_key, value_inputs
 from verilocc.pairing import steps as ps
 from verilocc.certificate.obligation import ProofObligation, Uncovered
 from verilocc.certificate.smt2 import symbol
@@ -205,7 +205,7 @@ class _BlockEncoder:
     def matched(self, s: ps.Matched) -> None:
         pi, qi = s.pre, s.post
         defs: list[tuple[Operand, Operand]] = []
-        for po, qo in zip(pi.operands, qi.operands):
+        for _, po, _, qo in paired_operands(pi, qi, self.vf.post, self.vf.classes):
             if po.kind != "reg" or qo.kind != "reg":
                 continue
             if po.is_def:

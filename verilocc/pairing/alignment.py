@@ -23,9 +23,14 @@ from __future__ import annotations
 
 import difflib
 import enum
+import itertools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from verilocc.analysis.operands import VReg, physreg_at
+from verilocc.errors import TargetError
 from verilocc.mir.model import Function, Instruction, Operand
+from verilocc.target import RegisterClass, mask_to_slots, subreg_mask
 
 MOVE_OPCODES = frozenset({"COPY", "KILL", "IMPLICIT_DEF"})
 
@@ -173,13 +178,121 @@ def is_removable(ins: Instruction) -> bool:
 
 
 def whole_register_for_subregister(pi: Instruction, po: Operand, qo: Operand, post_units: int,
-                                   class_units: int) -> bool:
+                                   classes: Mapping[VReg, RegisterClass]) -> bool:
     """Whether the allocated operand `qo` (of `post_units` units) names the whole register of
     the virtual register whose subregister `po` of `pi` names, as an allocator may write it
     where nothing reads it: an implicit use by an `S_NOP` (LLVM's fast allocator turns `S_NOP 0,
     implicit %0.sub1` into `S_NOP 0, implicit killed $vgpr4_vgpr5`)."""
     return (pi.opcode == "S_NOP" and qo.is_implicit and not qo.is_def and po.vreg is not None
-            and bool(po.subreg) and post_units == class_units)
+            and bool(po.subreg) and post_units == classes[po.vreg].width_units)
+
+
+# Implicit uses of an `S_NOP` above which `paired_operands` pairs by position only, and the
+# partial pairings it tries before it gives up and does so.
+_MAX_NOP_USES = 16
+_NOP_SEARCH_BUDGET = 10_000
+
+
+def paired_operands(pi: Instruction, qi: Instruction, post: Function,
+                    classes: Mapping[VReg, RegisterClass]) -> Iterable[tuple[int, Operand, int, Operand]]:
+    """The operands of the allocated instruction `qi` that stand for those of its partner `pi`:
+    (position in `pi`, its operand, position in `qi`, its operand). The operand at the same position,
+    except for the implicit uses of an `S_NOP`, which reads nothing: LLVM's fast allocator
+    rewrites a killed subregister use there by deleting it and adding the whole register at
+    the end (`MachineInstr::addRegisterKilled`), so `S_NOP 0, implicit %0.sub0, implicit
+    %0.sub3` becomes `S_NOP 0, implicit killed $sgpr7, implicit killed $sgpr4_sgpr5_sgpr6_sgpr7`.
+    Where the uses at the same positions name no one register per virtual register, they are
+    paired by the registers they name (`_nop_use_pairs`); a use then read from the whole
+    register stands for its subregister's lanes (`whole_register_for_subregister`)."""
+    if pi.opcode == "S_NOP" and qi.opcode == "S_NOP":
+        pairs = _nop_use_pairs(pi, qi, post, classes)
+        if pairs is not None:
+            return [(k, pi.operands[k], j, qi.operands[j]) for k, j in pairs]
+    return zip(itertools.count(), pi.operands, itertools.count(), qi.operands)
+
+
+def _nop_use_pairs(pi: Instruction, qi: Instruction, post: Function,
+                   classes: Mapping[VReg, RegisterClass]) -> list[tuple[int, int]] | None:
+    """Positions (in `pi`, in `qi`) pairing the implicit uses of two `S_NOP`s by register, or
+    None where the positions pair them (or nothing does). Every use of `pi` takes a use of
+    `qi` of its width, or, for a subregister, one of its virtual register's width; every use
+    of `qi` stands for at least one; and the uses of one virtual register agree on where each
+    of its lanes is. The first such pairing in the order that tries the same position first."""
+    def implicit_uses(ins: Instruction) -> list[int]:
+        return [k for k, op in enumerate(ins.operands) if op.kind == "reg" and op.is_implicit and not op.is_def]
+
+    pre_uses, post_uses = implicit_uses(pi), implicit_uses(qi)
+    if not pre_uses or len(pre_uses) > _MAX_NOP_USES or len(post_uses) > _MAX_NOP_USES:
+        return None
+    others = [k for k in range(len(pi.operands)) if k not in pre_uses]
+    if others != [k for k in range(len(qi.operands)) if k not in post_uses]:
+        return None
+    try:
+        units = {j: physreg_at(post, qi.operands[j], qi.operands[j].phys).units
+                 for j in post_uses if qi.operands[j].phys is not None}
+        # what each use of `pi` needs: (virtual register or None, its slots, class width or units)
+        needs: list[tuple[VReg | None, tuple[int, ...], int | tuple[int, ...]]] = []
+        for k in pre_uses:
+            po = pi.operands[k]
+            if po.vreg is not None:
+                width = classes[po.vreg].width_units
+                slots = tuple(mask_to_slots(subreg_mask(po.subreg))) if po.subreg else tuple(range(width))
+                needs.append((po.vreg, slots, width))
+            elif po.phys is not None:
+                needs.append((None, (), physreg_at(post, po, po.phys).units))
+            else:
+                return None
+    except (TargetError, KeyError):
+        return None
+    if len(units) != len(post_uses):
+        return None
+
+    lanes: dict[VReg, dict[int, int]] = {}  # slot -> unit, per virtual register
+
+    def place(need: tuple[VReg | None, tuple[int, ...], int | tuple[int, ...]], j: int) -> list[tuple[VReg, int]] | None:
+        """Record where `need` is if it reads use `j` of `qi`: the (vreg, slot)s added, or None."""
+        v, slots, width = need
+        got = units[j]
+        if v is None:
+            return [] if got == width else None
+        if len(got) == len(slots):
+            at = dict(zip(slots, got))
+        elif len(got) == width and len(slots) < width:
+            at = dict(enumerate(got))
+        else:
+            return None
+        known = lanes.setdefault(v, {})
+        if any(known.get(s, u) != u for s, u in at.items()):
+            return None
+        added = [(v, s) for s in at if s not in known]
+        known.update(at)
+        return added
+
+    chosen: list[int] = []
+    budget = [_NOP_SEARCH_BUDGET]
+
+    def search(i: int) -> bool:
+        if i == len(pre_uses):
+            return set(chosen) == set(post_uses)
+        budget[0] -= 1
+        if budget[0] < 0 or len(pre_uses) - i < len(set(post_uses).difference(chosen)):
+            return False
+        k = pre_uses[i]
+        for j in sorted(post_uses, key=lambda j: j != k):
+            added = place(needs[i], j)
+            if added is None:
+                continue
+            chosen.append(j)
+            if search(i + 1):
+                return True
+            chosen.pop()
+            for v, s in added:
+                del lanes[v][s]
+        return False
+
+    if not search(0) or chosen == pre_uses:
+        return None
+    return sorted([(k, k) for k in others] + list(zip(pre_uses, chosen)))
 
 
 def _value_input(op: Operand) -> bool:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from verilocc.pairing.alignment import (FunctionAlignment, Role, instruction_key, remat_ambiguous_keys,
-                                         whole_register_for_subregister)
+from verilocc.pairing.alignment import (FunctionAlignment, Role, instruction_key, paired_operands,
+                                         remat_ambiguous_keys, whole_register_for_subregister)
 from verilocc.analysis.operands import VReg, physreg_at
 from verilocc.analysis.vector_operands import takes_file
 from verilocc.errors import TargetError
@@ -126,13 +126,13 @@ def collect_homes(pre: Function, post: Function, alignment: FunctionAlignment,
 def _show_homes(out: Homes, b: int, post_index: int, pi: Instruction, qi: Instruction, post: Function,
                 classes: dict[VReg, RegisterClass], target: Target) -> None:
     """The homes a paired instruction shows, into `out`."""
-    for k, (po, qo) in enumerate(zip(pi.operands, qi.operands)):
+    for _, po, k, qo in paired_operands(pi, qi, post, classes):
         if po.kind != "reg" or qo.kind != "reg" or po.vreg is None or qo.phys is None:
             continue
         place = Place(post.file, post.name, b, post_index, qo.line, qo.column)
         phys = physreg_at(post, qo, qo.phys)
         cls = classes[po.vreg]
-        whole = whole_register_for_subregister(pi, po, qo, len(phys.units), cls.width_units)
+        whole = whole_register_for_subregister(pi, po, qo, len(phys.units), classes)
         home = home_of(phys, cls, "" if whole else po.subreg, target)
         if home is None:
             out.impossible.append((po.vreg, po.register_text, phys, place))

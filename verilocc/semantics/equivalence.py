@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from verilocc.pairing.alignment import FunctionAlignment, is_liveness_note, is_pure, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, is_liveness_note, is_pure, paired_operands, value_inputs
 from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg
@@ -312,7 +312,7 @@ class _BlockRun:
         pdefs: list[Operand] = []
         qdefs: list[Operand] = []
         discharged = self.eq.vf.discharged
-        for position, (po, qo) in enumerate(zip(pi.operands, qi.operands)):
+        for position, po, _, qo in paired_operands(pi, qi, self.eq.post, self.eq.vf.classes):
             if po.kind != "reg" or qo.kind != "reg" or po.is_noreg:
                 continue
             if po.is_def:

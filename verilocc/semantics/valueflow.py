@@ -53,7 +53,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from verilocc.pairing.alignment import (FunctionAlignment, is_pure, recipe_key, value_inputs,
+from verilocc.pairing.alignment import (FunctionAlignment, is_pure, paired_operands, recipe_key, value_inputs,
                                          whole_register_for_subregister)
 from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
@@ -346,7 +346,7 @@ class _Walker:
             self.error("operands", block, post_index, qi, None, f"`{qi.opcode}` has fewer operands than in the virtual program")
             return
         defs: list[tuple[Operand, Operand]] = []
-        for position, (po, qo) in enumerate(zip(pops, qops)):
+        for position, po, _, qo in paired_operands(pi, qi, self.c.post, self.c.classes):
             if po.kind != "reg":
                 continue
             if qo.kind != "reg" or qo.is_def != po.is_def:
@@ -406,7 +406,7 @@ class _Walker:
             lanes = self.c.lane_name(po, [t for t, _ in bad])
             what = ", ".join(held) if held else "no value of the virtual program"
             slots = [k for k, (t, u) in enumerate(zip(tags, units)) if (t, u) in bad]
-            anomaly = self.c.discharge(block, post_index, pi, qi, position, slots,
+            anomaly = self.c.discharge(block, post_index, pi, qo, position, slots,
                                        f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, "
                                        f"but it holds {what}") if pi is not None else None
             if anomaly is not None:
@@ -650,8 +650,7 @@ class ValueFlowChecker:
         `po` of `pi` reads: `units_of(qo)`, or the subregister's lanes of it where `qo` names
         the whole register (`whole_register_for_subregister`)."""
         units = self.units_of(qo)
-        if po.vreg is not None and whole_register_for_subregister(pi, po, qo, len(units),
-                                                                  self.classes[po.vreg].width_units):
+        if whole_register_for_subregister(pi, po, qo, len(units), self.classes):
             return tuple(units[slot] for _, slot in self.tags_of(po))  # type: ignore[index]
         return units
 
@@ -776,7 +775,7 @@ class ValueFlowChecker:
             self.anomalies.extend(walks[b].anomalies)
         return True
 
-    def discharge(self, block: int, post_index: int, pi: Instruction, qi: Instruction, position: int,
+    def discharge(self, block: int, post_index: int, pi: Instruction, qo: Operand, position: int,
                   slots: list[int], what: str) -> Anomaly | None:
         """Whether a wrong read of `slots` of operand `position` is harmless: the results of the
         instruction are the same whatever those slots hold (proved with its bit-precise
@@ -794,8 +793,7 @@ class ValueFlowChecker:
             return None
         pre_index = next((st.pre for st in self.alignment.steps.get(block, ())
                           if st.post == post_index and st.pre is not None), -1)
-        op = qi.operands[position]
-        return Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode, op.line, op.column, what)
+        return Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode, qo.line, qo.column, what)
 
     @property
     def discharged(self) -> dict[tuple[int, int, int], frozenset[int]]:
