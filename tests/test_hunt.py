@@ -143,6 +143,22 @@ def test_fast_sgpr_stage_deleting_a_subregister_copy_rejected() -> None:
     assert _verify("regallocfast-subreg-copy.llvm19.gfx90a").verdict is Verdict.VERIFIED  # greedy
 
 
+def test_fast_allocator_skipping_the_live_out_spill_after_a_subregister_implicit_def_rejected() -> None:
+    """`%4.sub0..sub2` computed, then `%4.sub3 = IMPLICIT_DEF` last in bb.0, %4 live into bb.1:
+    LLVM 19's fast allocator reloads %4 from a slot it never stored (docs/llvm-bugs.md)."""
+    stem = "regallocfast-implicit-def-live-out.llvm19.gfx900.fast"
+    post = (KNOWN / f"{stem}.post.mir").read_text()
+    assert "SI_SPILL_V128_RESTORE %stack.4," in post and "%stack.4, $sgpr32" not in post.replace(
+        "SI_SPILL_V128_RESTORE %stack.4, $sgpr32", "")
+    report = _verify(stem)
+    assert report.verdict is Verdict.REJECTED
+    first = _errors(report)[0]
+    assert first.kind == "wrong-value" and first.place.line == 151
+    assert "expecting %4.sub2" in first.message and "holds no value of the virtual program" in first.message
+    # The same program with the IMPLICIT_DEF before the last real def: llc stores %4, VERIFIED.
+    assert _verify("regallocfast-implicit-def-live-out.moved.llvm19.gfx900.fast").verdict is Verdict.VERIFIED
+
+
 def test_fast_sgpr_stage_subregister_copy_in_mir_from_llvm16() -> None:
     """The MIR reproducer: LLVM 22's fast SGPR stage deletes the three copies, LLVM 15 keeps them."""
     bad = _verify("regallocfast-subreg-copy.mir.llvm22.gfx90a.fast")

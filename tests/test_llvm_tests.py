@@ -361,3 +361,34 @@ def test_s_nop_uses_of_the_wrong_registers_rejected(nop: str) -> None:
     report = _two_uses(TWO_USES_NOP, nop)
     assert report.verdict is Verdict.REJECTED
     assert any(f.place.line == 101 for f in report.findings if f.severity == "error")
+
+
+# --- uses marked undef ------------------------------------------------------------------------
+
+UNDEF_USES = FIXTURES / "undef-uses" / "dead_bundle.llvm19.gfx900.fast"
+SAMPLED = "undef renamable $sgpr8_sgpr9_sgpr10_sgpr11_sgpr12_sgpr13_sgpr14_sgpr15, renamable $sgpr0_sgpr1_sgpr2_sgpr3, 1"
+
+
+def _undef_uses(old: str, new: str) -> Report:
+    post = UNDEF_USES.with_name(UNDEF_USES.name + ".post.mir").read_text()
+    assert old in post
+    return verify_modules(parse_module(post.replace(old, new, 1), "post.mir"),
+                          read_module(str(UNDEF_USES.with_name(UNDEF_USES.name + ".pre.mir"))), Options())
+
+
+@pytest.mark.parametrize("register", [
+    "$sgpr8_sgpr9_sgpr10_sgpr11_sgpr12_sgpr13_sgpr14_sgpr15",  # as llc writes it: not %3's home
+    "$sgpr20_sgpr21_sgpr22_sgpr23_sgpr24_sgpr25_sgpr26_sgpr27",  # %3.sub8_..._sub15 in its home
+])
+def test_undef_use_shows_no_home_verified(register: str) -> None:
+    """`undef %3.sub8_..._sub15` allocated to a register that is not %3's home
+    (tests/fixtures/undef-uses/README.md): VERIFIED, wherever it points."""
+    report = _undef_uses(SAMPLED, SAMPLED.replace("$sgpr8_sgpr9_sgpr10_sgpr11_sgpr12_sgpr13_sgpr14_sgpr15", register))
+    assert report.verdict is Verdict.VERIFIED, [f.message for f in report.findings]
+
+
+def test_defined_use_of_the_wrong_register_still_rejected() -> None:
+    """`V_CVT_U32_F32_e64 0, %1.sub0` reading %1.sub1's register: REJECTED at line 116."""
+    report = _undef_uses("V_CVT_U32_F32_e64 0, $sgpr4,", "V_CVT_U32_F32_e64 0, $sgpr5,")
+    assert report.verdict is Verdict.REJECTED
+    assert any(f.place.line == 116 for f in report.findings if f.severity == "error")

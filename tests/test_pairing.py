@@ -82,8 +82,8 @@ def _layer_findings(post: str, pre: str, layer: str) -> set[tuple[str, str]]:
 def _decoded(post: str, pre: str) -> list[object]:
     pre_fn = parse_module(pre, "pre.mir").functions[0]
     post_fn = parse_module(post, "post.mir").functions[0]
-    steps = align_functions(pre_fn, post_fn).steps[0]
-    return [decode(st, pre_fn.blocks[0], post_fn.blocks[0]) for st in steps]
+    alignment = align_functions(pre_fn, post_fn)
+    return [decode(st, pre_fn.blocks[0], post_fn.blocks[0], alignment.stack_pointers) for st in alignment.steps[0]]
 
 
 SEMANTIC_LAYERS = ("value-flow", "equivalence")
@@ -231,14 +231,17 @@ def test_decode_copy_of_undef_has_no_source() -> None:
     assert _report(post, pre).verdict is Verdict.VERIFIED
 
 
+SP = frozenset({"sgpr32"})
+
+
 def test_decode_roles_without_instructions_of_their_own() -> None:
     pre = parse_module(_pre(STORE.format(a="%2", v="%3")), "pre.mir").functions[0].blocks[0]
     post = parse_module(_post(STORE.format(a=ADDR, v="renamable $vgpr4")), "post.mir").functions[0].blocks[0]
-    assert isinstance(decode(Step(Role.DROPPED, 4, None), pre, post), Dropped)
-    assert isinstance(decode(Step(Role.ADDED, None, 2), pre, post), Added)
-    assert isinstance(decode(Step(Role.REMAT_ORIGIN, 3, None), pre, post), RematOrigin)
-    assert isinstance(decode(Step(Role.REMAT, None, 1), pre, post), RematCopy)
-    odd = decode(Step(Role.SPILL, None, 2), pre, post)  # a store is no spill code this decoder knows
+    assert isinstance(decode(Step(Role.DROPPED, 4, None), pre, post, SP), Dropped)
+    assert isinstance(decode(Step(Role.ADDED, None, 2), pre, post, SP), Added)
+    assert isinstance(decode(Step(Role.REMAT_ORIGIN, 3, None), pre, post, SP), RematOrigin)
+    assert isinstance(decode(Step(Role.REMAT, None, 1), pre, post, SP), RematCopy)
+    odd = decode(Step(Role.SPILL, None, 2), pre, post, SP)  # a store is no spill code this decoder knows
     assert isinstance(odd, Unsupported) and odd.reason == SPILL_CODE
 
 
@@ -246,14 +249,15 @@ def test_walk_block_calls_one_method_per_step_in_order() -> None:
     pre_text, post_text = CASES[1][1], CASES[1][2]
     pre_fn = parse_module(pre_text, "pre.mir").functions[0]
     post_fn = parse_module(post_text, "post.mir").functions[0]
-    steps = align_functions(pre_fn, post_fn).steps[0]
+    alignment = align_functions(pre_fn, post_fn)
+    steps = alignment.steps[0]
     calls: list[str] = []
 
     class Recorder:
         def __getattr__(self, name: str) -> object:
             return lambda s: calls.append(name)
 
-    walk_block(steps, pre_fn.blocks[0], post_fn.blocks[0], Recorder())  # type: ignore[arg-type]
+    walk_block(steps, pre_fn.blocks[0], post_fn.blocks[0], Recorder(), alignment.stack_pointers)  # type: ignore[arg-type]
     assert len(calls) == len(steps)
     assert calls.index("spill_to_slot") < calls.index("reload_from_slot")
     assert calls[-1] == "matched"  # S_ENDPGM
@@ -311,3 +315,25 @@ def test_rematerialised_loads_between_unrolled_groups_pair_every_instruction() -
     assert not [s for s in steps if s.role in (Role.ADDED, Role.DROPPED, Role.REMAT_ORIGIN)]
     assert sum(1 for s in steps if s.role is Role.REMAT) >= 3
     assert verify_modules(post, pre, Options()).verdict is Verdict.VERIFIED
+
+
+SPILLED = CASES[1][2]  # a spill to %stack.0 through `$sgpr32, 0` and its reload
+assert "stackPtrOffsetReg: '$sgpr32'" in SPILLED
+
+
+@pytest.mark.parametrize(("declared", "used", "right"), [
+    ("'$sp_reg'", "$sp_reg", True),  # LLVM's placeholder, as MIR tests declare it
+    (None, "$sp_reg", True),  # not declared: the field's default
+    ("'$sp_reg'", "$sgpr32", False),  # not the function's stack pointer
+    ("'$sgpr32'", "$sgpr33", False),
+])
+def test_spills_address_slots_by_the_functions_stack_pointer(declared: str | None, used: str, right: bool) -> None:
+    """A spill addresses its slot through `machineFunctionInfo.stackPtrOffsetReg`, offset 0;
+    through another register it is spill code verilocc does not model (and that register
+    holds no value here: REJECTED besides)."""
+    line = "  stackPtrOffsetReg: '$sgpr32'\n"
+    assert line in SPILLED
+    post = SPILLED.replace(line, f"  stackPtrOffsetReg: {declared}\n" if declared else "").replace("$sgpr32, 0", f"{used}, 0")
+    report = _report(post, CASES[1][1])
+    assert (report.verdict is Verdict.VERIFIED) is right, [f.message for f in report.findings]
+    assert any("slot is addressed by" in f.message for f in report.findings) is not right

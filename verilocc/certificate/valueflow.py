@@ -378,7 +378,7 @@ def valueflow_obligations(vf: ValueFlowChecker, pre: Function, post: Function,
         claim = f"bb.{b}: from its entry invariant every use reads its value and every successor's invariant holds"
         enc = _BlockEncoder(vf, b, vf.entry_states[b])
         try:
-            ps.walk_block(alignment.steps[b], pre_blocks[b], post_blocks[b], enc)
+            ps.walk_block(alignment.steps[b], pre_blocks[b], post_blocks[b], enc, alignment.stack_pointers)
             enc.close(vf.cfg.successors(b), vf.entry_states)
         except _Unsupported as e:
             uncovered.append(Uncovered(LAYER, post.name, claim, f"the certificate cannot state a {e}", b))

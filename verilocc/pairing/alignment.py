@@ -492,6 +492,17 @@ class FunctionAlignment:
     steps: dict[int, list[Step]]  # block number -> aligned steps
     missing_blocks: list[int]  # pre blocks absent from post
     extra_blocks: list[int]  # post blocks absent from pre
+    stack_pointers: frozenset[str]  # what the allocated program's spills may address slots by
+
+
+def stack_pointers(fn: Function) -> frozenset[str]:
+    """The registers (without `$`) through which a spill of `fn` addresses its stack slot:
+    LLVM's storeRegToStackSlot writes the function's stack pointer,
+    `machineFunctionInfo.stackPtrOffsetReg`: `$sgpr32` in code llc compiles from IR, LLVM's
+    placeholder `$sp_reg` in many MIR tests and where the file does not say (the field's
+    default)."""
+    declared = str(fn.machine_function_info.get("stackPtrOffsetReg") or "").strip("'\" ").lstrip("$")
+    return frozenset({declared or "sp_reg"})
 
 
 def align_functions(pre: Function, post: Function) -> FunctionAlignment:
@@ -506,4 +517,5 @@ def align_functions(pre: Function, post: Function) -> FunctionAlignment:
         steps=steps,
         missing_blocks=sorted(set(pre_blocks) - set(post_blocks)),
         extra_blocks=sorted(set(post_blocks) - set(pre_blocks)),
+        stack_pointers=stack_pointers(post),
     )

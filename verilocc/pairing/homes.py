@@ -125,9 +125,13 @@ def collect_homes(pre: Function, post: Function, alignment: FunctionAlignment,
 
 def _show_homes(out: Homes, b: int, post_index: int, pi: Instruction, qi: Instruction, post: Function,
                 classes: dict[VReg, RegisterClass], target: Target) -> None:
-    """The homes a paired instruction shows, into `out`."""
+    """The homes a paired instruction shows, into `out`. A use marked `undef` shows none: it
+    reads no value, and an allocator may name any register there (LLVM's fast allocator names
+    a free one, not the home of the virtual register's other values)."""
     for _, po, k, qo in paired_operands(pi, qi, post, classes):
         if po.kind != "reg" or qo.kind != "reg" or po.vreg is None or qo.phys is None:
+            continue
+        if not po.is_def and po.has("undef"):
             continue
         place = Place(post.file, post.name, b, post_index, qo.line, qo.column)
         phys = physreg_at(post, qo, qo.phys)

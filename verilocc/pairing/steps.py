@@ -215,24 +215,26 @@ def _decode_move(step: Step, ins: Instruction, pre_side: bool) -> DecodedStep:
     return kind(step, ins, regs[0], src, regs[1])
 
 
-def _slot_address_error(ins: Instruction, slot: Operand) -> str | None:
+def _slot_address_error(ins: Instruction, slot: Operand, stack_pointers: frozenset[str]) -> str | None:
     """Why a stack-slot spill does not address its slot the way LLVM writes it, or None.
 
     The slot is known by its frame index only, so the rest of the address must be what
     LLVM's storeRegToStackSlot/loadRegFromStackSlot give every spill at this point of the
-    pipeline: for VGPR/AGPR spills the stack pointer `$sgpr32` and offset 0 after the slot,
-    for SGPR spills nothing (the stack pointer is an implicit operand). Anything else would
-    reach other memory once frame indices are lowered."""
+    pipeline: for VGPR/AGPR spills the function's stack pointer (`alignment.stack_pointers`:
+    `$sgpr32` in code compiled from IR) and offset 0 after the slot, for SGPR spills nothing
+    (the stack pointer is an implicit operand). Anything else would reach other memory once
+    frame indices are lowered."""
     after = [o for o in ins.operands[ins.operands.index(slot) + 1:] if not (o.kind == "reg" and o.is_implicit)]
     shape = [(o.kind, o.phys if o.kind == "reg" else o.text) for o in after]
     if ins.opcode.startswith("SI_SPILL_S"):
         return None if not shape else f"an SGPR spill with operands after its slot ({', '.join(o.text for o in after)})"
-    if shape == [("reg", "sgpr32"), ("imm", "0")]:
+    if len(shape) == 2 and shape[0][0] == "reg" and shape[0][1] in stack_pointers and shape[1] == ("imm", "0"):
         return None
-    return f"the slot is addressed by `{', '.join(o.text for o in after)}`, not the stack pointer `$sgpr32, 0`"
+    sp = " or ".join(f"`${r}, 0`" for r in sorted(stack_pointers))
+    return f"the slot is addressed by `{', '.join(o.text for o in after)}`, not the stack pointer {sp}"
 
 
-def _decode_spill(step: Step, ins: Instruction) -> DecodedStep:
+def _decode_spill(step: Step, ins: Instruction, stack_pointers: frozenset[str]) -> DecodedStep:
     op = ins.opcode
     regs = _explicit_regs(ins)
     slot = next((o for o in ins.operands if o.kind == "stack"), None)
@@ -246,7 +248,7 @@ def _decode_spill(step: Step, ins: Instruction) -> DecodedStep:
         if op in ("SI_SPILL_S32_TO_VGPR", "V_WRITELANE_B32"):
             return SpillToLane(step, ins, src=regs[1], vgpr=regs[0], lane=int(imm.text))
         return RestoreFromLane(step, ins, dst=regs[0], vgpr=regs[1], lane=int(imm.text))
-    if slot is not None and (bad := _slot_address_error(ins, slot)):
+    if slot is not None and (bad := _slot_address_error(ins, slot, stack_pointers)):
         return Unsupported(step, ins, SPILL_CODE, bad)
     if slot is not None and regs and op.endswith("_SAVE"):
         return SpillToSlot(step, ins, src=regs[0], slot=slot_number(slot))
@@ -257,8 +259,9 @@ def _decode_spill(step: Step, ins: Instruction) -> DecodedStep:
     return Unsupported(step, ins, SPILL_CODE, "no stack slot or register operand")
 
 
-def decode(step: Step, pre: Block, post: Block) -> DecodedStep:
-    """What one aligned step means (see the module docstring)."""
+def decode(step: Step, pre: Block, post: Block, stack_pointers: frozenset[str]) -> DecodedStep:
+    """What one aligned step means (see the module docstring); `stack_pointers` are the
+    registers spills address their slots by (`FunctionAlignment.stack_pointers`)."""
     pre_ins = pre.instructions[step.pre] if step.pre is not None else None
     post_ins = post.instructions[step.post] if step.post is not None else None
     role = step.role
@@ -275,7 +278,7 @@ def decode(step: Step, pre: Block, post: Block) -> DecodedStep:
         return RematOrigin(step, pre_ins) if role is Role.REMAT_ORIGIN else Dropped(step, pre_ins)
     assert post_ins is not None
     if role is Role.SPILL:
-        return _decode_spill(step, post_ins)
+        return _decode_spill(step, post_ins, stack_pointers)
     return RematCopy(step, post_ins) if role is Role.REMAT else Added(step, post_ins)
 
 
@@ -314,7 +317,8 @@ def visit(visitor: StepVisitor, s: DecodedStep) -> None:
     getattr(visitor, _METHOD[type(s)])(s)
 
 
-def walk_block(steps: list[Step], pre: Block, post: Block, visitor: StepVisitor) -> None:
+def walk_block(steps: list[Step], pre: Block, post: Block, visitor: StepVisitor,
+               stack_pointers: frozenset[str]) -> None:
     """Decode a block's aligned steps in order and hand each to the visitor."""
     for st in steps:
-        visit(visitor, decode(st, pre, post))
+        visit(visitor, decode(st, pre, post, stack_pointers))

@@ -204,7 +204,8 @@ class CalleeSavedChecker:
                 state = {u: frozenset({u}) for u in candidates} if b == self.cfg.entry else _meet(preds)
                 entry[b] = state
                 walker = _Walker(self, b, dict(state), report=False)
-                ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
+                ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker,
+                              self.alignment.stack_pointers)
                 if out.get(b) != walker.s:
                     out[b] = walker.s
                     changed = True
@@ -213,7 +214,8 @@ class CalleeSavedChecker:
         if report:
             for b in order:
                 walker = _Walker(self, b, dict(entry[b]), report=True)
-                ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
+                ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker,
+                              self.alignment.stack_pointers)
 
     def run(self) -> list[Finding]:
         info = self.post.header.get("machineFunctionInfo") or {}

@@ -639,7 +639,7 @@ class EquivalenceChecker:
             if b not in self.alignment.steps or b not in self.vf.entry_states:
                 continue
             run = _BlockRun(self, b, self.vf.entry_states[b])
-            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], run)
+            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], run, self.alignment.stack_pointers)
             qb = post_blocks[b]
             last = qb.instructions[-1] if qb.instructions else None
             run.close(self.vf.entry_states, self.cfg.successors(b), last, len(qb.instructions) - 1)

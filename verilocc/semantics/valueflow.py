@@ -755,7 +755,7 @@ class ValueFlowChecker:
             state = State() if b == self.cfg.entry or not preds else meet(preds)
             entry_state[b] = state
             walker = _Walker(self, b, state.copy(), report=report)
-            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker)
+            ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker, self.alignment.stack_pointers)
             walks[b] = walker
             new = walker.s
             old = out_state.get(b)
@@ -808,7 +808,7 @@ class ValueFlowChecker:
         pre_blocks, post_blocks, _ = self._blocks()
         walker = _Walker(self, block, self.entry_states[block].copy(), report=False)
         for st in self.alignment.steps[block]:
-            decoded = ps.decode(st, pre_blocks[block], post_blocks[block])
+            decoded = ps.decode(st, pre_blocks[block], post_blocks[block], self.alignment.stack_pointers)
             yield decoded, walker.s, False
             ps.visit(walker, decoded)
             yield decoded, walker.s, True
