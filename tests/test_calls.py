@@ -109,13 +109,52 @@ def test_the_sgpr_rule_follows_the_llvm_version() -> None:
     assert any("$sgpr4" in f or "$sgpr5" in f for f in findings), findings
 
 
+def _with_mask(mask: str) -> tuple[Verdict, list[str]]:
+    """call.llvm19.gfx90a with its calls through `mask` instead of `csr_amdgpu_gfx90ainsts`."""
+    post = (CALLS / "call.llvm19.gfx90a.post.mir").read_text().replace("csr_amdgpu_gfx90ainsts", mask)
+    pre = (CALLS / "call.llvm19.gfx90a.pre.mir").read_text().replace("csr_amdgpu_gfx90ainsts", mask)
+    report = verify_modules(parse_module(post, "a.mir"), parse_module(pre, "b.mir"), Options())
+    return report.verdict, [f"{f.layer}/{f.kind}: {f.message}" for f in report.findings if f.severity != "warning"]
+
+
 def test_an_unknown_register_mask_is_unknown() -> None:
-    text = (CALLS / "call.llvm19.gfx90a.post.mir").read_text()
-    other = text.replace("csr_amdgpu_gfx90ainsts", "CustomRegMask($vgpr40)")
-    pre_text = (CALLS / "call.llvm19.gfx90a.pre.mir").read_text().replace("csr_amdgpu_gfx90ainsts", "CustomRegMask($vgpr40)")
-    report = verify_modules(parse_module(other, "a.mir"), parse_module(pre_text, "b.mir"), Options())
-    assert report.verdict is Verdict.UNKNOWN
-    assert any("CustomRegMask" in f.message for f in report.findings)
+    verdict, findings = _with_mask("csr_amdgpu_future")
+    assert verdict is Verdict.UNKNOWN
+    assert any("csr_amdgpu_future" in f for f in findings), findings
+
+
+def _custom_mask(without: str = "") -> str:
+    """`CustomRegMask(...)` listing, as LLVM prints one, every 32-bit register
+    `csr_amdgpu_gfx90ainsts` preserves (but `without`)."""
+    known = regmask("csr_amdgpu_gfx90ainsts", False)
+    assert known is not None
+    names = [f"{p}{i}" for p, n in (("sgpr", 106), ("vgpr", 256), ("agpr", 256)) for i in range(n)]
+    listed = [n for n in names if known.preserves(parse_physreg(n)) and n != without]
+    return "CustomRegMask(" + ",".join(f"${n}" for n in listed) + ")"
+
+
+def test_custom_register_mask_preserves_the_registers_it_lists() -> None:
+    """callee_fn keeps an argument in $vgpr42 across its call: VERIFIED through a custom mask
+    listing $vgpr42, REJECTED through the same mask without it."""
+    verdict, findings = _with_mask(_custom_mask())
+    assert verdict is Verdict.VERIFIED, findings
+    verdict, findings = _with_mask(_custom_mask(without="vgpr42"))
+    assert verdict is Verdict.REJECTED
+    assert any(f.startswith("constraints/interference") and "clobbers $vgpr42" in f for f in findings), findings
+
+
+def test_custom_register_mask_reads() -> None:
+    mask = regmask("CustomRegMask($sgpr60,$sgpr62,$sgpr60_sgpr61,$vgpr40_lo16)", True)
+    assert mask is not None
+    assert mask.preserves(parse_physreg("sgpr60")) and mask.preserves(parse_physreg("sgpr62"))
+    # a listed tuple whose member is not listed: not preserved
+    assert not mask.preserves(parse_physreg("sgpr61")) and not mask.preserves(parse_physreg("sgpr60_sgpr61"))
+    assert mask.preserves(parse_physreg("vgpr40_lo16")) and not mask.preserves(parse_physreg("vgpr40"))
+    assert mask.preserves(parse_physreg("exec")) and mask.preserves(parse_physreg("mode"))
+    empty = regmask("CustomRegMask()", True)
+    assert empty is not None and not empty.preserves(parse_physreg("exec"))
+    assert regmask("CustomRegMask(sgpr60)", True) is None  # not a register as MIR writes one
+    assert regmask("CustomRegMask($sgpr999)", True) is None
 
 
 def test_register_masks() -> None:
@@ -133,7 +172,7 @@ def test_register_masks() -> None:
     assert gfx is not None and gfx.preserves(parse_physreg("sgpr4")) and not gfx.preserves(parse_physreg("sgpr32"))
     for mask in (old, new, gfx90a, gfx):
         assert mask.preserves(parse_physreg("exec")) and not mask.preserves(parse_physreg("vcc"))
-    assert regmask("CustomRegMask($vgpr0)", True) is None
+    assert regmask("csr_amdgpu_future", True) is None
     high = regmask("csr_amdgpu_highregs", True)  # LLVM 13 and 14
     assert high is not None and high.preserves(parse_physreg("sgpr32")) and not high.preserves(parse_physreg("sgpr31"))
     assert not high.preserves(parse_physreg("agpr32"))

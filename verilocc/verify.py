@@ -385,7 +385,8 @@ def unsupported_constructs(fn: Function, calls: bool = True) -> list[Finding]:
 
     A bundle that `executed` left closed reads all its inputs before any of its defs where
     running its instructions in turn would not, which the layers do not model; a call whose
-    register mask is not known here (`analysis.calls` models the `csr_amdgpu*` ones) clobbers
+    register mask is not known here (`analysis.calls` models the `csr_amdgpu*` ones and
+    `CustomRegMask(...)`) clobbers
     registers the layers cannot name (with `calls`). A proof through either would not be a
     proof.
     """

@@ -16,8 +16,8 @@ their own for calls:
 - constraints: a virtual register live across the call in a clobbered register interferes
   with the call's definition of that register.
 
-A mask this module does not know (`CustomRegMask(...)`, a new `csr_*` list) is left as it is
-and the verifier reports the call as not modelled (UNKNOWN).
+A mask `target.regmasks` does not know (a new `csr_*` list) is left as it is and the verifier
+reports the call as not modelled (UNKNOWN); `CustomRegMask(...)` preserves what it lists.
 
 A call runs under the lanes $exec has on, and a function returns to its caller with the $exec
 it was called with, though LLVM's `SI_CALL` and `SI_RETURN` do not say so. Each call and each

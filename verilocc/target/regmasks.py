@@ -19,6 +19,11 @@ which picks the `_GFX90AInsts` variant where the subtarget has AGPRs as callee-s
   stripes and s32-s105; s30/s31 hold the return address and are clobbered) and
   `csr_amdgpu_highregs_with_agprs` (plus a32-a255).
 - AGPRs 32-255 are preserved by the `_gfx90ainsts` masks.
+- `CustomRegMask($sgpr60,$sgpr62)` lists the registers whose bit the mask sets (MIR's
+  printer writes every one): a call through it preserves the lanes of the listed 32-bit and
+  16-bit registers. A listed tuple adds nothing its listed members do not (LLVM sets a tuple's
+  bit only where its members' are set), so a tuple that is listed while one of its members is
+  not never makes that member preserved.
 - EXEC and MODE are preserved by the calling convention whatever the mask says (the callee
   returns with the caller's EXEC; AMDGPUUsage, "Call Convention"): they are added to every
   mask that preserves anything.
@@ -29,6 +34,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from verilocc.errors import TargetError
 from verilocc.target.registers import PhysReg, parse_physreg
 
 _VGPR_STRIPES = tuple(range(start, start + 8) for start in range(40, 256, 16))
@@ -60,6 +66,8 @@ def regmask(name: str, sgpr_striped: bool) -> RegMask | None:
     """The mask `name` as llc prints it (case-insensitive), or None for a mask not known here
     (a call through it is then not modelled)."""
     key = name.lower()
+    if key.startswith("customregmask(") and key.endswith(")"):
+        return _custom(key)
     agprs = key.endswith(("_gfx90ainsts", "_with_agprs"))
     base = key.removesuffix("_gfx90ainsts").removesuffix("_with_agprs")
     units: set[int] = set()
@@ -79,4 +87,25 @@ def regmask(name: str, sgpr_striped: bool) -> RegMask | None:
         units |= _units("agpr", _AGPR_CSR)
     for special in _ALWAYS:
         units |= set(parse_physreg(special).units)
+    return RegMask(key, frozenset(units))
+
+
+def _custom(key: str) -> RegMask | None:
+    """`customregmask($sgpr60,$sgpr62)` (lower case): see the module docstring."""
+    units: set[int] = set()
+    for item in key[len("customregmask("):-1].split(","):
+        reg = item.strip()
+        if not reg:
+            continue
+        if not reg.startswith("$"):
+            return None
+        try:
+            phys = parse_physreg(reg[1:])
+        except TargetError:
+            return None
+        if len(phys.units) <= 2:  # one 32-bit register or a 16-bit half of one
+            units |= set(phys.units)
+    if units:
+        for special in _ALWAYS:
+            units |= set(parse_physreg(special).units)
     return RegMask(key, frozenset(units))
