@@ -337,3 +337,18 @@ def test_spills_address_slots_by_the_functions_stack_pointer(declared: str | Non
     report = _report(post, CASES[1][1])
     assert (report.verdict is Verdict.VERIFIED) is right, [f.message for f in report.findings]
     assert any("slot is addressed by" in f.message for f in report.findings) is not right
+
+
+@pytest.mark.parametrize(("constant", "verdict"), [(7, Verdict.VERIFIED), (8, Verdict.REJECTED)])
+def test_constant_in_a_physical_register_of_the_virtual_program_is_paired(constant: int, verdict: Verdict) -> None:
+    """`renamable $sgpr6 = S_MOV_B32 7` in the virtual program (as LLVM's MIR test
+    `inflate-reg-class-vgpr-mfma-to-av.mir` writes its SGPRs) is an instruction of the program,
+    paired with its allocated copy, not a constant the allocator rematerialised and dropped."""
+    pre = _pre("renamable $sgpr6 = S_MOV_B32 7", "%4:vgpr_32 = V_ADD_U32_e32 $sgpr6, %3, implicit $exec",
+               STORE.format(a="%2", v="%4"))
+    post = _post(f"renamable $sgpr6 = S_MOV_B32 {constant}",
+                 "renamable $vgpr5 = V_ADD_U32_e32 $sgpr6, $vgpr4, implicit $exec", STORE.format(a=ADDR, v="renamable $vgpr5"))
+    report = _report(post, pre)
+    assert report.verdict is verdict, [f.message for f in report.findings]
+    steps = _decoded(post, pre)
+    assert sum(isinstance(s, Matched) and s.pre.opcode == "S_MOV_B32" for s in steps) == (constant == 7)

@@ -386,13 +386,27 @@ def _backtrack(trace: list[list[int]], offset: int, n: int, m: int) -> list[tupl
     return pairs
 
 
+def _fixed_def(ins: Instruction) -> tuple[object, ...] | None:
+    """The instruction key and physical register of an instruction with one explicit def, of a
+    physical register; None for any other."""
+    defs = [op for op in ins.operands if op.kind == "reg" and op.is_def and not op.is_implicit]
+    if len(defs) != 1 or defs[0].phys is None:
+        return None
+    return (*instruction_key(ins), defs[0].phys)
+
+
 def align_block(pre: list[Instruction], post: list[Instruction],
                 known_keys: set[tuple[object, ...]] | None = None) -> list[Step]:
     """Pair the real instructions of two versions of one block; keep program order."""
     pre_real = [i for i, ins in enumerate(pre) if ins.opcode not in MOVE_OPCODES and not is_constant_def(ins, False)]
+    # A constant the virtual program writes to a physical register (`renamable $sgpr0 =
+    # S_MOV_B32 0`, as some MIR tests write it) is an instruction of the program, not a value
+    # the allocator may rematerialise: its allocated copy is paired like any real instruction.
+    fixed = {_fixed_def(pre[i]) for i in pre_real} - {None}
     post_real = [
         i for i, ins in enumerate(post)
-        if ins.opcode not in MOVE_OPCODES and not is_spill_code(ins) and not is_constant_def(ins, True)
+        if ins.opcode not in MOVE_OPCODES and not is_spill_code(ins)
+        and (not is_constant_def(ins, True) or (fixed and _fixed_def(ins) in fixed))
     ]
     a = [instruction_key(pre[i]) for i in pre_real]
     b = [instruction_key(post[i]) for i in post_real]
