@@ -352,3 +352,19 @@ def test_constant_in_a_physical_register_of_the_virtual_program_is_paired(consta
     assert report.verdict is verdict, [f.message for f in report.findings]
     steps = _decoded(post, pre)
     assert sum(isinstance(s, Matched) and s.pre.opcode == "S_MOV_B32" for s in steps) == (constant == 7)
+
+
+def test_constant_rematerialised_into_a_register_the_program_also_writes_is_not_paired_with_it() -> None:
+    """The virtual program writes `$vgpr6 = V_MOV_B32_e32 7` (a fixed register, as a call
+    argument is) and `%4 = V_MOV_B32_e32 7`; the allocator rematerialises %4 into $vgpr6 first
+    and spills it (`renamable $vgpr6 = V_MOV_B32_e32 7`, as LLVM's fast allocator does beside a
+    call). Only the unmarked copy is the program's instruction: VERIFIED."""
+    pre = _pre("%4:vgpr_32 = V_MOV_B32_e32 7, implicit $exec", "$vgpr6 = V_MOV_B32_e32 7, implicit $exec",
+               STORE.format(a="%2", v="$vgpr6"), STORE.format(a="%2", v="%4"))
+    post = _post("renamable $vgpr6 = V_MOV_B32_e32 7, implicit $exec",
+                 "SI_SPILL_V32_SAVE $vgpr6, %stack.0, $sgpr32, 0, implicit $exec :: (store (s32) into %stack.0, addrspace 5)",
+                 "$vgpr6 = V_MOV_B32_e32 7, implicit $exec", STORE.format(a=ADDR, v="$vgpr6"),
+                 "renamable $vgpr5 = SI_SPILL_V32_RESTORE %stack.0, $sgpr32, 0, implicit $exec :: (load (s32) from %stack.0, addrspace 5)",
+                 STORE.format(a=ADDR, v="renamable $vgpr5"))
+    report = _report(post, pre)
+    assert report.verdict is Verdict.VERIFIED, [f.message for f in report.findings]

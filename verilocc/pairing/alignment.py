@@ -388,9 +388,12 @@ def _backtrack(trace: list[list[int]], offset: int, n: int, m: int) -> list[tupl
 
 def _fixed_def(ins: Instruction) -> tuple[object, ...] | None:
     """The instruction key and physical register of an instruction with one explicit def, of a
-    physical register; None for any other."""
+    physical register marked `renamable`; None for any other. (Without the mark the allocated
+    copy is not rematerialisable anyway, and a `renamable` def of that register with that key
+    may be a virtual register's value rematerialised into it: `renamable $vgpr0 = V_MOV_B32_e32
+    0` beside a call argument `$vgpr0 = V_MOV_B32_e32 0`.)"""
     defs = [op for op in ins.operands if op.kind == "reg" and op.is_def and not op.is_implicit]
-    if len(defs) != 1 or defs[0].phys is None:
+    if len(defs) != 1 or defs[0].phys is None or not defs[0].has("renamable"):
         return None
     return (*instruction_key(ins), defs[0].phys)
 
@@ -399,9 +402,10 @@ def align_block(pre: list[Instruction], post: list[Instruction],
                 known_keys: set[tuple[object, ...]] | None = None) -> list[Step]:
     """Pair the real instructions of two versions of one block; keep program order."""
     pre_real = [i for i, ins in enumerate(pre) if ins.opcode not in MOVE_OPCODES and not is_constant_def(ins, False)]
-    # A constant the virtual program writes to a physical register (`renamable $sgpr0 =
-    # S_MOV_B32 0`, as some MIR tests write it) is an instruction of the program, not a value
-    # the allocator may rematerialise: its allocated copy is paired like any real instruction.
+    # A constant the virtual program writes to a physical register it marks renamable
+    # (`renamable $sgpr0 = S_MOV_B32 0`, as some MIR tests write it) is an instruction of the
+    # program, not a value the allocator may rematerialise: its allocated copy is paired like
+    # any real instruction.
     fixed = {_fixed_def(pre[i]) for i in pre_real} - {None}
     post_real = [
         i for i, ins in enumerate(post)
