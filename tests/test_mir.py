@@ -117,3 +117,31 @@ def test_printer_keeps_def_of_an_output_among_the_operands() -> None:
     again = parse_module(print_module(module))
     ins = next(i for b in again.functions[0].blocks for i in b.instructions if i.opcode == "INLINEASM")
     assert [op.is_def for op in ins.operands if op.kind == "reg"] == [True, False]
+
+
+def test_operand_def_and_implicit_follow_its_flags() -> None:
+    # `is_def` and `is_implicit` are attributes the layers read without a call: every way an
+    # operand gets or changes its flags (the parser, an assignment, `replace`, a copy, pickle)
+    # must leave them true to the flags.
+    import copy
+    import dataclasses
+    import pickle
+
+    fn = parse_module(SNIPPET, "s.mir").functions[0]
+    ops = [op for b in fn.blocks for ins in b.instructions for op in ins.operands if op.kind == "reg"]
+    kinds = {(op.is_def, op.is_implicit) for op in ops}
+    assert {(True, False), (False, False), (False, True)} <= kinds
+    for op in ops:
+        assert op.is_def == bool(op.flags & {"def", "implicit-def"})
+        assert op.is_implicit == bool(op.flags & {"implicit", "implicit-def"})
+    use = next(op for op in ops if not op.is_def and not op.is_implicit)
+    use.flags = use.flags | {"implicit-def"}
+    assert use.is_def and use.is_implicit and use.has("implicit-def")
+    use.flags = use.flags - {"implicit-def"}
+    assert not use.is_def and not use.is_implicit and not use.has("implicit-def")
+    made = dataclasses.replace(use, flags=frozenset({"def"}))
+    assert made.is_def and not made.is_implicit and not use.is_def
+    for again in (copy.deepcopy(made), pickle.loads(pickle.dumps(made))):
+        assert again == made and again.is_def and again.flags == frozenset({"def"})
+    assert dataclasses.asdict(made)["flags"] == frozenset({"def"})
+    assert "is_def" not in repr(made) and made == dataclasses.replace(made)

@@ -80,6 +80,11 @@ class Operand:
     llt: str | None = None  # low-level type annotation `(s32)`, `(p4)`
     flags: frozenset[str] = frozenset()
     tied_def: int | None = None  # `(tied-def N)` on a use operand
+    # Also plain attributes, not fields, set whenever `flags` is (`_set_flags`): a def
+    # (`def`, `implicit-def`) and an implicit operand. The layers read them hundreds of
+    # thousands of times on a large kernel.
+    is_def: bool = field(init=False, repr=False, compare=False)
+    is_implicit: bool = field(init=False, repr=False, compare=False)
 
     @property
     def is_reg(self) -> bool:
@@ -90,19 +95,11 @@ class Operand:
         return self.kind == "reg" and self.vreg is None and self.phys is None
 
     @property
-    def is_def(self) -> bool:
-        return not _DEF_FLAGS.isdisjoint(self.flags)
-
-    @property
-    def is_implicit(self) -> bool:
-        return not _IMPLICIT_FLAGS.isdisjoint(self.flags)
-
-    @property
     def is_virtual(self) -> bool:
         return self.vreg is not None
 
     def has(self, flag: str) -> bool:
-        return flag in self.flags
+        return flag in self._flags
 
     @property
     def register_text(self) -> str:
@@ -114,6 +111,21 @@ class Operand:
         else:
             base = "$noreg"
         return f"{base}.{self.subreg}" if self.subreg else base
+
+
+def _get_flags(self: Operand) -> frozenset[str]:
+    return self._flags
+
+
+def _set_flags(self: Operand, flags: frozenset[str]) -> None:
+    self._flags = flags
+    self.is_def = not _DEF_FLAGS.isdisjoint(flags)
+    self.is_implicit = not _IMPLICIT_FLAGS.isdisjoint(flags)
+
+
+# `flags` is read and written as the field it is; writing it keeps `is_def` and
+# `is_implicit` true to it (the generated `__init__` writes it too).
+Operand.flags = property(_get_flags, _set_flags)  # type: ignore[assignment]
 
 
 @dataclass

@@ -405,12 +405,19 @@ def align_block(pre: list[Instruction], post: list[Instruction],
     # A constant the virtual program writes to a physical register it marks renamable
     # (`renamable $sgpr0 = S_MOV_B32 0`, as some MIR tests write it) is an instruction of the
     # program, not a value the allocator may rematerialise: its allocated copy is paired like
-    # any real instruction.
-    fixed = {_fixed_def(pre[i]) for i in pre_real} - {None}
+    # any real instruction. (Those keys are gathered when an allocated constant def first asks.)
+    fixed: set[tuple[object, ...] | None] | None = None
+
+    def claimed(ins: Instruction) -> bool:
+        nonlocal fixed
+        if fixed is None:
+            fixed = {_fixed_def(pre[i]) for i in pre_real} - {None}
+        return bool(fixed) and _fixed_def(ins) in fixed
+
     post_real = [
         i for i, ins in enumerate(post)
         if ins.opcode not in MOVE_OPCODES and not is_spill_code(ins)
-        and (not is_constant_def(ins, True) or (fixed and _fixed_def(ins) in fixed))
+        and (not is_constant_def(ins, True) or claimed(ins))
     ]
     a = [instruction_key(pre[i]) for i in pre_real]
     b = [instruction_key(post[i]) for i in post_real]

@@ -289,9 +289,17 @@ class _Walker:
                recipe: tuple[tuple[object, ...], tuple[Tag, ...]] | None) -> None:
         for t in tags:
             self.forget_tag(t)
-        self.clobber(units)
-        for t, u in zip(tags, units):
-            self.set_loc(u, frozenset({t}))
+        if len(set(units)) == len(units):
+            # `clobber(units)` and then each unit its tag, in one write per unit (the tags
+            # were just forgotten: no unit holds one of them).
+            lanes, n = self.s.lanes, len(tags)
+            for k, u in enumerate(units):
+                self.set_loc(u, frozenset({tags[k]}) if k < n else frozenset())
+                lanes.pop(u, None)
+        else:
+            self.clobber(units)
+            for t, u in zip(tags, units):
+                self.set_loc(u, frozenset({t}))
         for p, t in enumerate(tags):
             self.s.undef_fixed.discard(t)
             if t[0] != "$":
@@ -752,7 +760,9 @@ class ValueFlowChecker:
             b = work.pop(0)
             queued.discard(b)
             preds = [out_state[p] for p in self.cfg.predecessors(b) if p in out_state]
-            state = State() if b == self.cfg.entry or not preds else meet(preds)
+            # One predecessor: its out state is the entry state itself, not a copy (no walker
+            # changes a state once its walk is over; the walker below walks a copy).
+            state = State() if b == self.cfg.entry or not preds else preds[0] if len(preds) == 1 else meet(preds)
             entry_state[b] = state
             walker = _Walker(self, b, state.copy(), report=report)
             ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker, self.alignment.stack_pointers)

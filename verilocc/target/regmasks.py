@@ -85,9 +85,7 @@ def regmask(name: str, sgpr_striped: bool) -> RegMask | None:
         return None
     if agprs:
         units |= _units("agpr", _AGPR_CSR)
-    for special in _ALWAYS:
-        units |= set(parse_physreg(special).units)
-    return RegMask(key, frozenset(units))
+    return _with_always(key, units)
 
 
 def _custom(key: str) -> RegMask | None:
@@ -105,7 +103,12 @@ def _custom(key: str) -> RegMask | None:
             return None
         if len(phys.units) <= 2:  # one 32-bit register or a 16-bit half of one
             units |= set(phys.units)
-    if units:
-        for special in _ALWAYS:
-            units |= set(parse_physreg(special).units)
+    return _with_always(key, units) if units else RegMask(key, frozenset())
+
+
+def _with_always(key: str, units: set[int]) -> RegMask:
+    """The mask `key` preserving `units` and the registers every mask that preserves
+    anything preserves (`_ALWAYS`)."""
+    for special in _ALWAYS:
+        units |= set(parse_physreg(special).units)
     return RegMask(key, frozenset(units))
