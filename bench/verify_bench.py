@@ -8,7 +8,7 @@ One run prints, measured in child processes (`--repeat` times each, medians):
 1. gfx90a/fa_d128_kv4 (2,481 instructions, the largest corpus kernel for gfx90a):
    `verilocc verify POST --pre PRE` (all layers) beside
    `llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx90a -run-pass=none -verify-machineinstrs POST`:
-   wall and CPU seconds, peak resident memory (from wait4), their ratios, and where
+   wall and CPU seconds, peak resident memory (GNU time's, `GNU_TIME`), their ratios, and where
    verilocc's time goes (seconds per layer, from its own `--timings` JSON);
 2. a size sweep over corpus kernels of 100 to 2,600 instructions, the same two commands:
    a table of seconds and microseconds per instruction, the exponent of a power-law fit
@@ -70,23 +70,35 @@ class Run:
         self.out = runs[-1][3]
 
 
+# Linux records, when a process calls exec, the peak resident size of the memory the new
+# program replaces, so a command started from this process reports at least this process's own
+# size (tens of MiB once the sweep has read its kernels). GNU time, a small process, starts the
+# command itself and reports the command's own peak; without it, wait4's figure is given.
+GNU_TIME = Path("/usr/bin/time")
+
+
 def measure(cmd: list[str], repeat: int, tree: Path = ROOT) -> Run:
-    """Wall seconds, CPU seconds (user + system) and peak RSS in MiB of `cmd`, `repeat` times,
-    with the verilocc of `tree` (this checkout by default)."""
+    """Wall seconds, CPU seconds (user + system, the command's children included) and peak RSS
+    in MiB of `cmd`, `repeat` times, with the verilocc of `tree` (this checkout by default)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(tree)
     runs = []
     for _ in range(repeat):
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=tree)
-        assert proc.stdout is not None
-        out = proc.stdout.read().decode()
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1, 3):
-            sys.exit(f"{' '.join(cmd)}: exit {code}")
-        runs.append((wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, out))
+        with tempfile.TemporaryDirectory() as tmp:
+            peak = Path(tmp) / "peak_kib"
+            full = [str(GNU_TIME), "-f", "%M", "-o", str(peak), *cmd] if GNU_TIME.exists() else cmd
+            start = time.perf_counter()
+            proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=tree)
+            assert proc.stdout is not None
+            out = proc.stdout.read().decode()
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - start
+            code = os.waitstatus_to_exitcode(status)
+            if code not in (0, 1, 3):
+                sys.exit(f"{' '.join(cmd)}: exit {code}")
+            # GNU time writes "Command exited with non-zero status N" first when it is not 0.
+            kib = int(peak.read_text().split()[-1]) if GNU_TIME.exists() else usage.ru_maxrss
+        runs.append((wall, usage.ru_utime + usage.ru_stime, kib / 1024.0, out))
     return Run(runs)
 
 
