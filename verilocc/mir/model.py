@@ -80,9 +80,9 @@ class Operand:
     llt: str | None = None  # low-level type annotation `(s32)`, `(p4)`
     flags: frozenset[str] = frozenset()
     tied_def: int | None = None  # `(tied-def N)` on a use operand
-    # Also plain attributes, not fields, set whenever `flags` is (`_set_flags`): a def
-    # (`def`, `implicit-def`) and an implicit operand. The layers read them hundreds of
-    # thousands of times on a large kernel.
+    # A def (`def`, `implicit-def`) and an implicit operand: fields that `__init__` does not
+    # take, left out of repr and comparisons, set whenever `flags` is (`_set_flags`). The
+    # layers read them hundreds of thousands of times on a large kernel.
     is_def: bool = field(init=False, repr=False, compare=False)
     is_implicit: bool = field(init=False, repr=False, compare=False)
 

@@ -289,17 +289,12 @@ class _Walker:
                recipe: tuple[tuple[object, ...], tuple[Tag, ...]] | None) -> None:
         for t in tags:
             self.forget_tag(t)
-        if len(set(units)) == len(units):
-            # `clobber(units)` and then each unit its tag, in one write per unit (the tags
-            # were just forgotten: no unit holds one of them).
-            lanes, n = self.s.lanes, len(tags)
-            for k, u in enumerate(units):
-                self.set_loc(u, frozenset({tags[k]}) if k < n else frozenset())
-                lanes.pop(u, None)
-        else:
-            self.clobber(units)
-            for t, u in zip(tags, units):
-                self.set_loc(u, frozenset({t}))
+        # `clobber(units)` and then each unit its tag, in one write per unit: the units of a
+        # register are distinct, and the tags were just forgotten (no unit holds one of them).
+        lanes, n = self.s.lanes, len(tags)
+        for k, u in enumerate(units):
+            self.set_loc(u, frozenset({tags[k]}) if k < n else frozenset())
+            lanes.pop(u, None)
         for p, t in enumerate(tags):
             self.s.undef_fixed.discard(t)
             if t[0] != "$":
