@@ -37,10 +37,10 @@ from verilocc.analysis.cfg import CFG
 from verilocc.analysis.operands import VReg
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction, Operand
-from verilocc.semantics.ops import Semantics, Z3Semantics, has_side_effects, reads_memory
+from verilocc.semantics.ops import Semantics, has_side_effects, reads_memory
 from verilocc.semantics.terms import ToZ3
 from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
-from verilocc.smt.solver import DEFAULT_RLIMIT, Answer, check_z3_terms
+from verilocc.smt.solver import Answer, check_z3_terms
 from verilocc.target import RegisterClass, Target
 
 LAYER = "equivalence"
@@ -59,19 +59,19 @@ def by_repr(tags: frozenset[Tag]) -> list[Tag]:
     return got
 
 
-def _distinct(pending: list[tuple[Obligation, Any]]) -> list[tuple[Obligation, Any]]:
-    """The obligations of Python terms without repeats: of those in one block whose lanes
-    pair the same terms (hash-consed: the same objects), only the first, which has the least
-    line of them (a block's obligations are made in the order of its lines), so the formula,
-    and the finding a failure of it gives, are the same. (`_BlockRun.close` leaves out the
-    repeats within one edge; here go those across edges and instructions.)"""
+def _distinct(pending: list[Obligation]) -> list[Obligation]:
+    """The obligations without repeats: of those in one block whose lanes pair the same terms
+    (hash-consed: the same objects), only the first, which has the least line of them (a
+    block's obligations are made in the order of its lines), so the formula, and the finding
+    a failure of it gives, are the same. (`_BlockRun.close` leaves out the repeats within one
+    edge; here go those across edges and instructions.)"""
     seen: set[tuple[int, tuple[tuple[int, int], ...]]] = set()
-    out: list[tuple[Obligation, Any]] = []
-    for ob, f in pending:
+    out: list[Obligation] = []
+    for ob in pending:
         key = (ob.place.block, tuple((id(a), id(b)) for a, b in zip(ob.lhs, ob.rhs) if a is not b))
         if key not in seen:
             seen.add(key)
-            out.append((ob, f))
+            out.append(ob)
     return out
 
 
@@ -164,22 +164,16 @@ class _BlockRun:
 
     def representative(self, tags: frozenset[Tag]) -> Any | None:
         """The entry value of a location that holds `tags`: the tags are equal, so assume it.
-        (With Python terms, once per set of tags: again, it would make the same assumptions.)"""
-        fast = not self.eq.in_z3
-        if fast and tags in self._represented:
+        (Once per set of tags: again, it would make the same assumptions.)"""
+        if tags in self._represented:
             return self._represented[tags]
         defined = [t for t in by_repr(tags) if self.entry.is_defined(t)]
-        if not defined:
-            if fast:
-                self._represented[tags] = None
-            return None
-        first = self.pentry_value(defined[0])
+        first = self.pentry_value(defined[0]) if defined else None
         for t in defined[1:]:
             other = self.pentry_value(t)
             if other is not None and not self.eq.sem.same(other, first):
                 self.assumptions.append(self.eq.sem.equal(other, first))
-        if fast:
-            self._represented[tags] = first
+        self._represented[tags] = first
         return first
 
     def entry_alike(self, loc: object) -> frozenset[Tag]:
@@ -463,10 +457,8 @@ class _BlockRun:
             # pairs are untouched by the block: the allocated program did not write loc, the
             # virtual program did not redefine t, and `qget(loc)` would be `pentry_value(t)`
             # (`entry_alike`). Their two sides are one term, so they are counted as discharged
-            # by identity without making it (when the terms are z3's, every one is made, as
-            # that construction requires). The memos of `pget` and `qget` are read inline.
+            # by identity without making it. The memos of `pget` and `qget` are read inline.
             eq, pget, qget = self.eq, self.pget, self.qget
-            fast = not eq.in_z3
             pv_set, undef_tags, q_set, written = self.pv, self.undef_tags, self.qv, self.written
             out_defined, out_undef_fixed, held = out.defined, out.undef_fixed, target.locs
             # An obligation whose two terms an earlier one of this edge already pairs is that
@@ -479,7 +471,7 @@ class _BlockRun:
                 tags = held.get(loc)
                 if tags is None:
                     tags = frozenset({("$", loc)}) if isinstance(loc, int) else frozenset()
-                alike = self.entry_alike(loc) if fast and loc not in written else frozenset()
+                alike = self.entry_alike(loc) if loc not in written else frozenset()
                 for t in by_repr(tags):
                     if not ((t[0] == "$" and t not in out_undef_fixed) or t in out_defined):
                         continue
@@ -495,13 +487,12 @@ class _BlockRun:
                     qv = q_set.get(loc)
                     if qv is None:
                         qv = qget(loc)
-                    if fast:
-                        if pv is qv:  # `oblige` would discharge it by identity
-                            eq.made += 1
-                            eq.identical += 1
-                            continue
-                        if eq.repeats(paired, pv, qv):
-                            continue
+                    if pv is qv:  # `oblige` would discharge it by identity
+                        eq.made += 1
+                        eq.identical += 1
+                        continue
+                    if eq.repeats(paired, pv, qv):
+                        continue
                     eq.oblige(place, self.edge_text, [pv], [qv], s, loc, t)
             # The recipes value flow gives at s's entry (used there instead of fresh symbols)
             # must hold here too, or they would be unproved assumptions.
@@ -525,7 +516,7 @@ class _BlockRun:
                                 qv = self.new_junk()
                             else:
                                 self.fresh += 1  # junk is numbered as if each lane made one
-                                if fast and pv is not qv and eq.repeats(paired, pv, qv):
+                                if pv is not qv and eq.repeats(paired, pv, qv):
                                     continue
                             self.eq.oblige(place, self.lane_text, [pv], [qv], s, k[0], loc, t)
 
@@ -533,19 +524,11 @@ class _BlockRun:
 class EquivalenceChecker:
     def __init__(self, pre: Function, post: Function, target: Target, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, cfg: CFG, vf: ValueFlowChecker | None = None,
-                 timeout_s: float = 60.0, seed: int = 0, in_z3: bool = False) -> None:
-        # Terms are Python terms, and z3 and its context are made only when an obligation
-        # needs the solver (`decide`); with `in_z3`, every term is a z3 term from the start
-        # (`Z3Semantics`), the construction whose model a counterexample reports. A fresh
-        # context either way: no state shared between runs, same bytes out.
-        self.in_z3 = in_z3
+                 timeout_s: float = 60.0, seed: int = 0) -> None:
+        # Terms are Python terms; z3 and a fresh context are made only when an obligation
+        # needs the solver (`decide`): no state shared between runs, same bytes out.
         self.z3: Any = None
         self.ctx: Any = None
-        if in_z3:
-            import z3
-
-            self.z3 = z3
-            self.ctx = z3.Context()
         self.classes = classes
         self.pre = pre
         self.post = post
@@ -556,13 +539,13 @@ class EquivalenceChecker:
             vf = ValueFlowChecker(pre, post, classes, alignment, cfg)
             vf.fixed_point()
         self.vf = vf
-        self.sem = Z3Semantics(self.z3, self.ctx) if in_z3 else Semantics()
+        self.sem = Semantics()
         self.timeout_s = timeout_s
         self.seed = seed
-        self.obligations: list[Obligation] = []  # those not discharged by identity (all, `in_z3`)
+        self.obligations: list[Obligation] = []  # those not discharged by identity
         self.identical = 0  # obligations discharged by identity
         self.made = 0  # obligations made
-        self.repeated = 0  # obligations of Python terms not recorded: an earlier one is the same
+        self.repeated = 0  # obligations not recorded: an earlier one is the same
         self._classes: dict[int, dict[Tag, Tag]] = {}
         self._find: dict[int, Any] = {}
         self.assumptions: list[Any] = []  # `Semantics.equal` of terms assumed equal
@@ -619,7 +602,7 @@ class EquivalenceChecker:
         """Count an obligation lhs == rhs; whether it is discharged by identity here (with
         Python terms: the same terms lane by lane), so that it need not be recorded."""
         self.made += 1
-        if not self.in_z3 and len(lhs) == len(rhs) and all(a is b for a, b in zip(lhs, rhs)):
+        if len(lhs) == len(rhs) and all(a is b for a, b in zip(lhs, rhs)):
             self.identical += 1
             return True
         return False
@@ -644,55 +627,35 @@ class EquivalenceChecker:
             last = qb.instructions[-1] if qb.instructions else None
             run.close(self.vf.entry_states, self.cfg.successors(b), last, len(qb.instructions) - 1)
             self.assumptions.extend(run.assumptions)
-        if not self.decide():
-            # z3 did not prove the obligations: the counterexample (or the unknown) reported is
-            # the one of z3 terms made as the executor makes them. Run again that way.
-            again = EquivalenceChecker(self.pre, self.post, self.target, self.classes, self.alignment, self.cfg,
-                                       vf=self.vf, timeout_s=self.timeout_s, seed=self.seed, in_z3=True)
-            again.run()
-            self.__dict__.update(again.__dict__)
+        self.decide()
         return self.findings
 
-    def decide(self) -> bool:
-        """Decide the obligations that identity did not discharge; findings for those that
-        fail. False when Python terms went to z3 and z3 did not prove them: then the caller
-        runs again with z3 terms (`in_z3`) for the counterexample."""
-        pending: list[tuple[Obligation, Any]] = []
+    def decide(self) -> None:
+        """Decide the obligations that identity did not discharge: findings for those that
+        fail, or an unknown finding when z3 answers neither way."""
+        pending: list[Obligation] = []
         for ob in self.obligations:
             if len(ob.lhs) != len(ob.rhs):
                 self.findings.append(Finding("not-equivalent", LAYER, ob.place,
                                              f"bb.{ob.place.block}: {ob.what}: the programs pass {len(ob.lhs)} and {len(ob.rhs)} lanes"))
                 continue
-            pending.append((ob, None))
-        if self.in_z3:
-            z3 = self.z3
-            found = pending
-            pending = []
-            for ob, _ in found:
-                diff = [(a, b) for a, b in zip(ob.lhs, ob.rhs) if not a.eq(b)]
-                if not diff:
-                    self.identical += 1
-                    continue
-                pending.append((ob, z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]))
-            assumptions = self.assumptions
+            pending.append(ob)
         self.stats.update({"obligations": self.made, "discharged_by_identity": self.identical,
                            "sent_to_solver": len(pending) + self.repeated})
         if not pending:
-            return True
-        if not self.in_z3:
-            import z3
+            return
+        import z3
 
-            self.z3 = z3
-            self.ctx = z3.Context()
-            to_z3 = ToZ3(z3, self.ctx)
-            translated: list[tuple[Obligation, Any]] = []
-            for ob, _ in _distinct(pending):
-                lhs, rhs = [to_z3(t) for t in ob.lhs], [to_z3(t) for t in ob.rhs]
-                diff = [(a, b) for a, b, x, y in zip(lhs, rhs, ob.lhs, ob.rhs) if x is not y]
-                f = z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]
-                translated.append((Obligation(ob.place, ob.what_parts, lhs, rhs), f))
-            pending = translated
-            assumptions = [to_z3(a) == to_z3(b) for a, b in dict.fromkeys(self.assumptions)]
+        self.z3 = z3
+        self.ctx = z3.Context()
+        to_z3 = ToZ3(z3, self.ctx)
+        translated: list[tuple[Obligation, Any]] = []
+        for ob in _distinct(pending):
+            lhs, rhs = [to_z3(t) for t in ob.lhs], [to_z3(t) for t in ob.rhs]
+            diff = [(a, b) for a, b, x, y in zip(lhs, rhs, ob.lhs, ob.rhs) if x is not y]
+            f = z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]
+            translated.append((Obligation(ob.place, ob.what_parts, lhs, rhs), f))
+        assumptions = [to_z3(a) == to_z3(b) for a, b in dict.fromkeys(self.assumptions)]
         from verilocc.semantics.interpretation import RandomInterpretation
 
         # Opcodes are uninterpreted, so one interpretation under which the assumptions hold
@@ -701,27 +664,18 @@ class EquivalenceChecker:
         # values depend on the terms only, not on how they were made.
         for attempt in range(3):
             interp = RandomInterpretation(z3, f"{self.seed}/{attempt}")
-            if interp.holds(assumptions) and self.report_failures(pending, interp.value):
+            if interp.holds(assumptions) and self.report_failures(translated, interp.value):
                 self.stats["refuted_by"] = "random interpretation"
-                return True
-        self.query = [*assumptions, z3.Not(z3.And([f for _, f in pending]))]
-        if not self.in_z3:
-            # Only unsat is taken from here; anything else is decided again with z3 terms and
-            # the full limits. A proof needs little (a few thousand of z3's resource units for
-            # the corpus), a refutation may need millions (about a million per second): this
-            # first try stops at 1/200 of the limit.
-            outcome, value = check_z3_terms(z3, self.ctx, self.query, timeout_s=self.timeout_s,
-                                            rlimit=DEFAULT_RLIMIT // 200, seed=self.seed)
-            return outcome.answer is Answer.UNSAT
+                return
+        self.query = [*assumptions, z3.Not(z3.And([f for _, f in translated]))]
         outcome, value = check_z3_terms(z3, self.ctx, self.query, timeout_s=self.timeout_s, seed=self.seed)
         if outcome.answer is Answer.UNSAT:
-            return True
+            return
         if value is None:
             self.findings.append(Finding("solver", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
                                          f"z3 could not decide equivalence: {outcome.reason}", severity="unknown"))
-            return True
-        self.report_failures(pending, value)
-        return True
+            return
+        self.report_failures(translated, value)
 
     def report_failures(self, pending: list[tuple[Obligation, Any]],
                         value: Callable[[Any], int | bool | None]) -> bool:

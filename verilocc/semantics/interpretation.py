@@ -32,7 +32,6 @@ class RandomInterpretation:
         return all(self.value(t) is True for t in terms)
 
     def value(self, term: Any) -> int | bool | None:
-        z3 = self.z3
         stack = [term]
         while stack:
             t = stack[-1]

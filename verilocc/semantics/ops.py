@@ -76,7 +76,7 @@ class OpKey:
 class Semantics:
     """Builds the terms of one instruction's results: hash-consed Python terms
     (`verilocc.semantics.terms`), in which two terms are the same term exactly when they are
-    the same object. `Z3Semantics` builds the same terms as z3 terms."""
+    the same object."""
 
     def __init__(self, terms: TermTable | None = None) -> None:
         self.terms = terms if terms is not None else TermTable()
@@ -160,56 +160,3 @@ class Semantics:
         if op in _PURE_MOVES and len(inputs) >= 1 and len(inputs[0]) == width and not others:
             return [list(inputs[0])]
         return None
-
-
-class Z3Semantics(Semantics):
-    """The same terms built directly as z3 terms in one context, each when the executor asks
-    for it. The equivalence layer builds them so when it needs z3's own model of a failing
-    proof (`EquivalenceChecker`): z3's choice of a model depends on the order in which the
-    terms were made, so the counterexample of a run is the one this construction gives."""
-
-    def __init__(self, z3: Any, ctx: Any) -> None:
-        super().__init__()
-        self.z3 = z3
-        self.ctx = ctx
-        self.lane = z3.BitVecSort(LANE_BITS, ctx)
-        self.token_sort = z3.BitVecSort(TOKEN_BITS, ctx)
-        self._funcs: dict[tuple[str, int], Any] = {}
-
-    def lane_const(self, name: str) -> Any:
-        """A 16-bit symbol, without z3py's argument checks (hot: one per input lane)."""
-        z3 = self.z3
-        sym = z3.Z3_mk_string_symbol(self.ctx.ref(), name)
-        return z3.BitVecRef(z3.Z3_mk_const(self.ctx.ref(), sym, self.lane.ast), self.ctx)
-
-    def token_const(self, name: str) -> Any:
-        return self.z3.Const(name, self.token_sort)
-
-    def const(self, v: int) -> Any:
-        return self.z3.BitVecVal(v, LANE_BITS, self.ctx)
-
-    def fn_const(self, name: str, bits: int) -> Any:
-        return self.z3.Const(name, self.lane if bits == LANE_BITS else self.token_sort)
-
-    def fn_app(self, name: str, args: tuple[Any, ...], bits: int) -> Any:
-        """f(args) without z3py's per-argument sort checks (all arguments are lanes built
-        here, so the sorts are right by construction)."""
-        z3 = self.z3
-        key = (name, len(args))
-        f = self._funcs.get(key)
-        if f is None:
-            f = self._funcs[key] = z3.Function(name, *([self.lane] * len(args)),
-                                               self.lane if bits == LANE_BITS else self.token_sort)
-        arr = (z3.Ast * len(args))()
-        for i, a in enumerate(args):
-            arr[i] = a.as_ast()
-        return z3.BitVecRef(z3.Z3_mk_app(self.ctx.ref(), f.ast, len(args), arr), self.ctx)
-
-    def extract(self, high: int, low: int, t: Any) -> Any:
-        return self.z3.Extract(high, low, t)
-
-    def same(self, a: Any, b: Any) -> bool:
-        return bool(a.eq(b))
-
-    def equal(self, a: Any, b: Any) -> Any:
-        return a == b

@@ -7,7 +7,7 @@ for a structure it has seen), and two terms are the same term exactly when they 
 object. Only the obligations that are not discharged that way, and the assumptions they rest
 on, are translated into z3 (`ToZ3`), where z3's own hash-consing gives one z3 term per
 structure: the translation of a term is the z3 term the same construction would have made
-directly, so the query z3 decides and a certificate prints is the one z3 terms would give.
+directly.
 
 The term language is the executor's (`verilocc.semantics.ops`): 16-bit and 64-bit symbols,
 bit-vector constants, applications of uninterpreted functions over 16-bit lanes, and
