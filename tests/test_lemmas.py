@@ -2,8 +2,8 @@
 
 Every file is current (regenerating gives the same text), and every `(check-sat)` in it
 answers unsat with z3 and with cvc5, each through its own SMT-LIB parser. Deliberately wrong
-variants of lemmas answer sat, so these tests can fail. cvc5 needs about two minutes for
-membership_gfx908 (the AV classes' disjunctions of 512 registers), seconds for the others.
+variants of lemmas answer sat, so these tests can fail. cvc5 needs about a minute for
+membership_gfx908 (the AV classes' 512 registers), seconds for the others.
 """
 
 from __future__ import annotations
@@ -110,14 +110,20 @@ def test_wrong_lane_convention_is_sat() -> None:
 
 
 def test_wrong_membership_is_sat() -> None:
-    # Forget the even alignment of 64-bit VGPR tuples on gfx90a: odd pairs are not members.
+    # A class's two checks (every listed unit is a member; no other unit is) each catch their
+    # own error in the constraint of 64-bit VGPR tuples on gfx90a, which must be even.
     text = (LEMMAS / "membership_gfx90a.smt2").read_text()
     start = text.index("(push 1)", text.index("vreg_64_align2"))
-    body = "(set-logic QF_LIA)\n" + text[start: text.index("(pop 1)", start)] + "(pop 1)\n"
-    assert _both(body) == (["unsat"], ["unsat"])
-    wrong = body.replace("(= (mod (- x 1000) 4) 0)", "(= (mod (- x 1000) 2) 0)")
-    assert wrong != body
-    assert _both(wrong) == (["sat"], ["sat"])
+    body = "(set-logic QF_LIA)\n" + text[start: text.index("(pop 1)\n(pop 1)", start)] + "(pop 1)\n(pop 1)\n"
+    assert _both(body) == (["unsat", "unsat"], ["unsat", "unsat"])
+    # Forget the alignment: odd pairs would be members.
+    lax = body.replace("(= (mod (- u 1000) 4) 0)", "(= (mod (- u 1000) 2) 0)")
+    assert lax != body
+    assert _both(lax) == (["unsat", "sat"], ["unsat", "sat"])
+    # Demand too much: half of the even pairs would not be members.
+    strict = body.replace("(= (mod (- u 1000) 4) 0)", "(= (mod (- u 1000) 8) 0)")
+    assert strict != body
+    assert _both(strict) == (["sat", "unsat"], ["sat", "unsat"])
 
 
 def test_wrong_compose_is_sat() -> None:
