@@ -17,8 +17,10 @@ One run prints, measured in child processes (`--repeat` times each, medians):
 3. start-up: `verilocc --version`, `verilocc verify --help` and verifying
    examples/gfx90a/vadd (29 instructions);
 4. with `--compare DIR` (another checkout, e.g. the main branch): the fa_d128_kv4, tuple and
-   vadd verifications, `--version` and `verify --help` of both, measured in turn, run by run, so
-   that a change is measured against what it changes under the same load;
+   vadd verifications, a wrong allocation (the tuple pair's `clobber-def` mutant of the findings
+   snapshot: one definition writes another register; REJECTED), `--version` and `verify --help`
+   of both, measured in turn, run by run, so that a change is measured against what it changes
+   under the same load;
 5. fuzzing (`bench/batch_bench.py`): the same `verilocc fuzz` chunk with 1 and 2 local worker
    processes and on a Dask LocalCluster of 2 workers, examples per second; the three must
    print the same summary (the same examples and verdicts).
@@ -58,6 +60,22 @@ SMALL = ROOT / "examples" / "gfx90a" / "vadd"
 # partly defined, spilled to VGPR lanes; locations that hold many values known equal.
 TUPLES = ROOT / "tests" / "fixtures" / "fidelity" / "tuple-allocation-failure.llvm14.gfx908"
 FUZZ_SEED = 139763
+
+
+def wrong_tuples(out: Path) -> Path:
+    """The tuple pair's post file with the findings snapshot's `clobber-def` mutant
+    (scripts/findings_snapshot.py: the same operator and seed), written to `out`."""
+    import random
+
+    from verilocc.fuzz.mutations import OPERATORS
+    from verilocc.mir.printer import print_module
+
+    name = f"fixtures/{TUPLES.relative_to(ROOT / 'tests' / 'fixtures').as_posix()}"
+    mutant = OPERATORS["clobber-def"](read_module(Path(f"{TUPLES}.post.mir")), random.Random(f"{name}/clobber-def/0"))
+    assert mutant is not None
+    path = out / "tuples-clobber-def.post.mir"
+    path.write_text(print_module(mutant.module))
+    return path
 
 
 class Run:
@@ -214,8 +232,15 @@ def compare(other: Path, repeat: int) -> None:
     print("| command | before wall s | before CPU s | before MiB | now wall s | now CPU s | now MiB |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     small = pair_cmd(SMALL)
+    with tempfile.TemporaryDirectory(prefix="verilocc-bench-") as tmp:
+        _compare_rows(other, repeat, small, wrong_tuples(Path(tmp)))
+
+
+def _compare_rows(other: Path, repeat: int, small: list[str], wrong: Path) -> None:
     for label, cmd in ((f"verify {HEADLINE}", verify_cmd(HEADLINE)), ("verify examples/gfx90a/vadd", small),
                        (f"verify {TUPLES.name}", pair_cmd(TUPLES)),
+                       (f"verify {TUPLES.name}, its clobber-def mutant (REJECTED)",
+                        [sys.executable, "-m", "verilocc", "verify", str(wrong), "--pre", f"{TUPLES}.pre.mir"]),
                        ("--version", [sys.executable, "-m", "verilocc", "--version"]),
                        ("verify --help", [sys.executable, "-m", "verilocc", "verify", "--help"])):
         runs: dict[Path, list[Run]] = {other: [], ROOT: []}

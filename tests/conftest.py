@@ -102,3 +102,10 @@ def have(tool: str) -> bool:
 @pytest.fixture
 def tmp_copy(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `slow` run first (otherwise in the order collected): with two workers
+    (`make test`), a test of minutes that starts last keeps one worker busy after the other
+    has finished."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
