@@ -2,7 +2,7 @@
 
 Every file is current (regenerating gives the same text), and every `(check-sat)` in it
 answers unsat with z3 and with cvc5, each through its own SMT-LIB parser. Deliberately wrong
-variants of lemmas answer sat, so these tests can fail. cvc5 needs about a minute for
+variants of lemmas answer sat, so these tests can fail. cvc5 needs about 40 s for
 membership_gfx908 (the AV classes' 512 registers), seconds for the others.
 """
 
