@@ -675,7 +675,12 @@ class EquivalenceChecker:
             self.findings.append(Finding("solver", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
                                          f"z3 could not decide equivalence: {outcome.reason}", severity="unknown"))
             return
-        self.report_failures(translated, value)
+        if not self.report_failures(translated, value):
+            # A sat answer whose model fails no obligation is a solver or translation fault:
+            # the claim is neither proved nor refuted.
+            self.findings.append(Finding("solver", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
+                                         "z3 answered sat, but no obligation fails under its model",
+                                         severity="unknown"))
 
     def report_failures(self, pending: list[tuple[Obligation, Any]],
                         value: Callable[[Any], int | bool | None]) -> bool:
