@@ -44,6 +44,9 @@ class Encoding:
         self.hard: list[z3.BoolRef] = []
         self.r: dict[VReg, z3.ArithRef] = {}
         self.f: dict[VReg, z3.ArithRef | int] = {}
+        self._twice: dict[VReg, z3.ArithRef] = {}
+        self._at: dict[tuple[VReg, int], z3.ArithRef] = {}
+        self._numerals: dict[int, z3.BitVecRef] = {}
         for v, val in p.values.items():
             if not val.allowed:
                 raise NoRegister(v)
@@ -113,8 +116,45 @@ class Encoding:
             return code in self.p.values[side.vreg].allowed and var == code
         return fa == fb
 
-    def slot_of(self, s: Side) -> z3.ArithRef | int:
-        return 2 * self.r[s.vreg] if s.vreg is not None else s.slot
+    def at(self, s: Side, k: int) -> z3.ArithRef | int:
+        """The 16-bit slot `k` slots above the side's first: ``2 * r_v + k``, made once per
+        value and `k` (the term repeats in every conflict of the value), or a number for a
+        fixed side."""
+        if s.vreg is None:
+            return s.slot + k
+        got = self._at.get((s.vreg, k))
+        if got is None:
+            twice = self._twice.get(s.vreg)
+            if twice is None:
+                twice = self._twice[s.vreg] = 2 * self.r[s.vreg]
+            got = self._at[(s.vreg, k)] = twice + k
+        return got
+
+    def _compare(self, op: str, x: z3.ArithRef | int, y: z3.ArithRef | int) -> z3.BoolRef:
+        """`x op y` as z3's operators make it (a number on the left is the right operand of
+        the mirrored operator), without their coercion of each argument."""
+        import z3
+
+        if isinstance(x, int) and isinstance(y, int):
+            return z3.BoolVal(x <= y if op == "<=" else x != y if op == "!=" else x == y, self.ctx)
+        if isinstance(x, int):
+            x, y, op = y, x, ">=" if op == "<=" else op
+        ref = self.ctx.ref()
+        b = self._numeral(y) if isinstance(y, int) else y
+        pair = (x.as_ast(), b.as_ast())  # type: ignore[union-attr]
+        if op == "!=":
+            made = z3.Z3_mk_distinct(ref, 2, (z3.Ast * 2)(*pair))
+        else:
+            made = {"<=": z3.Z3_mk_bvsle, ">=": z3.Z3_mk_bvsge, "==": z3.Z3_mk_eq}[op](ref, *pair)
+        return z3.BoolRef(made, self.ctx)
+
+    def _numeral(self, n: int) -> z3.BitVecRef:
+        import z3
+
+        got = self._numerals.get(n)
+        if got is None:
+            got = self._numerals[n] = z3.BitVecVal(n, _BITS, self.ctx)
+        return got
 
     def disjoint(self, a: Side, am: int, b: Side, bm: int, waiver: tuple[int, int] | None = None) -> z3.BoolRef | None:
         import z3
@@ -122,17 +162,18 @@ class Encoding:
         same = self.same_file(a, b)
         if same is False:
             return None
-        ta, tb = self.slot_of(a), self.slot_of(b)
+        at, ctx = self.at, self.ctx
         parts: list[z3.BoolRef] = []
         for s1, l1 in lane_runs(am):
             for s2, l2 in lane_runs(bm):
                 if s1 % 2 == 0 and s2 % 2 == 0 and l1 == 2 and l2 == 2:
-                    parts.append(_ne(ta, s1, tb, s2, self.ctx))
+                    parts.append(self._compare("!=", at(a, s1), at(b, s2)))
                 else:
-                    parts.append(z3.Or(_le(ta, s1 + l1, tb, s2, self.ctx), _le(tb, s2 + l2, ta, s1, self.ctx)))
-        body = z3.And(parts) if len(parts) > 1 else parts[0]
+                    parts.append(_or([self._compare("<=", at(a, s1 + l1), at(b, s2)),
+                                      self._compare("<=", at(b, s2 + l2), at(a, s1))], ctx))
+        body = _and(parts, ctx) if len(parts) > 1 else parts[0]
         if waiver is not None:
-            body = z3.Or(body, _eq(ta, waiver[0], tb, waiver[1], self.ctx))
+            body = _or([body, self._compare("==", at(a, waiver[0]), at(b, waiver[1]))], ctx)
         return body if same is True else z3.Implies(same, body)
 
     def pinned(self, placed: Mapping[VReg, tuple[int, int]]) -> z3.BoolRef:
@@ -174,7 +215,7 @@ class Encoding:
         same = self.same_file(dst, src)
         if same is False:
             return None
-        eq = (self.slot_of(dst) + doff) == (self.slot_of(src) + soff)
+        eq = self.at(dst, doff) == self.at(src, soff)
         if isinstance(eq, bool):
             return None
         return eq if same is True else z3.And(same, eq)
@@ -218,22 +259,15 @@ def _member(r: z3.ArithRef, idxs: tuple[int, ...]) -> z3.BoolRef:
     return z3.And(parts) if len(parts) > 1 else parts[0]  # type: ignore[return-value]
 
 
-def _ne(ta: z3.ArithRef | int, s1: int, tb: z3.ArithRef | int, s2: int, ctx: z3.Context) -> z3.BoolRef:
+# z3.Or and z3.And coerce and check their arguments each time, which costs as much as the rest of
+# a disjointness constraint; these make the same terms from arguments that are Boolean z3 terms.
+def _or(args: list[z3.BoolRef], ctx: z3.Context) -> z3.BoolRef:
     import z3
 
-    e = (ta + s1) != (tb + s2)
-    return z3.BoolVal(e, ctx) if isinstance(e, bool) else e
+    return z3.BoolRef(z3.Z3_mk_or(ctx.ref(), len(args), (z3.Ast * len(args))(*(a.as_ast() for a in args))), ctx)
 
 
-def _eq(ta: z3.ArithRef | int, ka: int, tb: z3.ArithRef | int, kb: int, ctx: z3.Context) -> z3.BoolRef:
+def _and(args: list[z3.BoolRef], ctx: z3.Context) -> z3.BoolRef:
     import z3
 
-    e = (ta + ka) == (tb + kb)
-    return z3.BoolVal(e, ctx) if isinstance(e, bool) else e
-
-
-def _le(ta: z3.ArithRef | int, ka: int, tb: z3.ArithRef | int, kb: int, ctx: z3.Context) -> z3.BoolRef:
-    import z3
-
-    e = (ta + ka) <= (tb + kb)
-    return z3.BoolVal(e, ctx) if isinstance(e, bool) else e
+    return z3.BoolRef(z3.Z3_mk_and(ctx.ref(), len(args), (z3.Ast * len(args))(*(a.as_ast() for a in args))), ctx)

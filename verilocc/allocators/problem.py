@@ -20,7 +20,7 @@ from verilocc.analysis.calls import expand_calls, sgpr_striped
 from verilocc.analysis.cfg import build_cfg
 from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.liveness import Effect, Liveness, compute_liveness
-from verilocc.analysis.operands import VReg, function_limits, vreg_classes
+from verilocc.analysis.operands import VReg, vreg_classes
 from verilocc.analysis.usage import highest_registers
 from verilocc.errors import TargetError
 from verilocc.mir.model import Function
@@ -131,6 +131,27 @@ class Problem:
     copies: list[tuple[Side, int, Side, int, int]]  # (dst, dst slot offset, src, src offset, slots)
     fixed_top: dict[int, int]  # file code -> highest fixed register index + 1
     pressure: dict[str, int]  # lower bounds: "vector", "sgpr", "vgpr" (VGPR-only values) live at once
+    _graph: tuple[dict[VReg, list[Neighbour]], dict[VReg, list[tuple[Side, int, int]]]] | None = field(
+        default=None, init=False, repr=False, compare=False)
+
+    def graph(self) -> tuple[dict[VReg, list[Neighbour]], dict[VReg, list[tuple[Side, int, int]]]]:
+        """Each value's conflicts as neighbours, and its copy partners (with my slot offset and
+        theirs); made once per problem, read only."""
+        if self._graph is None:
+            adj: dict[VReg, list[Neighbour]] = {v: [] for v in self.values}
+            for a, am, b, bm, waiver in self.conflicts:
+                if a.vreg is not None:
+                    adj[a.vreg].append((b, am, bm, waiver))
+                if b.vreg is not None:
+                    adj[b.vreg].append((a, bm, am, None if waiver is None else (waiver[1], waiver[0])))
+            partners: dict[VReg, list[tuple[Side, int, int]]] = {v: [] for v in self.values}
+            for dst, doff, src, soff, _ in self.copies:
+                if dst.vreg is not None:
+                    partners[dst.vreg].append((src, doff, soff))
+                if src.vreg is not None:
+                    partners[src.vreg].append((dst, soff, doff))
+            self._graph = (adj, partners)
+        return self._graph
 
 
 def allocation_budget(fn: Function, target: Target, waves: int | None = None) -> Limits:
@@ -199,20 +220,22 @@ def build_problem(fn: Function, target: Target, budget: Limits | None = None) ->
         budget = allocation_budget(fn, target)
     values: dict[VReg, Value] = {}
     used = {op.vreg for b in fn.blocks for ins in b.instructions for op in ins.operands if op.vreg is not None}
+    of_class: dict[RegisterClass, dict[int, tuple[int, ...]]] = {}  # what a class allows depends on it alone
     for v in sorted(used, key=vreg_key):
         cls = classes[v]
         half = cls.width_units == 1
         if cls.width_units % 2 and not (half and cls.files == frozenset({RegFile.VGPR})):
             raise Unsupported(f"%{v} has the 16-bit class {cls.name}; 16-bit register classes other than "
                               "VGPR halves are not supported")
-        allowed: dict[int, list[int]] = {}
-        for m in cls.members(target):
-            loc = locate(m) if not half else locate_low_half(m)
-            if loc is None or register_problem(m, cls, target, budget) is not None:
-                continue
-            allowed.setdefault(loc[0].code, []).append(loc[1])
-        values[v] = Value(v, cls, max(1, cls.width_units // 2),
-                          {k: tuple(sorted(set(x))) for k, x in sorted(allowed.items())}, half)
+        if cls not in of_class:
+            allowed: dict[int, list[int]] = {}
+            for m in cls.members(target):
+                loc = locate(m) if not half else locate_low_half(m)
+                if loc is None or register_problem(m, cls, target, budget) is not None:
+                    continue
+                allowed.setdefault(loc[0].code, []).append(loc[1])
+            of_class[cls] = {k: tuple(sorted(set(x))) for k, x in sorted(allowed.items())}
+        values[v] = Value(v, cls, max(1, cls.width_units // 2), dict(of_class[cls]), half)
     # Calls clobber what their register masks do not preserve, as the verifier reads them; the
     # registers a callee clobbers are not registers this function uses (`_fixed_top`).
     called = expand_calls(fn, target, sgpr_striped(fn))
@@ -262,12 +285,22 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> t
             seen.add(key)
             out.append(key)
 
-    def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
-        if isinstance(side, VirtualLanes):
-            return [(Side(side.vreg), side.slots)]
-        return _phys_sides(side.units)
+    made: dict[VirtualLanes | FixedUnits, list[tuple[Side, int]]] = {}
 
+    def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
+        got = made.get(side)
+        if got is None:
+            got = made[side] = ([(Side(side.vreg), side.slots)] if isinstance(side, VirtualLanes)
+                                else _phys_sides(side.units))
+        return got
+
+    facts: set[tuple[VirtualLanes | FixedUnits, VirtualLanes | FixedUnits, tuple[int, int] | None]] = set()
     for fact in interferences(fn, liveness):
+        # A fact repeated (a value defined again, lane by lane, while another is live) adds nothing.
+        said = (fact.defined, fact.other, fact.identity)
+        if said in facts:
+            continue
+        facts.add(said)
         defined, other = sides(fact.defined), sides(fact.other)
         # An identity names a fixed side by its lowest unit: its one run in a register file.
         waiver = fact.identity if len(defined) == 1 and len(other) == 1 else None
@@ -325,20 +358,20 @@ def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> di
         must = dict(must_in[b])
         for idx, eff in enumerate(effects):
             _define(must, eff, blocks[b].instructions[idx].opcode)
-            units: dict[tuple[str, VReg | None], int] = {}
+            units: dict[str, dict[VReg | None, int]] = {"vector": {}, "sgpr": {}, "vgpr": {}}  # kind -> root -> lanes
             for w, m in live_after[idx].vregs.items():
                 lanes = (m & must.get(w, 0)).bit_count()
                 for kind in kind_of[w]:
-                    key = (kind, root(w))
-                    units[key] = max(units.get(key, 0), lanes)
+                    by_root, r = units[kind], root(w)
+                    if lanes > by_root.get(r, 0):
+                        by_root[r] = lanes
             for side, m in _phys_sides(live_after[idx].units):
                 kind = {VGPR_FILE.code: "vgpr", AGPR_FILE.code: "vector", SGPR_FILE.code: "sgpr"}.get(side.file)
                 m &= (1 << max(0, reach.get(side.file, 0) - side.slot)) - 1
                 if kind is not None and m:
-                    units[(kind, None)] = units.get((kind, None), 0) + m.bit_count()
-                    if kind == "vgpr":
-                        units[("vector", None)] = units.get(("vector", None), 0) + m.bit_count()
-            total = {k: sum(n for (kind, _), n in units.items() if kind == k) for k in ("vector", "sgpr", "vgpr")}
+                    for k in (kind, "vector") if kind == "vgpr" else (kind,):
+                        units[k][None] = units[k].get(None, 0) + m.bit_count()
+            total = {k: sum(by_root.values()) for k, by_root in units.items()}
             if (total["vgpr"] + 1) // 2 > peak["vgpr"]:
                 peak["vgpr"], peak["line"] = (total["vgpr"] + 1) // 2, blocks[b].instructions[idx].line
             peak["vector"] = max(peak["vector"], (total["vector"] + 1) // 2)
@@ -610,18 +643,7 @@ class Colouring:
 
     @staticmethod
     def of(p: Problem, homes: frozenset[VReg] = frozenset(), homes_first: bool = False) -> Colouring:
-        adj: dict[VReg, list[Neighbour]] = {v: [] for v in p.values}
-        for a, am, b, bm, waiver in p.conflicts:
-            if a.vreg is not None:
-                adj[a.vreg].append((b, am, bm, waiver))
-            if b.vreg is not None:
-                adj[b.vreg].append((a, bm, am, None if waiver is None else (waiver[1], waiver[0])))
-        partners: dict[VReg, list[tuple[Side, int, int]]] = {v: [] for v in p.values}
-        for dst, doff, src, soff, _ in p.copies:
-            if dst.vreg is not None:
-                partners[dst.vreg].append((src, doff, soff))
-            if src.vreg is not None:
-                partners[src.vreg].append((dst, soff, doff))
+        adj, partners = p.graph()
         return Colouring(p, homes, adj, partners, homes_first=homes_first)
 
     def where(self, side: Side) -> tuple[int, int] | None:
