@@ -273,25 +273,14 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> t
     the one the verifier's layer 1 checks) in the allocator's terms; and the pressure bounds."""
     seen: set[Conflict] = set()
     out: list[Conflict] = []
+    # A side's (Side, slots, sort key) list, made once per register and lanes.
+    made: dict[VirtualLanes | FixedUnits, list[tuple[Side, int, tuple[int, int, int, str]]]] = {}
 
-    def add(a: Side, am: int, b: Side, bm: int, waiver: tuple[int, int] | None = None) -> None:
-        if a == b or (a.vreg is None and b.vreg is None) or not am or not bm:
-            return
-        if _side_key(a) <= _side_key(b):
-            key: Conflict = (a, am, b, bm, waiver)
-        else:
-            key = (b, bm, a, am, None if waiver is None else (waiver[1], waiver[0]))
-        if key not in seen:
-            seen.add(key)
-            out.append(key)
-
-    made: dict[VirtualLanes | FixedUnits, list[tuple[Side, int]]] = {}
-
-    def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
+    def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int, tuple[int, int, int, str]]]:
         got = made.get(side)
         if got is None:
-            got = made[side] = ([(Side(side.vreg), side.slots)] if isinstance(side, VirtualLanes)
-                                else _phys_sides(side.units))
+            runs = [(Side(side.vreg), side.slots)] if isinstance(side, VirtualLanes) else _phys_sides(side.units)
+            got = made[side] = [(s, m, _side_key(s)) for s, m in runs]
         return got
 
     facts: set[tuple[VirtualLanes | FixedUnits, VirtualLanes | FixedUnits, tuple[int, int] | None]] = set()
@@ -304,9 +293,16 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> t
         defined, other = sides(fact.defined), sides(fact.other)
         # An identity names a fixed side by its lowest unit: its one run in a register file.
         waiver = fact.identity if len(defined) == 1 and len(other) == 1 else None
-        for a, am in defined:
-            for b, bm in other:
-                add(a, am, b, bm, waiver)
+        for a, am, ka in defined:
+            for b, bm, kb in other:
+                # Equal keys: the same side; two fixed sides: nothing to choose.
+                if ka == kb or (a.vreg is None and b.vreg is None) or not am or not bm:
+                    continue
+                key: Conflict = ((a, am, b, bm, waiver) if ka <= kb else
+                                 (b, bm, a, am, None if waiver is None else (waiver[1], waiver[0])))
+                if key not in seen:
+                    seen.add(key)
+                    out.append(key)
     return out, _pressure(fn, liveness, values)
 
 
