@@ -64,17 +64,20 @@ FUZZ_SEED = 139763
 
 def wrong_tuples(out: Path) -> Path:
     """The tuple pair's post file with the findings snapshot's `clobber-def` mutant
-    (scripts/findings_snapshot.py: the same operator and seed), written to `out`."""
-    import random
+    (`mutant` of scripts/findings_snapshot.py), written to `out`."""
+    import importlib.util
 
-    from verilocc.fuzz.mutations import OPERATORS
     from verilocc.mir.printer import print_module
 
+    spec = importlib.util.spec_from_file_location("findings_snapshot", ROOT / "scripts" / "findings_snapshot.py")
+    assert spec is not None and spec.loader is not None
+    snapshot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(snapshot)
     name = f"fixtures/{TUPLES.relative_to(ROOT / 'tests' / 'fixtures').as_posix()}"
-    mutant = OPERATORS["clobber-def"](read_module(Path(f"{TUPLES}.post.mir")), random.Random(f"{name}/clobber-def/0"))
-    assert mutant is not None
+    got = snapshot.mutant(name, read_module(Path(f"{TUPLES}.post.mir")), "clobber-def", 0)
+    assert got is not None
     path = out / "tuples-clobber-def.post.mir"
-    path.write_text(print_module(mutant.module))
+    path.write_text(print_module(got.module))
     return path
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from verilocc.errors import InputError
 from verilocc.findings import Report
-from verilocc.fuzz.mutations import OPERATORS
+from verilocc.fuzz.mutations import OPERATORS, Mutant
+from verilocc.mir.model import Module
 from verilocc.mir.parser import read_module
 from verilocc.verify import Options, verify_modules
 
@@ -53,6 +54,12 @@ def summary(report: Report) -> dict[str, object]:
     }
 
 
+def mutant(name: str, post: Module, op_name: str, k: int) -> Mutant | None:
+    """The snapshot's mutant `name#op_name.k` of the post module (None when the operator finds
+    no place for it)."""
+    return OPERATORS[op_name](post, random.Random(f"{name}/{op_name}/{k}"))
+
+
 def entries(name: str, post: Path, pre: Path, mutants: int) -> dict[str, object]:
     """The pair's summary under `name` and its mutants' under `name#operator.k`."""
     try:
@@ -63,7 +70,7 @@ def entries(name: str, post: Path, pre: Path, mutants: int) -> dict[str, object]
     if mutants and len(post.read_text().splitlines()) <= MUTANT_MAX_LINES:
         for op_name in sorted(OPERATORS):
             for k in range(mutants):
-                m = OPERATORS[op_name](post_m, random.Random(f"{name}/{op_name}/{k}"))
+                m = mutant(name, post_m, op_name, k)
                 if m is not None:
                     out[f"{name}#{op_name}.{k}"] = summary(verify_modules(m.module, pre_m, Options()))
     return out
