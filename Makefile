@@ -21,16 +21,20 @@ CHECK_TESTS := tests/test_layers.py tests/test_examples.py tests/test_mir.py tes
 
 .PHONY: install model-install llvm hunt-llvm hunt hunt-llvm-tests demo check test bench clean dataset model model-eval
 
+# The checkout on the path as a plain `.pth` line: setuptools' default editable finder costs every
+# command about 50 ms of start-up (a sixth of verifying a small kernel).
+EDITABLE := --config-settings editable_mode=compat
+
 ifeq ($(origin VENV),file)
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q $(EDITABLE) -e '.[dev]'
 	touch $@
 
 # torch, transformers, peft, matplotlib for the model commands (pyproject extra `model`), Dask (`cluster`),
 # matplotlib and selenium for `verilocc show` and its browser tests (`view`).
 $(BIN)/.model: pyproject.toml | $(BIN)/.installed
-	$(BIN)/python -m pip install -q -e '.[dev,model,cluster,view]'
+	$(BIN)/python -m pip install -q $(EDITABLE) -e '.[dev,model,cluster,view]'
 	touch $@
 
 install: $(BIN)/.installed

@@ -3,18 +3,22 @@ deterministic bytes, layers, and a solver that gives up never yields VERIFIED.""
 
 from __future__ import annotations
 
+import io
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
 
 from verilocc.cli import main
-from verilocc.findings import Verdict
+from verilocc.findings import Finding, FunctionResult, Place, Report, Verdict
 from verilocc.fuzz import mutations
 from verilocc.mir.parser import read_module
 from verilocc.mir.printer import print_module
+from verilocc.report.render import render_text
 from verilocc.smt.solver import Answer, check_z3
+from verilocc.verify import Options, verify_modules
 
 from .conftest import kernel
 
@@ -65,6 +69,53 @@ def test_rejected_text_json_sarif(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert run["results"] and {r["ruleId"] for r in run["results"]} <= rules
     region = run["results"][0]["locations"][0]["physicalLocation"]["region"]
     assert region["startLine"] >= 1
+
+
+def _rejected_reports(tmp_path: Path) -> list[Report]:
+    """Real reports with findings: every mutation operator's first mutant of vadd, verified."""
+    post, pre = read_module(f"{VADD}.post.mir"), read_module(f"{VADD}.pre.mir")
+    reports = []
+    for k, name in enumerate(sorted(mutations.OPERATORS)):
+        m = mutations.OPERATORS[name](post, random.Random(k))
+        if m is not None:
+            path = tmp_path / f"{name}.post.mir"
+            path.write_text(print_module(m.module))
+            reports.append(verify_modules(read_module(str(path)), pre, Options()))
+    assert sum(r.verdict is Verdict.REJECTED for r in reports) >= 5
+    return reports
+
+
+def test_text_without_rich_is_what_rich_prints(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Plain text (a pipe or file) is written without rich, and is the text rich prints there;
+    on a terminal rich colours the same characters."""
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    for report in _rejected_reports(tmp_path):
+        plain, through_rich = io.StringIO(), io.StringIO()
+        render_text(report, plain)  # a StringIO is no terminal: no rich
+        render_text(report, through_rich, colour=True)  # rich, which sees no terminal either
+        assert plain.getvalue() == through_rich.getvalue()
+        assert plain.getvalue().count("\n") >= 1 + len(report.findings)
+        monkeypatch.setenv("FORCE_COLOR", "1")
+        coloured = io.StringIO()
+        render_text(report, coloured)
+        monkeypatch.delenv("FORCE_COLOR")
+        assert "\x1b[" in coloured.getvalue()
+        assert re.sub("\x1b\\[[0-9;]*m", "", coloured.getvalue()) == plain.getvalue()
+
+
+def test_text_prints_places_and_messages_as_they_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`file:100:5:` stays that (rich would print an emoji for `:100:`), brackets are text, and
+    the characters rich leaves out (a bell, a carriage return) are left out."""
+    finding = Finding("interference", "constraints", Place("k.mir", "f", 0, 3, 100, 5),
+                      "[b]%1:100:[/b] and\x07 %2\r", vregs=("%1",))
+    report = Report(file="k.mir", pre_file="k.pre.mir", functions=[FunctionResult("f", "gfx90a", ["constraints"], [finding])], tool_version="0")
+    for env in ("", "1"):
+        monkeypatch.setenv("FORCE_COLOR", env)  # "": rich prints no colours; "1": it does
+        out = io.StringIO()
+        render_text(report, out)
+        text = re.sub("\x1b\\[[0-9;]*m", "", out.getvalue())
+        assert text.splitlines()[1] == "k.mir:100:5: error [constraints/interference] f: [b]%1:100:[/b] and %2"
 
 
 def test_output_is_deterministic(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

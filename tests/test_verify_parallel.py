@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -19,7 +21,7 @@ from verilocc.mir.model import Module
 from verilocc.mir.parser import read_module
 from verilocc.verify import Options, verify_modules
 
-from .conftest import EXAMPLES, FIXTURES
+from .conftest import EXAMPLES, FIXTURES, ROOT
 
 PAIRS = [EXAMPLES / "gfx90a" / "softmax_row", FIXTURES / "fidelity" / "packed-broadcast.llvm22.gfx90a",
          FIXTURES / "fidelity" / "sdiv3264.llvm19.gfx1100"]
@@ -66,3 +68,66 @@ def test_layer1_in_a_child_says_the_same(base: os.PathLike[str], monkeypatch: py
         assert _said(there) == _said(here)
         rejected += here.verdict.name == "REJECTED"
     assert rejected  # the mutants include rejections
+
+
+SOLVER_PROCESS_SCRIPT = r'''
+import io, os, sys
+from contextlib import redirect_stdout
+from verilocc.cli import main
+from verilocc.smt import solver
+from verilocc.verify import Options, verify_modules
+
+pairs = [(post, pre) for base in sys.argv[1:] for post, pre in _modules(base)]
+pigeons = "".join(f"(declare-const x{i} Int)(assert (and (<= 0 x{i}) (< x{i} 6)))" for i in range(7))
+queries = [("(declare-const a Int)(declare-const b Int)(assert (= (+ a b) 7))(assert (> a 5))(check-sat)",
+            dict(want_model=True)),
+           (pigeons + "(assert (distinct " + " ".join(f"x{i}" for i in range(7)) + "))(check-sat)", {}),
+           (pigeons + "(assert (distinct " + " ".join(f"x{i}" for i in range(7)) + "))(check-sat)",
+            dict(rlimit=200))]
+def no_process_left():
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+with redirect_stdout(io.StringIO()) as out:  # the command line starts a solver process of its own
+    code = main(["verify", sys.argv[1] + ".post.mir", "--pre", sys.argv[1] + ".pre.mir"])
+assert code == 0 and out.getvalue().startswith("VERIFIED"), out.getvalue()
+assert "z3" not in sys.modules and "rich" not in sys.modules, "decided here, or rich imported for a pipe"
+assert solver._SERVER is None and no_process_left()
+with solver.solver_process():
+    assert solver._SERVER is not None
+    answers = [solver.check_z3(text, **kw) for text, kw in queries]
+    assert "z3" not in sys.modules
+    there = [_said(verify_modules(post, pre, Options(fork=True))) for post, pre in pairs]
+assert solver._SERVER is None and no_process_left()
+here = [_said(verify_modules(post, pre, Options(fork=True))) for post, pre in pairs]
+assert there == here
+for (text, kw), got in zip(queries, answers):
+    want = solver._check_z3_here(text, timeout_s=60.0, rlimit=kw.get("rlimit", solver.DEFAULT_RLIMIT),
+                                 seed=0, want_model=kw.get("want_model", False))
+    assert (got.answer, got.model, got.reason) == (want.answer, want.model, want.reason), (got, want)
+assert [a.answer.value for a in answers] == ["sat", "unsat", "unknown"]
+print("ok", len(pairs))
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or verify._processors() < 2 or sys.platform != "linux",
+                    reason="needs fork, two processors and Linux")
+def test_solver_process_says_the_same() -> None:
+    """z3 in a process of its own (`solver_process`, the command line's way) gives the same
+    answers, models and findings as z3 here, and leaves no process behind; `verilocc verify`
+    on a correct pair then imports neither z3 nor, printing to a pipe, rich. (In a fresh
+    interpreter: the solver process starts only where no other thread runs.)"""
+    import inspect
+
+    helpers = "\n".join(inspect.getsource(f) for f in (_said, _modules))
+    script = ("from __future__ import annotations\nimport os, random\nfrom verilocc.findings import Report\n"
+              "from verilocc.fuzz.mutations import OPERATORS\nfrom verilocc.mir.model import Module\n"
+              "from verilocc.mir.parser import read_module\n" + helpers + SOLVER_PROCESS_SCRIPT)
+    bases = [str(EXAMPLES / "gfx90a" / "vadd"), str(PAIRS[0])]
+    run = subprocess.run([sys.executable, "-c", script, *bases], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["ok", str(sum(len(_modules(b)) for b in bases))]

@@ -14,7 +14,6 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from verilocc import __version__
 from verilocc.errors import InputError
@@ -49,17 +48,23 @@ def cmd_verify(args: argparse.Namespace) -> int:
                         ("--chunk", args.chunk is not None), ("--format jsonl", args.format == "jsonl")):
         if given:
             raise InputError(f"{flag} applies to a batch: give a directory of pairs or --manifest FILE", flag, 0, 0)
-    from rich.console import Console
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
+    if "constraints" not in args.layers and not args.certificate:
+        return _verify_pair(args)
+    from verilocc.smt.solver import solver_process
 
+    with solver_process():  # z3 is imported in a process of its own meanwhile
+        return _verify_pair(args)
+
+
+def _verify_pair(args: argparse.Namespace) -> int:
     from verilocc.report.render import render_text, to_json, to_sarif
     from verilocc.verify import Options, load_inputs, verify_modules
 
     # One pair, then the process ends: what the layers build is freed by reference counting
     # (no cycles of note: peak memory is the same), so the cycle collector only costs time.
     gc.disable()
-
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise InputError(f"--timeout must be a positive number of seconds, not {args.timeout}", "--timeout", 0, 0)
     if args.certificate:
         from verilocc.certificate.write import prepare_directory
 
@@ -78,8 +83,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         write_output(args.output, report_page(report, post, pre, args.mcpu), [args.alloc, args.pre, args.assignment])
     else:
-        console = Console(highlight=False, soft_wrap=True)
-        render_text(report, console)
+        render_text(report, sys.stdout)
     if args.certificate:
         from verilocc.certificate.write import certify
 
@@ -141,6 +145,7 @@ def cmd_materialise(args: argparse.Namespace) -> int:
 def cmd_allocate(args: argparse.Namespace) -> int:
     """Allocate a pre-RA file with a strategy; write the post-RA MIR only when VERIFIED."""
     from functools import partial
+    from pathlib import Path
 
     from verilocc.allocators.driver import Strategy, allocate_module
     from verilocc.mir.parser import read_module
@@ -235,7 +240,10 @@ def add_check_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or, for one of the commands defined here, the top level and that
+    command alone: the same parse of its arguments, and building every command's options costs
+    a short `verify` a tenth of its time."""
     p = argparse.ArgumentParser(
         prog="verilocc",
         description="Verification-first register allocation for AMD GPUs: prove an allocation in LLVM MIR correct, "
@@ -243,7 +251,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"verilocc {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    own = {"verify": _verify_parser, "show": _show_parser, "recheck": _recheck_parser, "fuzz": _fuzz_parser,
+           "allocate": _allocate_parser, "materialise": _materialise_parser}
+    if command in own:
+        own[command](sub)
+        return p
+    for add in own.values():
+        add(sub)
+    from verilocc.hunt.commands import add_parser as add_hunt_parser
+    from verilocc.llm.commands import add_parsers
 
+    add_hunt_parser(sub)
+    add_parsers(sub)
+    return p
+
+
+def _verify_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     v = sub.add_parser(
         "verify",
         help="verify an allocated MIR file (against its pre-RA version)",
@@ -275,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_runner_options(v, "a batch: worker processes (default 1)")
     v.set_defaults(func=cmd_verify)
 
+
+def _show_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s = sub.add_parser(
         "show",
         help="draw an allocation: register occupancy, pressure, resources and findings (HTML page or PNG)",
@@ -295,6 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_options(s)
     s.set_defaults(func=cmd_show)
 
+
+def _recheck_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r = sub.add_parser(
         "recheck",
         help="re-check a certificate with cvc5, independently of verilocc's proof",
@@ -312,6 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cvc5 time limit per obligation (default 60)")
     r.set_defaults(func=cmd_recheck)
 
+
+def _fuzz_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     f = sub.add_parser(
         "fuzz",
         help="property-based fuzzing of the verifier against independent oracles",
@@ -334,6 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_runner_options(f, "worker processes (default 1)")
     f.set_defaults(func=cmd_fuzz)
 
+
+def _allocate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     a = sub.add_parser(
         "allocate", help="allocate registers of a pre-RA MIR file and write the VERIFIED post-RA MIR",
         description="Allocate every virtual register of PRE.mir with a strategy, verify the result with all layers "
@@ -366,6 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_allocate_options(a)
     a.set_defaults(func=cmd_allocate)
 
+
+def _materialise_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     m = sub.add_parser("materialise", help="apply an assignment to a pre-RA MIR file and print the post-RA MIR",
                        description="Rewrite every virtual register of PRE.mir to its assigned physical register, drop "
                        "identity copies and list each block's live-in registers, as llc -start-after=virtregrewriter "
@@ -374,13 +407,6 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--assignment", required=True, metavar="FILE")
     m.add_argument("-o", "--output", metavar="FILE", help="output MIR (default stdout)")
     m.set_defaults(func=cmd_materialise)
-
-    from verilocc.hunt.commands import add_parser as add_hunt_parser
-    from verilocc.llm.commands import add_parsers
-
-    add_hunt_parser(sub)
-    add_parsers(sub)
-    return p
 
 
 # Set by a command whose every output is written and closed when it returns (one pair's
@@ -418,8 +444,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # The command is the first word that is not an option (the top level's are -h and --version).
+    parser = build_parser(next((w for w in words if not w.startswith("-")), None))
+    args = parser.parse_args(words)
     if getattr(args, "layers", "unset") is None:
         from verilocc.findings import LAYERS
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 from verilocc.errors import InputError
 
@@ -20,6 +18,9 @@ def write_output(path: str | None, text: str | bytes, inputs: Sequence[str | Non
             sys.stdout.write(text)
         sys.stdout.flush()
         return
+    import tempfile  # (here: printing to stdout, the common case, needs neither)
+    from pathlib import Path
+
     target = Path(path)
     for inp in inputs:
         if inp and target.exists() and Path(inp).exists() and target.resolve() == Path(inp).resolve():

@@ -8,11 +8,20 @@ turned into plain Python integers before it leaves this module.
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import os
+import pickle
+import signal
+import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
 
 DEFAULT_TIMEOUT_S = 60.0
 # z3's resource counter is deterministic across machines and always honoured, unlike its
@@ -50,10 +59,24 @@ def check_z3(
     seed: int = DEFAULT_SEED,
     want_model: bool = False,
 ) -> Outcome:
+    """Decide SMT-LIB text with z3: in the solver process when one runs (`solver_process`),
+    else here."""
+    if _SERVER is not None:
+        outcome = _ask_server(_SERVER, (smtlib, timeout_s, rlimit, seed, want_model))
+        if outcome is not None:
+            return outcome
+    return _check_z3_here(smtlib, timeout_s=timeout_s, rlimit=rlimit, seed=seed, want_model=want_model)
+
+
+def _check_z3_here(
+    smtlib: str, *, timeout_s: float, rlimit: int, seed: int, want_model: bool, ctx: Any = None
+) -> Outcome:
+    """`check_z3` in this process, in `ctx` (a new z3 context, not used before) or a new one."""
     import z3
 
     start = time.perf_counter()
-    ctx = z3.Context()
+    if ctx is None:
+        ctx = z3.Context()
     try:
         assertions = z3.parse_smt2_string(smtlib, ctx=ctx)
     except z3.Z3Exception as e:
@@ -82,6 +105,122 @@ def check_z3(
     if r == z3.unsat:
         return Outcome(Answer.UNSAT, "z3", elapsed)
     return Outcome(Answer.UNKNOWN, "z3", elapsed, s.reason_unknown())
+
+
+# --- a solver process, started before the caller needs it ---------------------------------
+# Importing z3 takes a short command (`verilocc verify` on a small kernel) about a fifth of its
+# time. `solver_process` forks, at the command's start, a process that imports z3 while the
+# command imports and parses, and then decides `check_z3`'s queries, one connection each, for
+# this process and the processes it forks (layer 1 of a large function runs in one). A query
+# is decided there exactly as here (`_check_z3_here`: a new context, made while the process
+# waits and used for that query alone, the same seed and limits), so the answers are the
+# same; if the process cannot answer, the query runs here.
+
+_SERVER: str | None = None  # the solver process's socket address, when one runs
+
+
+@contextlib.contextmanager
+def solver_process() -> Iterator[None]:
+    """Within the block, `check_z3` asks a solver process that imports z3 meanwhile, where
+    that is possible and pays: Linux (its abstract socket names), more than one processor,
+    no other thread (a fork copies no thread), and no solver process already."""
+    global _SERVER
+    if (_SERVER is not None or sys.platform != "linux" or not hasattr(os, "fork")
+            or len(os.sched_getaffinity(0)) < 2 or threading.active_count() != 1):
+        yield
+        return
+    import socket
+
+    address = f"\0verilocc-z3-{os.getpid()}-{os.urandom(8).hex()}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    alive_r, alive_w = os.pipe()  # the solver process ends when every writer has closed
+    try:
+        listener.bind(address)
+        listener.listen(8)
+        pid = os.fork()
+    except OSError:
+        listener.close()
+        os.close(alive_r)
+        os.close(alive_w)
+        yield
+        return
+    if pid == 0:
+        code = 1
+        try:
+            os.close(alive_w)
+            _serve(listener, alive_r)
+            code = 0
+        finally:
+            os._exit(code)
+    listener.close()
+    os.close(alive_r)
+    _SERVER = address
+    try:
+        yield
+    finally:
+        _SERVER = None
+        os.close(alive_w)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)  # a query no one waits for any more need not finish
+            os.waitpid(pid, 0)
+
+
+def _serve(listener: socket.socket, alive: int) -> None:
+    """The solver process: import z3, then answer one query per connection until the
+    processes that may ask are gone."""
+    import select
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the command's to handle
+    import z3  # imported now, while the command starts
+
+    while True:
+        ctx = z3.Context()  # made while no one waits (it takes a small query's time); used once
+        ready, _, _ = select.select([listener, alive], [], [])
+        if alive in ready:
+            return
+        conn, _ = listener.accept()
+        with conn:
+            try:
+                smtlib, timeout_s, rlimit, seed, want_model = pickle.loads(_receive(conn))
+                outcome = _check_z3_here(smtlib, timeout_s=timeout_s, rlimit=rlimit, seed=seed,
+                                         want_model=want_model, ctx=ctx)
+                _send(conn, pickle.dumps(outcome))
+            except (OSError, EOFError, pickle.UnpicklingError, ValueError):
+                continue  # the asker went away, or sent nothing whole: it decides its query itself
+
+
+def _ask_server(address: str, query: tuple[Any, ...]) -> Outcome | None:
+    """The solver process's outcome of a query; None when it gives none."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(address)
+            _send(conn, pickle.dumps(query))
+            outcome = pickle.loads(_receive(conn))
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError):
+        return None
+    return outcome if isinstance(outcome, Outcome) else None
+
+
+def _send(conn: socket.socket, data: bytes) -> None:
+    conn.sendall(len(data).to_bytes(8, "little") + data)
+
+
+def _receive(conn: socket.socket) -> bytes:
+    size = int.from_bytes(_receive_exactly(conn, 8), "little")
+    return _receive_exactly(conn, size)
+
+
+def _receive_exactly(conn: socket.socket, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = conn.recv(min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the connection closed early")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def check_z3_terms(
