@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
+import stat
 from typing import Any
 
 import yaml
@@ -77,12 +77,12 @@ def read_module(path: str | os.PathLike[str]) -> Module:
 def read_text(path: str | os.PathLike[str], what: str) -> str:
     """Read a UTF-8 input file of at most MAX_FILE_BYTES; every failure is an InputError."""
     name = str(path)
-    p = Path(path)
     try:
-        size = p.stat().st_size
+        st = os.stat(path)
     except OSError as e:
         raise InputError(f"cannot read file: {e.strerror or e}", name, 0, 0) from None
-    if p.is_dir():
+    size = st.st_size
+    if stat.S_ISDIR(st.st_mode):
         raise InputError(f"is a directory, expected {what}", name, 0, 0)
     if size > MAX_FILE_BYTES:
         raise InputError(
@@ -90,7 +90,7 @@ def read_text(path: str | os.PathLike[str], what: str) -> str:
         )
     try:
         # Bounded: devices and pipes report no size (`/dev/zero` never ends).
-        with p.open("rb") as fh:
+        with open(path, "rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise InputError(f"cannot read file: {e.strerror or e}", name, 0, 0) from None
