@@ -104,10 +104,7 @@ demo: install model-install
 check: install
 	VERILOCC_CORPUS= $(PY) -m pytest -q -n 2 -m "not slow and not llc" $(CHECK_TESTS)
 
-# Layer 1's forked child needs a process with no other thread, which pytest-xdist's workers are
-# not (there the file skips): it runs first, on its own.
 test: install model-install llvm
-	$(PY) -m pytest -q -p no:xdist tests/test_verify_parallel.py
 	$(PY) -m pytest -q -n 2
 
 # The hunt for LLVM's own allocation bugs (docs/hunt.md; not part of `make test`): every llc-13 to

@@ -2,15 +2,17 @@
 says in the verifying process: the same findings in the same order, notes, layers, verdict and
 statistics (but for times), on correct pairs, on seeded mutants of them (rejections, with
 findings of every layer) and on pairs with an LLVM liveness anomaly (where layer 1 runs again
-after value flow)."""
+after value flow); and z3 in a process of its own (`solver_process`) answers as z3 here. Each
+runs in a fresh interpreter: a process with another thread (a pytest-xdist worker) forks no
+child for layer 1 and starts no solver process."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import random
 import subprocess
 import sys
-import threading
 
 import pytest
 
@@ -19,7 +21,6 @@ from verilocc.findings import Report
 from verilocc.fuzz.mutations import OPERATORS
 from verilocc.mir.model import Module
 from verilocc.mir.parser import read_module
-from verilocc.verify import Options, verify_modules
 
 from .conftest import EXAMPLES, FIXTURES, ROOT
 
@@ -43,31 +44,52 @@ def _modules(base: os.PathLike[str]) -> list[tuple[Module, Module]]:
     return out
 
 
+def _in_a_fresh_interpreter(script: str, *args: str) -> str:
+    """Run `script` (with `_said` and `_modules` defined) in a new interpreter, where no other
+    thread runs (a pytest-xdist worker has some, and a process with threads forks no child
+    here); its standard output."""
+    helpers = "\n".join(inspect.getsource(f) for f in (_said, _modules))
+    head = ("from __future__ import annotations\nimport os, random\nfrom verilocc.findings import Report\n"
+            "from verilocc.fuzz.mutations import OPERATORS\nfrom verilocc.mir.model import Module\n"
+            "from verilocc.mir.parser import read_module\n")
+    run = subprocess.run([sys.executable, "-c", head + helpers + script, *args], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+LAYER1_SCRIPT = r'''
+import os, sys
+from verilocc import verify
+from verilocc.verify import Options, verify_modules
+
+verify.FORK_INSTRUCTIONS = 0
+forks = 0
+real_fork = os.fork
+
+def counting_fork():
+    global forks
+    pid = real_fork()
+    forks += pid != 0
+    return pid
+
+os.fork = counting_fork
+rejected = 0
+for post, pre in _modules(sys.argv[1]):
+    here = verify_modules(post, pre, Options())
+    before = forks
+    there = verify_modules(post, pre, Options(fork=True))
+    assert forks == before + len(there.functions)  # every function's layer 1 ran in a child
+    assert _said(there) == _said(here)
+    rejected += here.verdict.name == "REJECTED"
+print(rejected)
+'''
+
+
 @pytest.mark.skipif(not hasattr(os, "fork") or verify._processors() < 2, reason="needs fork and two processors")
 @pytest.mark.parametrize("base", PAIRS, ids=lambda p: p.name)
-def test_layer1_in_a_child_says_the_same(base: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    if threading.active_count() > 1:
-        pytest.skip("another thread runs in this process: layer 1 is not forked here")
-    monkeypatch.setattr(verify, "FORK_INSTRUCTIONS", 0)
-    forks = 0
-    real_fork = os.fork
-
-    def counting_fork() -> int:
-        nonlocal forks
-        pid = real_fork()
-        forks += pid != 0
-        return pid
-
-    monkeypatch.setattr(os, "fork", counting_fork)
-    rejected = 0
-    for post, pre in _modules(base):
-        here = verify_modules(post, pre, Options())
-        before = forks
-        there = verify_modules(post, pre, Options(fork=True))
-        assert forks == before + len(there.functions)  # every function's layer 1 ran in a child
-        assert _said(there) == _said(here)
-        rejected += here.verdict.name == "REJECTED"
-    assert rejected  # the mutants include rejections
+def test_layer1_in_a_child_says_the_same(base: os.PathLike[str]) -> None:
+    assert int(_in_a_fresh_interpreter(LAYER1_SCRIPT, str(base))) > 0  # the mutants include rejections
 
 
 SOLVER_PROCESS_SCRIPT = r'''
@@ -120,14 +142,6 @@ def test_solver_process_says_the_same() -> None:
     answers, models and findings as z3 here, and leaves no process behind; `verilocc verify`
     on a correct pair then imports neither z3 nor, printing to a pipe, rich. (In a fresh
     interpreter: the solver process starts only where no other thread runs.)"""
-    import inspect
-
-    helpers = "\n".join(inspect.getsource(f) for f in (_said, _modules))
-    script = ("from __future__ import annotations\nimport os, random\nfrom verilocc.findings import Report\n"
-              "from verilocc.fuzz.mutations import OPERATORS\nfrom verilocc.mir.model import Module\n"
-              "from verilocc.mir.parser import read_module\n" + helpers + SOLVER_PROCESS_SCRIPT)
     bases = [str(EXAMPLES / "gfx90a" / "vadd"), str(PAIRS[0])]
-    run = subprocess.run([sys.executable, "-c", script, *bases], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["ok", str(sum(len(_modules(b)) for b in bases))]
+    out = _in_a_fresh_interpreter(SOLVER_PROCESS_SCRIPT, *bases)
+    assert out.split() == ["ok", str(sum(len(_modules(b)) for b in bases))]
