@@ -122,6 +122,16 @@ with solver.solver_process():
     assert solver._SERVER is not None
     answers = [solver.check_z3(text, **kw) for text, kw in queries]
     assert "z3" not in sys.modules
+    # What is not a query of this user gets no answer, and the process answers the next one.
+    assert solver._ask_server(solver._SERVER, {"smtlib": "(check-sat)"}) is None
+    if os.getuid() == 0:  # another user (as root: nobody) gets no answer either
+        pid = os.fork()
+        if pid == 0:
+            os.setuid(65534)
+            os._exit(0 if solver._ask_server(solver._SERVER, dict(smtlib=queries[0][0], timeout_s=60.0,
+                     rlimit=solver.DEFAULT_RLIMIT, seed=0, want_model=False)) is None else 1)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert solver.check_z3(queries[1][0]).answer.value == "unsat" and "z3" not in sys.modules
     there = [_said(verify_modules(post, pre, Options(fork=True))) for post, pre in pairs]
 assert solver._SERVER is None and no_process_left()
 here = [_said(verify_modules(post, pre, Options(fork=True))) for post, pre in pairs]

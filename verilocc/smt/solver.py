@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import json
 import os
-import pickle
 import signal
 import sys
 import threading
@@ -62,7 +62,8 @@ def check_z3(
     """Decide SMT-LIB text with z3: in the solver process when one runs (`solver_process`),
     else here."""
     if _SERVER is not None:
-        outcome = _ask_server(_SERVER, (smtlib, timeout_s, rlimit, seed, want_model))
+        outcome = _ask_server(_SERVER, {"smtlib": smtlib, "timeout_s": timeout_s, "rlimit": rlimit, "seed": seed,
+                                        "want_model": want_model})
         if outcome is not None:
             return outcome
     return _check_z3_here(smtlib, timeout_s=timeout_s, rlimit=rlimit, seed=seed, want_model=want_model)
@@ -167,12 +168,17 @@ def solver_process() -> Iterator[None]:
 
 def _serve(listener: socket.socket, alive: int) -> None:
     """The solver process: import z3, then answer one query per connection until the
-    processes that may ask are gone."""
+    processes that may ask are gone. It answers only processes of its own user (an abstract
+    socket name is visible to every process on the machine), and reads queries as JSON: a
+    connection can ask it to decide a formula, nothing else."""
     import select
+    import socket
+    import struct
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the command's to handle
     import z3  # imported now, while the command starts
 
+    uid = os.getuid()
     while True:
         ctx = z3.Context()  # made while no one waits (it takes a small query's time); used once
         ready, _, _ = select.select([listener, alive], [], [])
@@ -181,26 +187,33 @@ def _serve(listener: socket.socket, alive: int) -> None:
         conn, _ = listener.accept()
         with conn:
             try:
-                smtlib, timeout_s, rlimit, seed, want_model = pickle.loads(_receive(conn))
-                outcome = _check_z3_here(smtlib, timeout_s=timeout_s, rlimit=rlimit, seed=seed,
-                                         want_model=want_model, ctx=ctx)
-                _send(conn, pickle.dumps(outcome))
-            except (OSError, EOFError, pickle.UnpicklingError, ValueError):
+                _, peer_uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                                     struct.calcsize("3i")))
+                if peer_uid != uid:
+                    continue
+                q = json.loads(_receive(conn))
+                outcome = _check_z3_here(str(q["smtlib"]), timeout_s=float(q["timeout_s"]), rlimit=int(q["rlimit"]),
+                                         seed=int(q["seed"]), want_model=bool(q["want_model"]), ctx=ctx)
+                _send(conn, json.dumps({"answer": outcome.answer.value, "solver": outcome.solver,
+                                        "seconds": outcome.seconds, "reason": outcome.reason,
+                                        "model": outcome.model}).encode())
+            except (OSError, EOFError, ValueError, KeyError, TypeError):
                 continue  # the asker went away, or sent nothing whole: it decides its query itself
 
 
-def _ask_server(address: str, query: tuple[Any, ...]) -> Outcome | None:
+def _ask_server(address: str, query: dict[str, Any]) -> Outcome | None:
     """The solver process's outcome of a query; None when it gives none."""
     import socket
 
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.connect(address)
-            _send(conn, pickle.dumps(query))
-            outcome = pickle.loads(_receive(conn))
-    except (OSError, EOFError, pickle.UnpicklingError, ValueError):
+            _send(conn, json.dumps(query).encode())
+            got = json.loads(_receive(conn))
+        return Outcome(Answer(got["answer"]), str(got["solver"]), float(got["seconds"]), str(got["reason"]),
+                       {str(k): int(v) for k, v in got["model"].items()})
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return outcome if isinstance(outcome, Outcome) else None
 
 
 def _send(conn: socket.socket, data: bytes) -> None:
