@@ -16,11 +16,11 @@ import sys
 
 import pytest
 
-from verilocc import verify
 from verilocc.findings import Report
 from verilocc.fuzz.mutations import OPERATORS
 from verilocc.mir.model import Module
 from verilocc.mir.parser import read_module
+from verilocc.smt import solver
 
 from .conftest import EXAMPLES, FIXTURES, ROOT
 
@@ -86,7 +86,7 @@ print(rejected)
 '''
 
 
-@pytest.mark.skipif(not hasattr(os, "fork") or verify._processors() < 2, reason="needs fork and two processors")
+@pytest.mark.skipif(not hasattr(os, "fork") or solver.processors() < 2, reason="needs fork and two processors")
 @pytest.mark.parametrize("base", PAIRS, ids=lambda p: p.name)
 def test_layer1_in_a_child_says_the_same(base: os.PathLike[str]) -> None:
     assert int(_in_a_fresh_interpreter(LAYER1_SCRIPT, str(base))) > 0  # the mutants include rejections
@@ -145,7 +145,7 @@ print("ok", len(pairs))
 '''
 
 
-@pytest.mark.skipif(not hasattr(os, "fork") or verify._processors() < 2 or sys.platform != "linux",
+@pytest.mark.skipif(not hasattr(os, "fork") or solver.processors() < 2 or sys.platform != "linux",
                     reason="needs fork, two processors and Linux")
 def test_solver_process_says_the_same() -> None:
     """z3 in a process of its own (`solver_process`, the command line's way) gives the same

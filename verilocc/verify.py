@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from verilocc.semantics.calleesaved import CalleeSavedChecker
 from verilocc.semantics.valueflow import Anomaly, ValueFlowChecker
 from verilocc.smt.constraints import ConstraintChecker
 from verilocc.smt.physical import post_only_checks
+from verilocc.smt.solver import forking_pays
 from verilocc.target import RegisterClass, Target, slots_to_mask, target_for_function
 
 
@@ -127,12 +127,6 @@ class PreparedPair:
 FORK_INSTRUCTIONS = 300
 
 
-def _processors() -> int:
-    """The processors this process may run on."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
-
-
 class Layer1:
     """Layer 1 of one function, run beside layers 2 and 3, which do not read what it makes.
 
@@ -149,7 +143,7 @@ class Layer1:
         self.checker: ConstraintChecker | None = None
         self.first: list[Finding] = []  # findings of the checks of the allocated program alone
         self.child: tuple[int, int] | None = None  # (pid, read end of the pipe)
-        if fork and hasattr(os, "fork") and _processors() > 1 and threading.active_count() == 1:
+        if fork and forking_pays():
             self.child = self._fork()
         self.seconds = 0.0  # in this process: building the constraints and waiting for z3
         if self.child is None:

@@ -120,14 +120,26 @@ def _check_z3_here(
 _SERVER: str | None = None  # the solver process's socket address, when one runs
 
 
+def processors() -> int:
+    """The processors this process may run on."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def forking_pays() -> bool:
+    """Whether a process forked now can run beside this one: fork is there, so is a second
+    processor, and no other thread runs (a child would inherit the locks it holds as held).
+    The solver process and layer 1's child (`verilocc.verify.Layer1`) are forked only then."""
+    return hasattr(os, "fork") and processors() > 1 and threading.active_count() == 1
+
+
 @contextlib.contextmanager
 def solver_process() -> Iterator[None]:
     """Within the block, `check_z3` asks a solver process that imports z3 meanwhile, where
     that is possible and pays: Linux (its abstract socket names), more than one processor,
     no other thread (a fork copies no thread), and no solver process already."""
     global _SERVER
-    if (_SERVER is not None or sys.platform != "linux" or not hasattr(os, "fork")
-            or len(os.sched_getaffinity(0)) < 2 or threading.active_count() != 1):
+    if _SERVER is not None or sys.platform != "linux" or not forking_pays():
         yield
         return
     import socket
