@@ -167,12 +167,16 @@ class _BlockRun:
         (Once per set of tags: again, it would make the same assumptions.)"""
         if tags in self._represented:
             return self._represented[tags]
-        defined = [t for t in by_repr(tags) if self.entry.is_defined(t)]
+        entry = self.entry
+        defined = [t for t in by_repr(tags) if entry.is_defined(t)]
         first = self.pentry_value(defined[0]) if defined else None
-        for t in defined[1:]:
-            other = self.pentry_value(t)
-            if other is not None and not self.eq.sem.same(other, first):
-                self.assumptions.append(self.eq.sem.equal(other, first))
+        # Without a recipe, every defined tag's entry value is the symbol `canonical` gives
+        # their class, `first` itself: no assumption to make (as `entry_alike` says).
+        if len(defined) > 1 and any(t in entry.remat for t in defined):
+            for t in defined[1:]:
+                other = self.pentry_value(t)
+                if other is not None and not self.eq.sem.same(other, first):
+                    self.assumptions.append(self.eq.sem.equal(other, first))
         self._represented[tags] = first
         return first
 
@@ -465,6 +469,13 @@ class _BlockRun:
             # one again (a location holding many tags known equal: one per tag): counted, and
             # left to the first (which has this place too, so a failure reads the same).
             paired: set[tuple[int, int]] = set()
+            # Locations holding the same tags (a value copied to many places, each place
+            # holding every tag known equal to it) ask the same questions: (tags, alike) ->
+            # the allocated value the first one compared with (None: none was needed), and
+            # how many of its obligations were identical and how many not. Another location
+            # with that value again makes the same obligations, the second time each: the
+            # identical ones counted as such, the others repeats of obligations `paired` holds.
+            asked: dict[tuple[frozenset[Tag], frozenset[Tag]], tuple[Any, int, int]] = {}
             for loc in sorted(locs, key=repr):
                 if isinstance(loc, tuple) and loc[0] != "slot":
                     continue
@@ -472,6 +483,20 @@ class _BlockRun:
                 if tags is None:
                     tags = frozenset({("$", loc)}) if isinstance(loc, int) else frozenset()
                 alike = self.entry_alike(loc) if loc not in written else frozenset()
+                before = asked.get((tags, alike))
+                if before is not None:
+                    q_first, same, other = before
+                    qv = None
+                    if q_first is not None:
+                        qv = q_set.get(loc)
+                        if qv is None:
+                            qv = qget(loc)
+                    if qv is q_first:
+                        eq.made += same + other
+                        eq.identical += same
+                        eq.repeated += other
+                        continue
+                q_first, same, other = None, 0, 0
                 for t in by_repr(tags):
                     if not ((t[0] == "$" and t not in out_undef_fixed) or t in out_defined):
                         continue
@@ -480,6 +505,7 @@ class _BlockRun:
                         if t in alike and t not in undef_tags:
                             eq.made += 1
                             eq.identical += 1
+                            same += 1
                             continue
                         pv = pget(t)
                         if pv is None:
@@ -487,13 +513,18 @@ class _BlockRun:
                     qv = q_set.get(loc)
                     if qv is None:
                         qv = qget(loc)
+                    q_first = qv
                     if pv is qv:  # `oblige` would discharge it by identity
                         eq.made += 1
                         eq.identical += 1
+                        same += 1
                         continue
+                    other += 1
                     if eq.repeats(paired, pv, qv):
                         continue
                     eq.oblige(place, self.edge_text, [pv], [qv], s, loc, t)
+                if before is None:
+                    asked[(tags, alike)] = (q_first, same, other)
             # The recipes value flow gives at s's entry (used there instead of fresh symbols)
             # must hold here too, or they would be unproved assumptions.
             # (Proved where the recipe was established when nothing here changed it.)
@@ -505,20 +536,38 @@ class _BlockRun:
                 if pv is not None and again is not None:
                     self.eq.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.tag_name(t)} is "
                                    "recomputable where it is rematerialised", [pv], [again])
+            # As `asked` above, for lanes holding the same tags and the same allocated value.
+            lanes_asked: dict[frozenset[Tag], tuple[Any, int, int]] = {}
             for loc, store in sorted(target.lanes.items(), key=repr):
                 have = self.lanes_store(loc)
                 for k, tags in sorted(store.items()):
+                    qv = have.get(k)
+                    if qv is not None:
+                        before = lanes_asked.get(tags)
+                        if before is not None and before[0] is qv:
+                            self.fresh += before[1] + before[2]  # junk is numbered as if each lane made one
+                            eq.made += before[1] + before[2]
+                            eq.identical += before[1]
+                            eq.repeated += before[2]
+                            continue
+                    same = other = 0
                     for t in by_repr(tags):
                         pv = self.pget(t) if out.is_defined(t) else None
-                        if pv is not None:
-                            qv = have.get(k)
-                            if qv is None:
-                                qv = self.new_junk()
-                            else:
-                                self.fresh += 1  # junk is numbered as if each lane made one
-                                if pv is not qv and eq.repeats(paired, pv, qv):
-                                    continue
-                            self.eq.oblige(place, self.lane_text, [pv], [qv], s, k[0], loc, t)
+                        if pv is None:
+                            continue
+                        if qv is None:
+                            self.eq.oblige(place, self.lane_text, [pv], [self.new_junk()], s, k[0], loc, t)
+                            continue
+                        self.fresh += 1  # junk is numbered as if each lane made one
+                        if pv is qv:
+                            same += 1
+                        else:
+                            other += 1
+                            if eq.repeats(paired, pv, qv):
+                                continue
+                        self.eq.oblige(place, self.lane_text, [pv], [qv], s, k[0], loc, t)
+                    if qv is not None and tags not in lanes_asked:
+                        lanes_asked[tags] = (qv, same, other)
 
 
 class EquivalenceChecker:
@@ -567,14 +616,16 @@ class EquivalenceChecker:
                     t = parent[t]
                 return t
 
-            groups = [v for v in state.locs.values() if len(v) > 1]
-            groups += [v for store in state.lanes.values() for v in store.values() if len(v) > 1]
+            # Each set once (many locations hold the same): the classes, and the least of each
+            # class as its root, do not depend on the order of the unions.
+            groups = {v for v in state.locs.values() if len(v) > 1}
+            groups.update(v for store in state.lanes.values() for v in store.values() if len(v) > 1)
             for tags in groups:
-                defined = sorted((t for t in tags if state.is_defined(t)), key=repr)
+                defined = [t for t in by_repr(tags) if state.is_defined(t)]
                 for t in defined[1:]:
                     a, b = find(defined[0]), find(t)
                     if a != b:
-                        lo, hi = sorted((a, b), key=repr)
+                        lo, hi = (b, a) if repr(a) > repr(b) else (a, b)
                         parent[hi] = lo
             self._classes[block] = parent
             self._find[block] = find

@@ -252,10 +252,11 @@ class _Walker:
                 held = holds(loc)
                 if tag in held:
                     s_locs[loc] = held - {tag}
-        for store in self.s.lanes.values():
-            for k, v in store.items():  # (values replaced, no key added or removed)
-                if tag in v:
-                    store[k] = v - {tag}
+        if tag in self.c.lane_tags:
+            for store in self.s.lanes.values():
+                for k, v in store.items():  # (values replaced, no key added or removed)
+                    if tag in v:
+                        store[k] = v - {tag}
         self.s.remat.pop(tag, None)  # `drop_remat`
         for dep in self.rdeps.pop(tag, ()):
             # `rdeps` keeps every lane ever computed from `tag`; a lane redefined since then
@@ -438,10 +439,12 @@ class _Walker:
                 self.s.undef_fixed.discard(dt)
                 for loc in list(self.index.get(st, ())) + ([st[1]] if st[0] == "$" and st in self.s.holds(st[1]) else []):
                     self.add_tag(loc, dt)
-                for store in self.s.lanes.values():
-                    for k, v in list(store.items()):
-                        if st in v:
-                            store[k] = v | {dt}
+                if st in self.c.lane_tags:
+                    self.c.lane_tags.add(dt)
+                    for store in self.s.lanes.values():
+                        for k, v in list(store.items()):
+                            if st in v:
+                                store[k] = v | {dt}
                 if st in self.s.remat and dt not in self.s.remat[st][1]:
                     self.set_remat(dt, self.s.remat[st])
             else:
@@ -492,7 +495,8 @@ class _Walker:
         vunits = self.c.units_of(s.vgpr)
         store = dict(self.s.lanes.get(vunits[0], {}))
         for h, u in enumerate(self.c.units_of(s.src)):
-            store[(s.lane, h)] = self.s.holds(u)
+            store[(s.lane, h)] = held = self.s.holds(u)
+            self.c.lane_tags.update(held)
         for u in vunits:
             self.set_loc(u, frozenset())
         self.s.lanes[vunits[0]] = store
@@ -609,6 +613,9 @@ class ValueFlowChecker:
         self.remat_instructions: dict[tuple[object, ...], Instruction] = {}
         self.entry_states: dict[int, State] = {}
         self.out_states: dict[int, State] = {}
+        # Every tag a walker has put in a lane store (`spill_to_lane`, `pre_copy`): no store
+        # holds any other, so the walkers skip their stores for the rest.
+        self.lane_tags: set[Tag] = set()
 
     def recipe(self, ins: Instruction) -> tuple[tuple[object, ...], tuple[Tag, ...]]:
         """How a pure instruction of the virtual program computes its lanes: key and input tags."""
