@@ -29,9 +29,8 @@ from dataclasses import dataclass
 
 from verilocc.allocators.problem import Colouring, Problem, colouring_order, vreg_key
 from verilocc.allocators.spill import LOOP_WEIGHT
-from verilocc.analysis.cfg import build_cfg, loop_depths
-from verilocc.analysis.liveness import compute_liveness
-from verilocc.analysis.operands import VReg, vreg_classes
+from verilocc.analysis.cfg import loop_depths
+from verilocc.analysis.operands import VReg
 
 #: Instructions added to every live range's length before dividing (LLVM: 25 instructions).
 RANGE_BIAS = 25
@@ -50,9 +49,8 @@ class Eviction:
 def spill_weights(p: Problem) -> dict[VReg, float]:
     """Spill weight per value of `p`: accesses at block frequency per instruction of live range."""
     fn = p.fn
-    cfg = build_cfg(fn)
+    cfg, liveness = p.liveness()
     depth = loop_depths(cfg)
-    liveness = compute_liveness(fn, cfg, vreg_classes(fn))
     accesses: dict[VReg, float] = {}
     length: dict[VReg, int] = {}
     for b in fn.blocks:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from verilocc.analysis.calls import expand_calls, sgpr_striped
-from verilocc.analysis.cfg import build_cfg
+from verilocc.analysis.cfg import CFG, build_cfg
 from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.liveness import Effect, Liveness, compute_liveness
 from verilocc.analysis.operands import VReg, vreg_classes
@@ -133,6 +133,16 @@ class Problem:
     pressure: dict[str, int]  # lower bounds: "vector", "sgpr", "vgpr" (VGPR-only values) live at once
     _graph: tuple[dict[VReg, list[Neighbour]], dict[VReg, list[tuple[Side, int, int]]]] | None = field(
         default=None, init=False, repr=False, compare=False)
+    _orders: dict[bool, tuple[VReg, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _liveness: tuple[CFG, Liveness] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def liveness(self) -> tuple[CFG, Liveness]:
+        """The control-flow graph and liveness of `fn` as written (calls not expanded); made once
+        per problem, read only."""
+        if self._liveness is None:
+            cfg = build_cfg(self.fn)
+            self._liveness = (cfg, compute_liveness(self.fn, cfg, vreg_classes(self.fn)))
+        return self._liveness
 
     def graph(self) -> tuple[dict[VReg, list[Neighbour]], dict[VReg, list[tuple[Side, int, int]]]]:
         """Each value's conflicts as neighbours, and its copy partners (with my slot offset and
@@ -603,10 +613,17 @@ def _first_fit(p: Problem, order_by: str, homes: frozenset[VReg] = frozenset(),
 
 def colouring_order(p: Problem, live: bool) -> list[VReg]:
     """Values in program order of their first operand; with `live`, in the order their live
-    ranges start (a block's live-ins at its top, then its operands)."""
+    ranges start (a block's live-ins at its top, then its operands). Made once per problem."""
+    made = p._orders.get(live)
+    if made is None:
+        made = p._orders[live] = tuple(_colouring_order(p, live))
+    return list(made)
+
+
+def _colouring_order(p: Problem, live: bool) -> list[VReg]:
     order: list[VReg] = []
     seen: set[VReg] = set()
-    live_in = compute_liveness(p.fn, build_cfg(p.fn), vreg_classes(p.fn)).live_in if live else {}
+    live_in = p.liveness()[1].live_in if live else {}
     for b in p.fn.blocks:
         for w in sorted(live_in[b.number].vregs if b.number in live_in else (), key=vreg_key):
             if w not in seen and w in p.values:

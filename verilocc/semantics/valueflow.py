@@ -181,10 +181,14 @@ class _Walker:
         self.anomalies: list[Anomaly] = []  # with `report`: the harmless wrong reads of this walk
         self.own: set[Tag] = set()  # tags whose set in `index` this walker made or copied
         if state.index is None:
-            index: dict[Tag, set[Loc]] = defaultdict(set)
+            # By set of tags first: many locations hold the same set (a value copied to many places).
+            holding: dict[frozenset[Tag], list[Loc]] = defaultdict(list)
             for loc, tags in state.locs.items():
+                holding[tags].append(loc)
+            index: dict[Tag, set[Loc]] = defaultdict(set)
+            for tags, locs in holding.items():
                 for t in tags:
-                    index[t].add(loc)
+                    index[t].update(locs)
             state.index = dict(index)
             self.own.update(index)
         self.index = state.index
