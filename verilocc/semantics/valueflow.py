@@ -225,16 +225,23 @@ class _Walker:
                     own.add(t)
                 got.add(loc)
 
-    def add_tag(self, loc: Loc, tag: Tag) -> None:
+    def add_tag(self, loc: Loc, tag: Tag, more: dict[frozenset[Tag], frozenset[Tag]] | None = None) -> None:
         """`set_loc(loc, holds(loc) | {tag})`, touching only `tag`'s set in `index` (every
-        tag a location in `locs` holds has that location in its set already)."""
+        tag a location in `locs` holds has that location in its set already). `more`: the
+        sets with `tag` already made for other locations holding the same set, to share."""
         held = self.s.locs.get(loc)
         if held is None:
             self.set_loc(loc, self.s.holds(loc) | {tag})
             return
         if tag in held:
             return
-        self.s.locs[loc] = held | {tag}
+        if more is None:
+            self.s.locs[loc] = held | {tag}
+        else:
+            got = more.get(held)
+            if got is None:
+                got = more[held] = held | {tag}
+            self.s.locs[loc] = got
         got = self.index.get(tag)
         if got is None:
             self.index[tag] = {loc}
@@ -250,17 +257,26 @@ class _Walker:
         locs: set[Loc] | None = self.index.pop(tag, None)
         if tag[0] == "$":
             locs = (locs or set()) | {tag[1]}
+        # Many locations hold one set (a value copied to many places): each set less `tag` is
+        # made once, and the locations share it.
+        less: dict[frozenset[Tag], frozenset[Tag]] = {}
         if locs:
             s_locs, holds = self.s.locs, self.s.holds
             for loc in locs:
                 held = holds(loc)
                 if tag in held:
-                    s_locs[loc] = held - {tag}
+                    got = less.get(held)
+                    if got is None:
+                        got = less[held] = held - {tag}
+                    s_locs[loc] = got
         if tag in self.c.lane_tags:
             for store in self.s.lanes.values():
                 for k, v in store.items():  # (values replaced, no key added or removed)
                     if tag in v:
-                        store[k] = v - {tag}
+                        got = less.get(v)
+                        if got is None:
+                            got = less[v] = v - {tag}
+                        store[k] = got
         self.s.remat.pop(tag, None)  # `drop_remat`
         for dep in self.rdeps.pop(tag, ()):
             # `rdeps` keeps every lane ever computed from `tag`; a lane redefined since then
@@ -441,14 +457,18 @@ class _Walker:
                 if dt[0] != "$":
                     self.s.defined.add(dt)
                 self.s.undef_fixed.discard(dt)
+                more: dict[frozenset[Tag], frozenset[Tag]] = {}  # each set with dt made once, shared
                 for loc in list(self.index.get(st, ())) + ([st[1]] if st[0] == "$" and st in self.s.holds(st[1]) else []):
-                    self.add_tag(loc, dt)
+                    self.add_tag(loc, dt, more)
                 if st in self.c.lane_tags:
                     self.c.lane_tags.add(dt)
                     for store in self.s.lanes.values():
                         for k, v in list(store.items()):
                             if st in v:
-                                store[k] = v | {dt}
+                                got = more.get(v)
+                                if got is None:
+                                    got = more[v] = v | {dt}
+                                store[k] = got
                 if st in self.s.remat and dt not in self.s.remat[st][1]:
                     self.set_remat(dt, self.s.remat[st])
             else:
