@@ -19,16 +19,18 @@ MODEL  := verilocc/llm/data/verilocc-small
 CHECK_TESTS := tests/test_layers.py tests/test_examples.py tests/test_mir.py tests/test_analysis.py \
                tests/test_reports.py tests/test_target.py tests/test_bad_input.py tests/test_wrong_allocations.py
 
-.PHONY: install model-install llvm hunt-llvm hunt hunt-llvm-tests demo check test bench clean dataset model model-eval
+.PHONY: install native model-install llvm hunt-llvm hunt hunt-llvm-tests demo check test bench clean dataset model model-eval
 
 # The checkout on the path as a plain `.pth` line: setuptools' default editable finder costs every
 # command about 50 ms of start-up (a sixth of verifying a small kernel).
 EDITABLE := --config-settings editable_mode=compat
 
 ifeq ($(origin VENV),file)
+# With the first install, the verifier's core is compiled (mypyc, about 2 minutes): `native`.
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q $(EDITABLE) -e '.[dev]'
+	-$(PY) scripts/build_native.py --if-stale
 	touch $@
 
 # torch, transformers, peft, matplotlib for the model commands (pyproject extra `model`), Dask (`cluster`),
@@ -43,6 +45,12 @@ else
 install model-install:
 	@test -x $(BIN)/python || { echo "error: VENV=$(VENV) has no bin/python" >&2; exit 2; }
 endif
+
+# The verifier's core compiled by mypyc (verilocc/native.py), again when a source of it changed
+# since its build; until then, and wherever the build fails, verilocc runs those sources as they
+# are. `make check` does not wait for it: after an edit it runs the sources.
+native: install
+	-$(PY) scripts/build_native.py --if-stale
 
 # Training data: compile $(SHARED)/kernels (its manifest and the variants of the trained sources
 # in bench/model_eval/train_manifest.txt) with clang-19, pairs with llc-19 and llc-22, examples.
@@ -83,7 +91,7 @@ llvm:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq llvm-19 llvm-22 clang-19 chromium chromium-driver >/dev/null; \
 	else echo "note: llc-19/llc-22/clang-19/chromium not installed and not root: tests that need them will be skipped"; fi
 
-demo: install model-install
+demo: install native model-install
 	@mkdir -p build/demo
 	@echo "== LLVM's allocation of $(DEMO): VERIFIED"
 	$(VERILOCC) verify $(DEMO_DIR)/$(DEMO).post.mir --pre $(DEMO_DIR)/$(DEMO).pre.mir
@@ -104,7 +112,7 @@ demo: install model-install
 check: install
 	VERILOCC_CORPUS= $(PY) -m pytest -q -n 2 -m "not slow and not llc" $(CHECK_TESTS)
 
-test: install model-install llvm
+test: install native model-install llvm
 	$(PY) -m pytest -q -n 2
 
 # The hunt for LLVM's own allocation bugs (docs/hunt.md; not part of `make test`): every llc-13 to
@@ -148,8 +156,9 @@ hunt-llvm-tests: install hunt-llvm
 	  --modes reread --out build/hunt-llvm-tests --markdown docs/hunt-llvm-tests.md --command-name "make hunt-llvm-tests" \
 	  -j $(HUNT_JOBS) $(HUNT_FLAGS) || [ $$? -eq 1 ]
 
-bench: install llvm
+bench: install native llvm
 	$(PY) bench/verify_bench.py
 
 clean:
+	$(PYTHON) scripts/build_native.py --clean
 	rm -rf .venv .pytest_cache .hypothesis build *.egg-info

@@ -7,9 +7,11 @@
 One run prints, measured in child processes (`--repeat` times each, medians):
 1. gfx90a/fa_d128_kv4 (2,481 instructions, the largest corpus kernel for gfx90a):
    `verilocc verify POST --pre PRE` (all layers) beside
-   `llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx90a -run-pass=none -verify-machineinstrs POST`:
-   wall and CPU seconds, peak resident memory (GNU time's, `GNU_TIME`), their ratios, and where
-   verilocc's time goes (seconds per layer, from its own `--timings` JSON);
+   `llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx90a -run-pass=none -verify-machineinstrs POST`
+   and beside itself with its core interpreted (`VERILOCC_PURE=1`; `verilocc.native`), the
+   three measured in turn, run by run: wall and CPU seconds, peak resident memory (GNU time's,
+   `GNU_TIME`), their ratios, and where verilocc's time goes (seconds per layer, from its own
+   `--timings` JSON);
 2. a size sweep over corpus kernels of 100 to 2,600 instructions, the same two commands:
    a table of seconds and microseconds per instruction, the exponent of a power-law fit
    (1.0 is linear) and a PNG plot (`--plot`, matplotlib); then, outside the fit, LLVM's
@@ -48,7 +50,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from verilocc import native  # noqa: E402
 from verilocc.mir.parser import read_module  # noqa: E402
+
+#: This checkout's core as its runs use it (`verilocc.native.state`; the bench's own environment aside).
+CORE = native.state(honour_env=False)
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 HEADLINE = "gfx90a/fa_d128_kv4"
@@ -90,6 +96,11 @@ class Run:
         self.mib = max(r[2] for r in runs)
         self.out = runs[-1][3]
 
+    @classmethod
+    def of(cls, runs: list[Run]) -> Run:
+        """The medians of single runs (`measure(..., 1)`) made in turn with other commands."""
+        return cls([(r.wall, r.cpu, r.mib, r.out) for r in runs])
+
 
 # Linux records, when a process calls exec, the peak resident size of the memory the new
 # program replaces, so a command started from this process reports at least this process's own
@@ -98,11 +109,14 @@ class Run:
 GNU_TIME = Path("/usr/bin/time")
 
 
-def measure(cmd: list[str], repeat: int, tree: Path = ROOT) -> Run:
+def measure(cmd: list[str], repeat: int, tree: Path = ROOT, pure: bool = False) -> Run:
     """Wall seconds, CPU seconds (user + system, the command's children included) and peak RSS
-    in MiB of `cmd`, `repeat` times, with the verilocc of `tree` (this checkout by default)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    in MiB of `cmd`, `repeat` times, with the verilocc of `tree` (this checkout by default);
+    `pure`: with its core interpreted (`VERILOCC_PURE=1`)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "VERILOCC_PURE")}
     env["PYTHONPATH"] = str(tree)
+    if pure:
+        env["VERILOCC_PURE"] = "1"
     runs = []
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as tmp:
@@ -144,21 +158,32 @@ def llc_cmd(llc: str, pair: str) -> list[str]:
 
 
 def headline(llc: str | None, repeat: int) -> None:
-    v = measure(verify_cmd(HEADLINE, timings=True), repeat)
+    """verilocc, llc and verilocc with its core interpreted, measured in turn, run by run."""
+    runs: dict[str, list[Run]] = {"verilocc": [], "llc": [], "pure": []}
+    for _ in range(repeat):
+        runs["verilocc"].append(measure(verify_cmd(HEADLINE, timings=True), 1))
+        if llc is not None:
+            runs["llc"].append(measure(llc_cmd(llc, HEADLINE), 1))
+        runs["pure"].append(measure(verify_cmd(HEADLINE, timings=True), 1, pure=True))
+    v, p = Run.of(runs["verilocc"]), Run.of(runs["pure"])
     doc = json.loads(v.out)
     stats = doc["functions"][0]["stats"]
     n = instructions(CORPUS / f"{HEADLINE}.post.mir")
-    print(f"## {HEADLINE} ({n:,} instructions): verilocc verify (all layers) beside llc's MachineVerifier\n")
+    print(f"## {HEADLINE} ({n:,} instructions): verilocc verify (all layers) beside llc's MachineVerifier, "
+          "measured in turn\n")
     print("| command | wall s | CPU s | peak MiB |\n|---|---:|---:|---:|")
-    print(f"| `verilocc verify {HEADLINE}.post.mir --pre {HEADLINE}.pre.mir` ({doc['verdict']}) | "
-          f"{v.wall:.3f} | {v.cpu:.3f} | {v.mib:.0f} |")
+    print(f"| `verilocc verify {HEADLINE}.post.mir --pre {HEADLINE}.pre.mir` ({doc['verdict']}; core "
+          f"{CORE}) | {v.wall:.3f} | {v.cpu:.3f} | {v.mib:.0f} |")
+    print(f"| the same, core interpreted (`VERILOCC_PURE=1`; {json.loads(p.out)['verdict']}) | "
+          f"{p.wall:.3f} | {p.cpu:.3f} | {p.mib:.0f} |")
     if llc is None:
         print("\nllc not found: no ratio")
     else:
-        lr = measure(llc_cmd(llc, HEADLINE), repeat)
+        lr = Run.of(runs["llc"])
         print(f"| `{Path(llc).name} -mcpu={HEADLINE.split('/')[0]} -run-pass=none -verify-machineinstrs` | "
               f"{lr.wall:.3f} | {lr.cpu:.3f} | {lr.mib:.0f} |")
         print(f"| ratio | {v.wall / lr.wall:.1f}x | {v.cpu / lr.cpu:.1f}x | {v.mib / lr.mib:.1f}x |")
+        print(f"| ratio, core interpreted | {p.wall / lr.wall:.1f}x | {p.cpu / lr.cpu:.1f}x | {p.mib / lr.mib:.1f}x |")
     layers = " ".join(f"{k[len('seconds_'):]} {stats[k]:.3f} s" for k in
                       ("seconds_prepare", "seconds_constraints", "seconds_value_flow", "seconds_equivalence")
                       if k in stats)
@@ -296,7 +321,7 @@ def main() -> int:
         return 2
     compileall.compile_dir(ROOT / "verilocc", quiet=1)
     llc = shutil.which(args.llc)
-    print(f"# verilocc verify benchmark: median of {args.repeat} runs; llc = {llc or 'not found'}; "
+    print(f"# verilocc verify benchmark: median of {args.repeat} runs; verifier core {CORE}; llc = {llc or 'not found'}; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start\n")
     headline(llc, args.repeat)
     if not args.no_sweep:

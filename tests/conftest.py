@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -20,6 +22,7 @@ from types import ModuleType
 
 import pytest
 
+import verilocc
 from verilocc.findings import Report
 from verilocc.mir.parser import read_module
 from verilocc.verify import Options, verify_modules
@@ -109,3 +112,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     (`make test`), a test of minutes that starts last keeps one worker busy after the other
     has finished."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """A test marked `interpreted` patches the verifier's own functions, which its compiled
+    modules call directly (`verilocc.native`): where they are compiled, it runs in a pytest of
+    its own with `VERILOCC_PURE=1`, and passes, fails or skips as it does there."""
+    if pyfuncitem.get_closest_marker("interpreted") is None or verilocc.NATIVE != "compiled":
+        return None
+    env = {**os.environ, "VERILOCC_PURE": "1"}
+    got = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                          "-rs", pyfuncitem.nodeid], cwd=pyfuncitem.config.rootpath, env=env,
+                         capture_output=True, text=True)
+    if got.returncode == 0 and " passed" not in got.stdout:
+        pytest.skip(got.stdout.strip().splitlines()[-1] if got.stdout.strip() else "skipped")
+    if got.returncode != 0:
+        pytest.fail(f"with VERILOCC_PURE=1:\n{got.stdout[-4000:]}{got.stderr[-2000:]}", pytrace=False)
+    return True

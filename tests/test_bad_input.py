@@ -328,6 +328,7 @@ def test_unwritable_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.interpreted
 def test_huge_file_is_refused_quickly(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mir_parser, "MAX_FILE_BYTES", 4096)
@@ -351,6 +352,7 @@ def test_huge_sparse_file_is_refused_without_reading(tmp_path: Path, capsys: pyt
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+@pytest.mark.interpreted
 def test_endless_device_is_refused(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """A device reports no size: reading stops at the limit."""
     monkeypatch.setattr(mir_parser, "MAX_FILE_BYTES", 1 << 16)
@@ -358,6 +360,7 @@ def test_endless_device_is_refused(capsys: pytest.CaptureFixture[str], monkeypat
     assert "limit" in m.group("msg")
 
 
+@pytest.mark.interpreted
 def test_huge_assignment_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     limit = VADD_PRE.stat().st_size + 100  # the MIR file fits, the assignment does not
@@ -547,6 +550,7 @@ def test_every_truncation_is_bad_input(base: str, tmp_path: Path, capsys: pytest
 
 # --- the parser fuzzing catches planted parser bugs -----------------------------------------------
 
+@pytest.mark.interpreted
 def test_planted_truncation_bug_is_caught(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A parser that closes a document left open (the check the truncation sweep guards) gives
@@ -566,6 +570,7 @@ def test_planted_truncation_bug_is_caught(tmp_path: Path, capsys: pytest.Capture
     assert any(re.search(r": rc [013]: ", f) for f in failures), failures
 
 
+@pytest.mark.interpreted
 def test_planted_positionless_error_is_caught(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A body parser that raises a plain exception (no file, line, column) instead of a

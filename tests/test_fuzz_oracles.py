@@ -325,6 +325,7 @@ def _first_disagreement(targets: tuple[str, ...], kind: str, seeds: int, **kw: o
     return None
 
 
+@pytest.mark.interpreted
 def test_planted_alignment_bug_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Switch off tuple alignment (the gfx90a rule and the `_align2` classes): a renaming
     that puts tuples on odd VGPRs gets VERIFIED, and the interpreter refuses to run it."""
@@ -352,6 +353,7 @@ def test_planted_alignment_bug_is_caught(monkeypatch: pytest.MonkeyPatch) -> Non
     assert any(d.variant == "misaligned" for d in found.disagreements)
 
 
+@pytest.mark.interpreted
 def test_planted_value_flow_bug_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Switch off the value-flow and equivalence layers: wrong mutants get VERIFIED."""
     from verilocc.semantics import equivalence, valueflow
@@ -369,6 +371,7 @@ def test_planted_value_flow_bug_is_caught(monkeypatch: pytest.MonkeyPatch) -> No
     assert parse_module(small.post, "small.post.mir").functions
 
 
+@pytest.mark.interpreted
 def test_planted_over_strict_alignment_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Demand 4-aligned vector tuples: correct reference allocations get REJECTED."""
     from verilocc.smt import constraints

@@ -165,6 +165,7 @@ def test_solver_out_of_resources_is_unknown() -> None:
     assert check_z3(text).answer is Answer.UNSAT
 
 
+@pytest.mark.interpreted
 def test_unknown_solver_makes_function_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     import verilocc.smt.constraints as constraints
     from verilocc.smt.solver import Outcome

@@ -241,6 +241,7 @@ def test_equivalence_failure_has_concrete_input() -> None:
     assert "in the virtual program and" in eq[0].message and eq[0].message.count("expected that") == 1
 
 
+@pytest.mark.interpreted
 def test_sat_answer_that_explains_no_failure_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     """z3 decides a wrong allocation (no random interpretation may refute it first); if no
     obligation could be shown to fail under its model, the layer says unknown, never proved."""

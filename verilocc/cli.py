@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from verilocc import __version__
+from verilocc import NATIVE, __version__
 from verilocc.errors import InputError
 from verilocc.output import write_output
 
@@ -240,6 +240,12 @@ def add_check_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
 
 
+# `verilocc.native.state` as `--version` says it.
+_CORE = {"compiled": "compiled", "pure": "interpreted (VERILOCC_PURE=1)",
+         "stale": "interpreted: its sources changed since the build (make native)",
+         "not built": "interpreted (make native compiles it)"}
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or, for one of the commands defined here, the top level and that
     command alone: the same parse of its arguments, and building every command's options costs
@@ -249,7 +255,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="Verification-first register allocation for AMD GPUs: prove an allocation in LLVM MIR correct, "
         "or explain with a counterexample why it is not.",
     )
-    p.add_argument("--version", action="version", version=f"verilocc {__version__}")
+    p.add_argument("--version", action="version", version=f"verilocc {__version__} (verifier core: {_CORE[NATIVE]})")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     own = {"verify": _verify_parser, "show": _show_parser, "recheck": _recheck_parser, "fuzz": _fuzz_parser,
            "allocate": _allocate_parser, "materialise": _materialise_parser}

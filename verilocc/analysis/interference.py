@@ -98,7 +98,7 @@ class Interference(NamedTuple):
     """
 
     block: int
-    index: int
+    index: int  # type: ignore[assignment]  # (a field, as NamedTuple allows)
     defined: Side
     other: Side
     meets: str
@@ -204,7 +204,7 @@ def interferences(fn: Function, liveness: Liveness, only: Set[VReg] | None = Non
                             yield Interference(b, idx, ds, VirtualLanes(ls.vreg, ls.slots & ~copied), "live", d.op)
                         if ls.slots & copied:
                             dpos = _first_slot(ds.slots) if isinstance(ds, VirtualLanes) else 0
-                            ident = (dpos, _first_slot(copied))
+                            ident: tuple[int, int] | None = (dpos, _first_slot(copied))
                             if isinstance(ds, FixedUnits) and not ds.contiguous:
                                 ident = None
                             yield Interference(b, idx, ds, VirtualLanes(ls.vreg, ls.slots & copied), "live", d.op, ident)

@@ -25,20 +25,20 @@ def undefined_reads(fn: Function, cfg: CFG, target: Target) -> list[Finding]:
     # scratch resource, ...) and the function's declared live-ins.
     extra = function_reserved_registers(fn.machine_function_info, target)
     entry: set[int] = set(reservations(target, default_budget(target), extra).reserved_units)
-    for reg, _ in fn.liveins:
-        entry.update(parse_physreg(reg).units)
+    for name, _ in fn.liveins:
+        entry.update(parse_physreg(name).units)
     if fn.blocks:
-        for reg, _ in fn.blocks[0].liveins:
-            entry.update(parse_physreg(reg).units)
+        for name, _ in fn.blocks[0].liveins:
+            entry.update(parse_physreg(name).units)
     blocks = {b.number: b for b in fn.blocks}
     gen: dict[int, set[int]] = {}
-    for b in fn.blocks:
+    for blk in fn.blocks:
         g: set[int] = set()
-        for ins in b.instructions:
+        for ins in blk.instructions:
             for op in ins.operands:
                 if op.kind == "reg" and op.is_def and op.phys is not None:
                     g.update(physreg_at(fn, op, op.phys).units)
-        gen[b.number] = g
+        gen[blk.number] = g
     defined_in: dict[int, set[int]] = {b: set() for b in cfg.order}
     defined_in[cfg.entry] = set(entry)
     order = cfg.reverse_postorder()

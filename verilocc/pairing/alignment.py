@@ -106,10 +106,10 @@ def is_lane_spill(ins: Instruction) -> bool:
         return False
     if ins.opcode == "V_WRITELANE_B32":
         shape = [op.kind for op in explicit] == ["reg", "reg", "imm", "reg"]
-        return shape and regs[0].is_def and regs[0].phys == regs[2].phys and regs[0].phys.startswith("vgpr") \
+        return shape and regs[0].is_def and regs[0].phys == regs[2].phys and (regs[0].phys or "").startswith("vgpr") \
             and _is_sgpr(regs[1].phys)
     shape = [op.kind for op in explicit] == ["reg", "reg", "imm"]
-    return shape and regs[0].is_def and _is_sgpr(regs[0].phys) and regs[1].phys.startswith("vgpr")
+    return shape and regs[0].is_def and _is_sgpr(regs[0].phys) and (regs[1].phys or "").startswith("vgpr")
 
 
 def _is_sgpr(name: str | None) -> bool:
@@ -228,8 +228,8 @@ def _nop_use_pairs(pi: Instruction, qi: Instruction, post: Function,
     if others != [k for k in range(len(qi.operands)) if k not in post_uses]:
         return None
     try:
-        units = {j: physreg_at(post, qi.operands[j], qi.operands[j].phys).units
-                 for j in post_uses if qi.operands[j].phys is not None}
+        units = {j: physreg_at(post, qi.operands[j], phys).units
+                 for j in post_uses if (phys := qi.operands[j].phys) is not None}
         # what each use of `pi` needs: (virtual register or None, its slots, class width or units)
         needs: list[tuple[VReg | None, tuple[int, ...], int | tuple[int, ...]]] = []
         for k in pre_uses:

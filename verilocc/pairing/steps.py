@@ -210,9 +210,9 @@ def _decode_move(step: Step, ins: Instruction, pre_side: bool) -> DecodedStep:
         return Unsupported(step, ins, MALFORMED_COPY, f"`{ins.opcode}` is not a copy")
     if len(regs) != 2 or not regs[0].is_def or regs[1].is_def:
         return Unsupported(step, ins, MALFORMED_COPY, f"{len(regs)} explicit registers")
-    src = None if regs[1].has("undef") else regs[1]
+    read = None if regs[1].has("undef") else regs[1]
     kind = PreCopy if pre_side else PostCopy
-    return kind(step, ins, regs[0], src, regs[1])
+    return kind(step, ins, regs[0], read, regs[1])
 
 
 def _slot_address_error(ins: Instruction, slot: Operand, stack_pointers: frozenset[str]) -> str | None:

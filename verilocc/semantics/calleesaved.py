@@ -107,6 +107,7 @@ class _Walker:
 
     # step kinds
     def matched(self, s: ps.Matched) -> None:
+        assert s.step.post is not None  # a matched step has both instructions
         self.check_return(s.post, s.step.post)
         self.clear(s.post)
 
@@ -201,7 +202,7 @@ class CalleeSavedChecker:
             changed = False
             for b in order:
                 preds = [out[p] for p in self.cfg.predecessors(b) if p in out]
-                state = {u: frozenset({u}) for u in candidates} if b == self.cfg.entry else _meet(preds)
+                state: State = {u: frozenset({u}) for u in candidates} if b == self.cfg.entry else _meet(preds)
                 entry[b] = state
                 walker = _Walker(self, b, dict(state), report=False)
                 ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker,

@@ -305,6 +305,7 @@ class _BlockRun:
 
     def matched(self, s: ps.Matched) -> None:
         pi, qi, qidx = s.pre, s.post, s.step.post
+        assert qidx is not None  # a matched step has both instructions
         preads: list[tuple[Operand, list[Any]]] = []
         qreads: list[tuple[Operand, list[Any]]] = []
         pdefs: list[Operand] = []
@@ -376,7 +377,7 @@ class _BlockRun:
     def pre_kill(self, s: ps.PreKill) -> None:
         pass
 
-    def post_copy(self, s: ps.PostCopy) -> None:
+    def post_copy(self, s: ps.Copy) -> None:
         sunits = self.eq.vf.units_of(s.source)
         lanes = [self.qget(u) for u in sunits]
         dunits = self.eq.vf.units_of(s.dst)

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import cast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -151,8 +152,8 @@ def meet(states: list[State]) -> State:
                 slots[k] = kept
         if slots:
             out.lanes[loc] = slots
-    first = states[0].remat
-    out.remat = {t: v for t, v in first.items() if all(s.remat.get(t) == v for s in states[1:])}
+    remat = states[0].remat
+    out.remat = {t: v for t, v in remat.items() if all(s.remat.get(t) == v for s in states[1:])}
     return out
 
 
@@ -238,10 +239,10 @@ class _Walker:
         if more is None:
             self.s.locs[loc] = held | {tag}
         else:
-            got = more.get(held)
-            if got is None:
-                got = more[held] = held | {tag}
-            self.s.locs[loc] = got
+            made = more.get(held)
+            if made is None:
+                made = more[held] = held | {tag}
+            self.s.locs[loc] = made
         got = self.index.get(tag)
         if got is None:
             self.index[tag] = {loc}
@@ -426,9 +427,9 @@ class _Walker:
             if (t[0] == "$" and t not in undef_fixed) or t in defined:  # `State.is_defined(t)`
                 bad.append((t, u))
         if bad and self.report:
-            held = self.c.held_names({x for _, u in bad for x in self.s.holds(u)})
+            names = self.c.held_names({x for _, u in bad for x in self.s.holds(u)})
             lanes = self.c.lane_name(po, [t for t, _ in bad])
-            what = ", ".join(held) if held else "no value of the virtual program"
+            what = ", ".join(names) if names else "no value of the virtual program"
             slots = [k for k, (t, u) in enumerate(zip(tags, units)) if (t, u) in bad]
             anomaly = self.c.discharge(block, post_index, pi, qo, position, slots,
                                        f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, "
@@ -484,7 +485,7 @@ class _Walker:
     def pre_kill(self, s: ps.PreKill) -> None:
         pass
 
-    def post_copy(self, s: ps.PostCopy) -> None:
+    def post_copy(self, s: ps.Copy) -> None:
         dunits = self.c.units_of(s.dst)
         if s.src is None:
             self.clobber(dunits)
@@ -569,10 +570,10 @@ class _Walker:
                 self.by_key[recipe[0]].add(t)
         remat = self.s.remat
         for t in self.by_key.get(key, ()):
-            recipe = remat.get(t)
-            if recipe is None:
+            found = remat.get(t)
+            if found is None:
                 continue
-            k, expected, p = recipe
+            k, expected, p = found
             if k != key or len(expected) != len(inputs):
                 continue
             if all(e in self.s.holds(u) or not self.s.is_defined(e) for e, u in zip(expected, inputs)):
@@ -685,7 +686,7 @@ class ValueFlowChecker:
         the whole register (`whole_register_for_subregister`)."""
         units = self.units_of(qo)
         if whole_register_for_subregister(pi, po, qo, len(units), self.classes):
-            return tuple(units[slot] for _, slot in self.tags_of(po))  # type: ignore[index]
+            return tuple(units[cast(int, slot)] for _, slot in self.tags_of(po))
         return units
 
     def tag_name(self, tag: Tag) -> str:

@@ -243,10 +243,10 @@ class ConstraintChecker:
                 if idx in wanted:
                     live_at[idx] = set(live.vregs)
             for idx, unit_sets in wanted.items():
-                live = live_at.get(idx, set())
+                live_vregs = live_at.get(idx, set())
                 for touched_units in unit_sets:
                     for u in touched_units:
-                        out.update(v for v in by_unit.get(u, ()) if v in live)
+                        out.update(v for v in by_unit.get(u, ()) if v in live_vregs)
         return out
 
     def collect_homes(self) -> None:
@@ -334,8 +334,8 @@ class ConstraintChecker:
             for k, qo in enumerate(qi.operands):
                 if qo.kind != "reg" or qo.phys is None or qo.is_implicit:
                     continue  # (implicit general registers are liveness notes: `is_liveness_note`)
-                classes = [self.classes[o.operands[k].vreg] for o in origins
-                           if k < len(o.operands) and o.operands[k].vreg is not None]
+                classes = [self.classes[v] for o in origins
+                           if k < len(o.operands) and (v := o.operands[k].vreg) is not None]
                 if not classes:
                     continue
                 file = physreg_at(self.post, qo, qo.phys).file
@@ -368,7 +368,7 @@ class ConstraintChecker:
         def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
             """The side of a home variable with its lanes, or a constant side per run of
             consecutive fixed units with its units."""
-            if type(side) is VirtualLanes:
+            if isinstance(side, VirtualLanes):
                 key: object = (side.vreg, side.slots)
                 got = virtual.get(key)
                 if got is None:
@@ -565,8 +565,8 @@ class ConstraintChecker:
         self._python_ok = failed == 0
         self.query = self.smtlib()  # the text z3 decides is the text a certificate stores
         self._answer: list[Outcome | BaseException] = []
-        self._thread = threading.Thread(target=self._decide, args=(self.query,), daemon=True)
-        self._thread.start()
+        self._deciding = threading.Thread(target=self._decide, args=(self.query,), daemon=True)
+        self._deciding.start()
 
     def _decide(self, query: str) -> None:
         try:
@@ -576,7 +576,7 @@ class ConstraintChecker:
 
     def finish(self) -> list[Finding]:
         """z3's answer (`start`) checked against the evaluation; the layer's findings."""
-        self._thread.join()
+        self._deciding.join()
         (outcome,) = self._answer
         if isinstance(outcome, BaseException):
             raise outcome
