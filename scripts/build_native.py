@@ -33,14 +33,14 @@ GROUP = "verilocc.native"  # the shared library: verilocc/native__mypyc.*.so
 
 def built_files() -> list[Path]:
     """Every extension module in the package (it has none but a build's), and its record."""
-    out = [p for suffix in importlib.machinery.EXTENSION_SUFFIXES for p in native.PACKAGE.rglob(f"*{suffix}")]
+    out = [p for suffix in importlib.machinery.EXTENSION_SUFFIXES for p in Path(native.PACKAGE).rglob(f"*{suffix}")]
     return sorted(set(out))
 
 
 def clean() -> None:
     for p in built_files():
         p.unlink()
-    native.BUILD_RECORD.unlink(missing_ok=True)
+    Path(native.BUILD_RECORD).unlink(missing_ok=True)
 
 
 def build() -> int:
@@ -56,7 +56,7 @@ def build() -> int:
         return 1
     clean()
     hashes = native.source_hashes()  # before compiling: what the build is of
-    paths = [str(native.source(m).relative_to(ROOT)) for m in native.MODULES]
+    paths = [str(Path(native.source(m)).relative_to(ROOT)) for m in native.MODULES]
     cwd = os.getcwd()
     os.chdir(ROOT)  # mypyc names modules by their paths from here
     try:
@@ -79,7 +79,7 @@ def build() -> int:
         print("error: a source changed while it was compiled; run again", file=sys.stderr)
         return 1
     record = {"python": sys.implementation.cache_tag, "sources": hashes}
-    native.BUILD_RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    Path(native.BUILD_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"compiled {len(native.MODULES)} modules of the verifier's core")
     return 0
 

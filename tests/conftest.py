@@ -22,7 +22,7 @@ from types import ModuleType
 
 import pytest
 
-import verilocc
+from verilocc import native
 from verilocc.findings import Report
 from verilocc.mir.parser import read_module
 from verilocc.verify import Options, verify_modules
@@ -119,7 +119,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     """A test marked `interpreted` patches the verifier's own functions, which its compiled
     modules call directly (`verilocc.native`): where they are compiled, it runs in a pytest of
     its own with `VERILOCC_PURE=1`, and passes, fails or skips as it does there."""
-    if pyfuncitem.get_closest_marker("interpreted") is None or verilocc.NATIVE != "compiled":
+    if pyfuncitem.get_closest_marker("interpreted") is None or native.current() != "compiled":
         return None
     env = {**os.environ, "VERILOCC_PURE": "1"}
     got = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import verilocc
 from verilocc import native
 
 from verilocc.mir.parser import read_module
@@ -20,8 +19,8 @@ from verilocc.mir.printer import print_module
 
 from .conftest import EXAMPLES, FIXTURES, ROOT, script
 
-needs_build = pytest.mark.skipif(verilocc.NATIVE != "compiled",
-                                 reason=f"the core is not compiled here ({verilocc.NATIVE}): make native")
+needs_build = pytest.mark.skipif(native.current() != "compiled",
+                                 reason=f"the core is not compiled here ({native.current()}): make native")
 
 
 def _verilocc(args: list[str], pure: bool, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -75,12 +74,12 @@ def _copy_package(dest: Path) -> Path:
 
 
 def _where(tree: Path) -> list[str]:
-    """`verilocc.NATIVE` and where the value-flow module came from, in a fresh interpreter that
+    """`verilocc.native.current()` and where the value-flow module came from, in a fresh interpreter that
     imports the package copied to `tree`."""
     env = {k: v for k, v in os.environ.items() if k != "VERILOCC_PURE"}
     env["PYTHONPATH"] = str(tree)
     got = subprocess.run([sys.executable, "-c", "import verilocc, verilocc.semantics.valueflow as v; "
-                          "print(verilocc.NATIVE); print(v.__file__)"],
+                          "print(verilocc.native.current()); print(v.__file__)"],
                          capture_output=True, text=True, env=env, cwd=tree, check=True)
     return got.stdout.splitlines()
 
@@ -103,7 +102,7 @@ def test_a_build_is_used_only_while_its_sources_are_unchanged(tmp_path: Path) ->
     state, module = _where(tmp_path)
     assert state == "stale" and module == str(package / "semantics" / "valueflow.py")
     # No build record (a build interrupted, or copied without it): the sources again.
-    (package / native.BUILD_RECORD.name).unlink()
+    (package / Path(native.BUILD_RECORD).name).unlink()
     state, module = _where(tmp_path)
     assert state == "not built" and module.endswith("valueflow.py")
 
@@ -113,6 +112,5 @@ def test_the_version_says_which_core_runs() -> None:
     assert pure.returncode == 0 and "core: interpreted (VERILOCC_PURE=1)" in pure.stdout
     default = _verilocc(["--version"], pure=False)
     expected = {"compiled": "core: compiled", "not built": "make native compiles it",
-                "stale": "its sources changed since the build"}[verilocc.NATIVE if verilocc.NATIVE != "pure"
-                                                                   else native.state(honour_env=False)]
+                "stale": "its sources changed since the build"}[native.state(honour_env=False)]
     assert expected in default.stdout

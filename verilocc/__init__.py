@@ -3,5 +3,4 @@
 from verilocc import native
 
 __version__ = "0.1.0"
-#: Whether the verifier's core runs compiled (`verilocc.native.state`).
-NATIVE = native.install()
+native.install()  # the compiled core, where it is this source's build (`verilocc.native`)

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from verilocc import NATIVE, __version__
+from verilocc import __version__, native
 from verilocc.errors import InputError
 from verilocc.output import write_output
 
@@ -246,6 +246,15 @@ _CORE = {"compiled": "compiled", "pure": "interpreted (VERILOCC_PURE=1)",
          "not built": "interpreted (make native compiles it)"}
 
 
+class _Version(argparse.Action):
+    """`--version`: which verifier core runs is found out only when asked."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        print(f"verilocc {__version__} (verifier core: {_CORE[native.current()]})")
+        parser.exit()
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or, for one of the commands defined here, the top level and that
     command alone: the same parse of its arguments, and building every command's options costs
@@ -255,7 +264,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="Verification-first register allocation for AMD GPUs: prove an allocation in LLVM MIR correct, "
         "or explain with a counterexample why it is not.",
     )
-    p.add_argument("--version", action="version", version=f"verilocc {__version__} (verifier core: {_CORE[NATIVE]})")
+    p.add_argument("--version", action=_Version, nargs=0, help="show the version and which verifier core runs, and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     own = {"verify": _verify_parser, "show": _show_parser, "recheck": _recheck_parser, "fuzz": _fuzz_parser,
            "allocate": _allocate_parser, "materialise": _materialise_parser}

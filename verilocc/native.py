@@ -4,29 +4,31 @@ sources' own build.
 `make install` (`scripts/build_native.py`) compiles `MODULES` with mypyc into extension modules
 beside their sources and writes `BUILD_RECORD`: the sha256 of every source it compiled. Python
 imports an extension module before a source file of the same name, so the compiled modules are
-used as they are, at no cost, while every source still has the hash it had when built. When any
-has changed (a source edited, another checkout's build copied in), when the build record is
-missing, or when `VERILOCC_PURE=1` is set, `install()` puts a finder first that imports every
-module of the package from its source: never some compiled and some not, since compiled
-modules of one build call each other directly. Both run the same source, so they give the same verdicts,
-findings and bytes out; the compiled modules check the sources' type annotations as they run.
+used as they are while every source still has the hash it had when built. When any has changed
+(a source edited, another checkout's build copied in), when the build record is missing, when
+another extension module lies in the package, or when `VERILOCC_PURE=1` is set, every module of
+the package is imported from its source: never some compiled and some not, since compiled
+modules of one build call each other directly. Both run the same source, so they give the same
+verdicts, findings and bytes out; the compiled modules check the sources' type annotations as
+they run.
+
+`install()` (when the package is imported) only puts the finder first; the hashes are compared
+when the first module of `MODULES` is imported, so a command that imports none of them (`verify
+--help`) does not pay for it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.machinery
 import importlib.util
-import json
 import os
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
-from pathlib import Path
 from types import ModuleType
 
-PACKAGE = Path(__file__).resolve().parent
-BUILD_RECORD = PACKAGE / "native-build.json"
+PACKAGE = os.path.dirname(os.path.abspath(__file__))
+BUILD_RECORD = os.path.join(PACKAGE, "native-build.json")
 
 # The modules every verification runs through, parsing to equivalence. Modules whose classes
 # patch themselves (`mir.model`) or cache in instances (`functools.cached_property`:
@@ -61,30 +63,34 @@ MODULES = (
     "verilocc.semantics.equivalence",
     "verilocc.semantics.calleesaved",
 )
-
-
 SHARED_LIBRARY = "verilocc.native__mypyc"  # the build's runtime, which its modules import
+_EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)  # this interpreter's, the tagged one first
 
 
-def source(module: str) -> Path:
+def source(module: str) -> str:
     """The source file of a module of the package."""
-    return PACKAGE.parent.joinpath(*module.split(".")).with_suffix(".py")
+    return os.path.join(os.path.dirname(PACKAGE), *module.split(".")) + ".py"
 
 
 def source_hashes(modules: Sequence[str] = MODULES) -> dict[str, str]:
-    return {m: hashlib.sha256(source(m).read_bytes()).hexdigest() for m in modules}
+    import hashlib
+
+    out = {}
+    for m in modules:
+        with open(source(m), "rb") as f:
+            out[m] = hashlib.sha256(f.read()).hexdigest()
+    return out
 
 
 def extension_modules() -> set[str]:
     """The modules of the package that an extension module of this interpreter would provide."""
     out = set()
-    for folder in (PACKAGE, *(p for p in PACKAGE.iterdir() if p.is_dir())):
-        prefix = ".".join(("verilocc", *folder.relative_to(PACKAGE).parts))
+    folders = [("verilocc", PACKAGE)] + [(f"verilocc.{e.name}", e.path) for e in os.scandir(PACKAGE) if e.is_dir()]
+    for prefix, folder in folders:
         for entry in os.scandir(folder):
-            for suffix in importlib.machinery.EXTENSION_SUFFIXES:  # the tagged one first
-                if entry.name.endswith(suffix):
-                    out.add(f"{prefix}.{entry.name[:-len(suffix)]}")
-                    break
+            suffix = next((s for s in _EXTENSIONS if entry.name.endswith(s)), None)
+            if suffix is not None:
+                out.add(f"{prefix}.{entry.name[:-len(suffix)]}")
     return out
 
 
@@ -94,8 +100,11 @@ def state(honour_env: bool = True) -> str:
     interpreter's extension modules, exactly `MODULES` and their runtime)."""
     if honour_env and os.environ.get("VERILOCC_PURE") == "1":
         return "pure"
+    import json
+
     try:
-        record = json.loads(BUILD_RECORD.read_text(encoding="utf-8"))
+        with open(BUILD_RECORD, encoding="utf-8") as f:
+            record = json.load(f)
     except (OSError, ValueError):
         return "not built"
     if record.get("python") != sys.implementation.cache_tag or extension_modules() != {*MODULES, SHARED_LIBRARY}:
@@ -103,21 +112,48 @@ def state(honour_env: bool = True) -> str:
     return "compiled" if record.get("sources") == source_hashes() else "stale"
 
 
-class _FromSource:
-    """A finder (`sys.meta_path`) that imports every module of the package that has a `.py`
-    file from that file, whatever extension module lies beside it."""
+class _Finder:
+    """First on `sys.meta_path`: a module of the package comes from its `.py` file unless the
+    build is this source's own (`state`, decided at the first import of one of `MODULES`)."""
+
+    def __init__(self) -> None:
+        self.state: str | None = None
+        self.extensions: set[str] | None = None
+
+    def decided(self) -> str:
+        if self.state is None:
+            self.state = state()
+        return self.state
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> ModuleSpec | None:
-        if not fullname.startswith("verilocc.") or not (file := source(fullname)).is_file():
+        if not fullname.startswith("verilocc."):
             return None
-        return importlib.util.spec_from_file_location(fullname, file)
+        if fullname in MODULES:
+            if self.decided() == "compiled":
+                return None  # the extension module, found as usual
+        else:
+            if self.extensions is None:
+                self.extensions = extension_modules()
+            if fullname not in self.extensions:
+                return None  # no extension module beside it: found as usual
+        file = source(fullname)
+        return importlib.util.spec_from_file_location(fullname, file) if os.path.isfile(file) else None
 
 
-def install() -> str:
-    """Use the compiled modules only when they are this source's build (`state`); returns the
-    state. Called once, when the package is imported."""
-    got = state()
-    if got != "compiled" and not any(isinstance(f, _FromSource) for f in sys.meta_path):
-        sys.meta_path.insert(0, _FromSource())
-    return got
+def _finder() -> _Finder:
+    found = next((f for f in sys.meta_path if isinstance(f, _Finder)), None)
+    if found is None:
+        found = _Finder()
+        sys.meta_path.insert(0, found)
+    return found
+
+
+def install() -> None:
+    """Put the finder first (once); called when the package is imported."""
+    _finder()
+
+
+def current() -> str:
+    """The state this process runs its core in (`state`, decided once)."""
+    return _finder().decided()
