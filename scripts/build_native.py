@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.machinery
+import importlib.util
 import json
 import os
 import shutil
@@ -32,7 +33,7 @@ GROUP = "verilocc.native"  # the shared library: verilocc/native__mypyc.*.so
 
 
 def built_files() -> list[Path]:
-    """Every extension module in the package (it has none but a build's), and its record."""
+    """Every extension module in the package (it has none but a build's)."""
     out = [p for suffix in importlib.machinery.EXTENSION_SUFFIXES for p in Path(native.PACKAGE).rglob(f"*{suffix}")]
     return sorted(set(out))
 
@@ -44,10 +45,7 @@ def clean() -> None:
 
 
 def build() -> int:
-    try:
-        from mypyc.build import mypycify
-        from setuptools import Distribution
-    except ImportError:
+    if importlib.util.find_spec("mypyc") is None or importlib.util.find_spec("setuptools") is None:
         print("note: the verifier's core runs uncompiled: mypyc is not installed "
               "(pip install mypy, then python scripts/build_native.py)", file=sys.stderr)
         return 1
@@ -60,18 +58,11 @@ def build() -> int:
     cwd = os.getcwd()
     os.chdir(ROOT)  # mypyc names modules by their paths from here
     try:
-        WORK.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=WORK) as cache:
-            os.environ["MYPY_CACHE_DIR"] = cache
-            modules = mypycify(["--config-file", str(ROOT / "pyproject.toml"), *paths], opt_level="3",
-                               target_dir=str(WORK / "c"), group_name=GROUP)
-        dist = Distribution({"name": "verilocc-native", "ext_modules": modules})
-        cmd = dist.get_command_obj("build_ext")
-        cmd.inplace = True  # type: ignore[attr-defined]
-        cmd.build_temp = str(WORK / "temp")  # type: ignore[attr-defined]
-        cmd.build_lib = str(WORK / "lib")  # type: ignore[attr-defined]
-        cmd.parallel = os.cpu_count() or 1  # type: ignore[attr-defined]
-        dist.run_command("build_ext")
+        _compile(paths)
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - mypy's, setuptools' or the compiler's: one line
+        clean()
+        print(f"note: the verifier's core runs uncompiled: its build failed ({type(e).__name__}: {e})", file=sys.stderr)
+        return 1
     finally:
         os.chdir(cwd)
     if native.source_hashes() != hashes:
@@ -82,6 +73,25 @@ def build() -> int:
     Path(native.BUILD_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"compiled {len(native.MODULES)} modules of the verifier's core")
     return 0
+
+
+def _compile(paths: list[str]) -> None:
+    """mypyc's C for `paths` (from the checkout's root), compiled beside the sources."""
+    from mypyc.build import mypycify
+    from setuptools import Distribution
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=WORK) as cache:
+        os.environ["MYPY_CACHE_DIR"] = cache
+        modules = mypycify(["--config-file", str(ROOT / "pyproject.toml"), *paths], opt_level="3",
+                           target_dir=str(WORK / "c"), group_name=GROUP)
+    dist = Distribution({"name": "verilocc-native", "ext_modules": modules})
+    cmd = dist.get_command_obj("build_ext")
+    cmd.inplace = True  # type: ignore[attr-defined]
+    cmd.build_temp = str(WORK / "temp")  # type: ignore[attr-defined]
+    cmd.build_lib = str(WORK / "lib")  # type: ignore[attr-defined]
+    cmd.parallel = os.cpu_count() or 1  # type: ignore[attr-defined]
+    dist.run_command("build_ext")
 
 
 def main() -> int:
