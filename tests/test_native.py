@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from verilocc import native
-
 from verilocc.mir.parser import read_module
 from verilocc.mir.printer import print_module
 
@@ -23,12 +22,18 @@ needs_build = pytest.mark.skipif(native.current() != "compiled",
                                  reason=f"the core is not compiled here ({native.current()}): make native")
 
 
-def _verilocc(args: list[str], pure: bool, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def _env(tree: Path, pure: bool = False) -> dict[str, str]:
+    """This environment with the package of `tree` on the path, its core compiled or not."""
     env = {k: v for k, v in os.environ.items() if k != "VERILOCC_PURE"}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = str(tree)
     if pure:
         env["VERILOCC_PURE"] = "1"
-    return subprocess.run([sys.executable, "-m", "verilocc", *args], capture_output=True, text=True, env=env, cwd=cwd)
+    return env
+
+
+def _verilocc(args: list[str], pure: bool) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "verilocc", *args], capture_output=True, text=True,
+                          env=_env(ROOT, pure), cwd=ROOT)
 
 
 def _pairs(out: Path) -> int:
@@ -76,11 +81,9 @@ def _copy_package(dest: Path) -> Path:
 def _where(tree: Path) -> list[str]:
     """`verilocc.native.current()` and where the value-flow module came from, in a fresh interpreter that
     imports the package copied to `tree`."""
-    env = {k: v for k, v in os.environ.items() if k != "VERILOCC_PURE"}
-    env["PYTHONPATH"] = str(tree)
     got = subprocess.run([sys.executable, "-c", "import verilocc, verilocc.semantics.valueflow as v; "
                           "print(verilocc.native.current()); print(v.__file__)"],
-                         capture_output=True, text=True, env=env, cwd=tree, check=True)
+                         capture_output=True, text=True, env=_env(tree), cwd=tree, check=True)
     return got.stdout.splitlines()
 
 
