@@ -120,9 +120,8 @@ def test_printer_keeps_def_of_an_output_among_the_operands() -> None:
 
 
 def test_operand_def_and_implicit_follow_its_flags() -> None:
-    # `is_def` and `is_implicit` are attributes the layers read without a call: every way an
-    # operand gets or changes its flags (the parser, an assignment, `replace`, a copy, pickle)
-    # must leave them true to the flags.
+    # `is_def` and `is_implicit` are read from the flags: every way an operand gets or changes
+    # its flags (the parser, an assignment, `replace`, a copy, pickle) leaves them true to them.
     import copy
     import dataclasses
     import pickle
@@ -145,3 +144,26 @@ def test_operand_def_and_implicit_follow_its_flags() -> None:
         assert again == made and again.is_def and again.flags == frozenset({"def"})
     assert dataclasses.asdict(made)["flags"] == frozenset({"def"})
     assert "is_def" not in repr(made) and made == dataclasses.replace(made)
+
+
+@pytest.mark.parametrize("cls", ["Operand", "Instruction"])
+def test_written_out_init_and_reduce_cover_every_field(cls: str) -> None:
+    # `Operand` and `Instruction` write their `__init__` and `__reduce__` out (for the compiled
+    # core): each field, set to a value of its own, must survive `replace`, a deep copy and pickle.
+    import copy
+    import dataclasses
+    import pickle
+
+    from verilocc.mir import model
+
+    kind = getattr(model, cls)
+    inner = model.Operand("imm", "0", 1, 1)
+    values = {"kind": "reg", "text": "%7.sub0", "line": 3, "column": 5, "vreg": 7, "phys": "vgpr1", "subreg": "sub0",
+              "reg_class": "vreg_64", "llt": "s32", "flags": frozenset({"def", "dead"}), "tied_def": 2,
+              "opcode": "V_MOV_B32_e32", "operands": [inner], "instr_flags": ("nofpexcept",), "mem": "(load 4)",
+              "trailer": ("debug-location !5",), "bundled": True, "opens_bundle": True}
+    names = [f.name for f in dataclasses.fields(kind)]
+    made = kind(**{n: values[n] for n in names})
+    assert [getattr(made, n) for n in names] == [values[n] for n in names]
+    for again in (dataclasses.replace(made), copy.deepcopy(made), pickle.loads(pickle.dumps(made))):
+        assert type(again) is kind and [getattr(again, n) for n in names] == [values[n] for n in names]

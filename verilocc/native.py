@@ -31,10 +31,10 @@ PACKAGE = os.path.dirname(os.path.abspath(__file__))
 BUILD_RECORD = os.path.join(PACKAGE, "native-build.json")
 
 # The modules every verification runs through, parsing to equivalence. Modules whose classes
-# patch themselves (`mir.model`) or cache in instances (`functools.cached_property`:
-# `target.registers`, `target.classes`), or that mostly wait on z3 (`smt.solver`), stay
-# interpreted.
+# cache in instances (`functools.cached_property`: `target.registers`, `target.classes`), or
+# that mostly wait on z3 (`smt.solver`), stay interpreted.
 MODULES = (
+    "verilocc.mir.model",
     "verilocc.mir.parser",
     "verilocc.target.subregs",
     "verilocc.target.limits",

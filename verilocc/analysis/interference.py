@@ -51,7 +51,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Set
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from verilocc.analysis.liveness import Liveness
 from verilocc.analysis.operands import RegRef, VReg, slot_mask
@@ -85,10 +84,12 @@ class FixedUnits:
 Side = VirtualLanes | FixedUnits
 
 
-class Interference(NamedTuple):
+@dataclass(init=False)
+class Interference:
     """`defined` (written by the instruction at `block`/`index`) and `other` share no unit.
-    (A named tuple: there are many, and it is made several times faster than a frozen
-    dataclass.)
+    (Not frozen, with `__init__` written out: there are tens of thousands, and a frozen
+    dataclass, or the interpreted `__init__` dataclasses writes, takes several times longer
+    to make.)
 
     `meets`: "live" (other is live after the instruction), "def" (another def of it) or
     "use" (an early-clobber def against a use). `identity`: for the copied lanes of a COPY,
@@ -98,12 +99,22 @@ class Interference(NamedTuple):
     """
 
     block: int
-    index: int  # type: ignore[assignment]  # (a field, as NamedTuple allows)
+    index: int
     defined: Side
     other: Side
     meets: str
     def_op: Operand
     identity: tuple[int, int] | None = None
+
+    def __init__(self, block: int, index: int, defined: Side, other: Side, meets: str, def_op: Operand,
+                 identity: tuple[int, int] | None = None) -> None:
+        self.block = block
+        self.index = index
+        self.defined = defined
+        self.other = other
+        self.meets = meets
+        self.def_op = def_op
+        self.identity = identity
 
     @property
     def kind(self) -> str:

@@ -30,14 +30,22 @@ from verilocc.target.limits import Limits, attribute_limits
 VReg = int | str
 
 
-@dataclass(frozen=True)
+@dataclass(init=False)
 class RegRef:
-    """A register operand after resolution."""
+    """A register operand after resolution. (Never changed once made; not frozen, with its
+    `__init__` written out, because it is made for every operand every layer reads: a frozen
+    dataclass, or the interpreted `__init__` dataclasses writes, takes several times longer.)"""
 
     op: Operand
     vreg: VReg | None  # virtual register, or None for a physical one
     mask: int  # lanes of the virtual register this operand touches
     phys: PhysReg | None  # physical register (with the subregister applied)
+
+    def __init__(self, op: Operand, vreg: VReg | None, mask: int, phys: PhysReg | None) -> None:
+        self.op = op
+        self.vreg = vreg
+        self.mask = mask
+        self.phys = phys
 
     @property
     def units(self) -> tuple[int, ...]:

@@ -54,11 +54,7 @@ INSTR_FLAGS = frozenset(
 )
 
 
-_DEF_FLAGS = frozenset({"def", "implicit-def"})
-_IMPLICIT_FLAGS = frozenset({"implicit", "implicit-def"})
-
-
-@dataclass
+@dataclass(init=False)
 class Operand:
     """One machine operand.
 
@@ -80,11 +76,39 @@ class Operand:
     llt: str | None = None  # low-level type annotation `(s32)`, `(p4)`
     flags: frozenset[str] = frozenset()
     tied_def: int | None = None  # `(tied-def N)` on a use operand
-    # A def (`def`, `implicit-def`) and an implicit operand: fields that `__init__` does not
-    # take, left out of repr and comparisons, set whenever `flags` is (`_set_flags`). The
-    # layers read them hundreds of thousands of times on a large kernel.
-    is_def: bool = field(init=False, repr=False, compare=False)
-    is_implicit: bool = field(init=False, repr=False, compare=False)
+
+    # `__init__` and `__reduce__` are written out (the same parameters as the fields, in their
+    # order): the `__init__` dataclasses writes is interpreted code, which the compiled core
+    # (`verilocc.native`) would call for every operand it makes, tens of thousands per kernel.
+    def __init__(self, kind: str, text: str, line: int, column: int, vreg: int | str | None = None,
+                 phys: str | None = None, subreg: str | None = None, reg_class: str | None = None,
+                 llt: str | None = None, flags: frozenset[str] = frozenset(), tied_def: int | None = None) -> None:
+        self.kind = kind
+        self.text = text
+        self.line = line
+        self.column = column
+        self.vreg = vreg
+        self.phys = phys
+        self.subreg = subreg
+        self.reg_class = reg_class
+        self.llt = llt
+        self.flags = flags
+        self.tied_def = tied_def
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickle and copy: the fields, given to `__init__`
+        return (Operand, (self.kind, self.text, self.line, self.column, self.vreg, self.phys, self.subreg,
+                          self.reg_class, self.llt, self.flags, self.tied_def))
+
+    @property
+    def is_def(self) -> bool:
+        """A def: `def` or `implicit-def` among the flags (read from them, so always true to them)."""
+        flags = self.flags
+        return "def" in flags or "implicit-def" in flags
+
+    @property
+    def is_implicit(self) -> bool:
+        flags = self.flags
+        return "implicit" in flags or "implicit-def" in flags
 
     @property
     def is_reg(self) -> bool:
@@ -99,7 +123,7 @@ class Operand:
         return self.vreg is not None
 
     def has(self, flag: str) -> bool:
-        return flag in self._flags
+        return flag in self.flags
 
     @property
     def register_text(self) -> str:
@@ -113,22 +137,7 @@ class Operand:
         return f"{base}.{self.subreg}" if self.subreg else base
 
 
-def _get_flags(self: Operand) -> frozenset[str]:
-    return self._flags
-
-
-def _set_flags(self: Operand, flags: frozenset[str]) -> None:
-    self._flags = flags
-    self.is_def = not _DEF_FLAGS.isdisjoint(flags)
-    self.is_implicit = not _IMPLICIT_FLAGS.isdisjoint(flags)
-
-
-# `flags` is read and written as the field it is; writing it keeps `is_def` and
-# `is_implicit` true to it (the generated `__init__` writes it too).
-Operand.flags = property(_get_flags, _set_flags)  # type: ignore[assignment]
-
-
-@dataclass
+@dataclass(init=False)
 class Instruction:
     opcode: str
     operands: list[Operand]  # explicit defs first, then the rest in written order
@@ -139,6 +148,23 @@ class Instruction:
     trailer: tuple[str, ...] = ()  # debug-location, pcsections, ... as written
     bundled: bool = False  # inside a `{ ... }` bundle (not the BUNDLE header)
     opens_bundle: bool = False  # this instruction is followed by `{`
+
+    def __init__(self, opcode: str, operands: list[Operand], line: int, column: int, instr_flags: tuple[str, ...] = (),
+                 mem: str | None = None, trailer: tuple[str, ...] = (), bundled: bool = False,
+                 opens_bundle: bool = False) -> None:  # as `Operand.__init__`
+        self.opcode = opcode
+        self.operands = operands
+        self.line = line
+        self.column = column
+        self.instr_flags = instr_flags
+        self.mem = mem
+        self.trailer = trailer
+        self.bundled = bundled
+        self.opens_bundle = opens_bundle
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Instruction, (self.opcode, self.operands, self.line, self.column, self.instr_flags, self.mem,
+                              self.trailer, self.bundled, self.opens_bundle))
 
     @property
     def defs(self) -> list[Operand]:

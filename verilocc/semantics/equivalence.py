@@ -39,7 +39,7 @@ from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction, Operand
 from verilocc.semantics.ops import Semantics, has_side_effects, reads_memory
 from verilocc.semantics.terms import ToZ3
-from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
+from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker, untouched
 from verilocc.smt.solver import Answer, check_z3_terms
 from verilocc.target import RegisterClass, Target
 
@@ -57,6 +57,25 @@ def by_repr(tags: frozenset[Tag]) -> list[Tag]:
             _SORTED.clear()
         got = _SORTED[tags] = sorted(tags, key=repr)
     return got
+
+
+_REPRS: dict[object, str] = {}
+
+
+def sorted_by_repr(items: set[Any]) -> list[Any]:
+    """`sorted(items, key=repr)` with each item's repr remembered: a block's locations come
+    back at every edge, and making the repr of each again was much of the edges' time."""
+    reprs = _REPRS
+    if len(reprs) > 1 << 16:
+        reprs.clear()
+    keyed: list[tuple[str, int, Any]] = []
+    for i, x in enumerate(items):
+        r = reprs.get(x)
+        if r is None:
+            r = reprs[x] = repr(x)
+        keyed.append((r, i, x))
+    keyed.sort()  # as `sorted`, stable: equal reprs keep their order, items are never compared
+    return [x for _, _, x in keyed]
 
 
 def _distinct(pending: list[Obligation]) -> list[Obligation]:
@@ -477,12 +496,12 @@ class _BlockRun:
             # with that value again makes the same obligations, the second time each: the
             # identical ones counted as such, the others repeats of obligations `paired` holds.
             asked: dict[tuple[frozenset[Tag], frozenset[Tag]], tuple[Any, int, int]] = {}
-            for loc in sorted(locs, key=repr):
+            for loc in sorted_by_repr(locs):
                 if isinstance(loc, tuple) and loc[0] != "slot":
                     continue
                 tags = held.get(loc)
                 if tags is None:
-                    tags = frozenset({("$", loc)}) if isinstance(loc, int) else frozenset()
+                    tags = untouched(loc)
                 alike = self.entry_alike(loc) if loc not in written else frozenset()
                 before = asked.get((tags, alike))
                 if before is not None:
@@ -529,9 +548,12 @@ class _BlockRun:
             # The recipes value flow gives at s's entry (used there instead of fresh symbols)
             # must hold here too, or they would be unproved assumptions.
             # (Proved where the recipe was established when nothing here changed it.)
-            changed = [(t, recipe) for t, recipe in target.remat.items() if out.is_defined(t) and not (
-                self.entry.remat.get(t) == recipe and t not in self.pwritten and self.pwritten.isdisjoint(recipe[1]))]
-            for t, recipe in sorted(changed, key=repr):
+            changed = {t for t, recipe in target.remat.items() if out.is_defined(t) and not (
+                self.entry.remat.get(t) == recipe and t not in self.pwritten and self.pwritten.isdisjoint(recipe[1]))}
+            # In the order of `repr((t, recipe))`, which is that of `repr(t)`: tags are distinct
+            # tuples, and no tuple's repr is a proper prefix of another's.
+            for t in sorted_by_repr(changed):
+                recipe = target.remat[t]
                 pv = self.pget(t)
                 again = self.recompute(recipe, self.pget)
                 if pv is not None and again is not None:
@@ -539,7 +561,12 @@ class _BlockRun:
                                    "recomputable where it is rematerialised", [pv], [again])
             # As `asked` above, for lanes holding the same tags and the same allocated value.
             lanes_asked: dict[frozenset[Tag], tuple[Any, int, int]] = {}
-            for loc, store in sorted(target.lanes.items(), key=repr):
+            # In the order of `repr((loc, store))`, which is that of `repr(loc)`: locations are
+            # distinct, and one location's repr is a proper prefix of another's only where a
+            # digit follows (ints), which sorts after the ", " that follows a whole repr.
+            lanes = target.lanes
+            for loc in sorted_by_repr(set(lanes)):
+                store = lanes[loc]
                 have = self.lanes_store(loc)
                 for k, tags in sorted(store.items()):
                     qv = have.get(k)

@@ -72,6 +72,22 @@ Loc = object  # int unit, ("slot", n, k)
 Remat = tuple[tuple[object, ...], tuple[Tag, ...], int]
 
 
+_OWN: dict[int, frozenset[Tag]] = {}
+_NOTHING: frozenset[Tag] = frozenset()
+
+
+def untouched(loc: Loc) -> frozenset[Tag]:
+    """What a location holds where no instruction has put anything in it: a register unit
+    its own entry value, a stack slot nothing. (One set per unit, made once: the same
+    object comes back, which dictionaries keyed by sets of tags find at once.)"""
+    if not isinstance(loc, int):
+        return _NOTHING
+    got = _OWN.get(loc)
+    if got is None:
+        got = _OWN[loc] = frozenset({("$", loc)})
+    return got
+
+
 @dataclass
 class State:
     locs: dict[Loc, frozenset[Tag]] = field(default_factory=dict)
@@ -94,7 +110,7 @@ class State:
         got = self.locs.get(loc)
         if got is not None:
             return got
-        return frozenset({("$", loc)}) if isinstance(loc, int) else frozenset()
+        return untouched(loc)
 
     def is_defined(self, tag: Tag) -> bool:
         return (tag[0] == "$" and tag not in self.undef_fixed) or tag in self.defined
@@ -183,14 +199,22 @@ class _Walker:
         self.own: set[Tag] = set()  # tags whose set in `index` this walker made or copied
         if state.index is None:
             # By set of tags first: many locations hold the same set (a value copied to many places).
-            holding: dict[frozenset[Tag], list[Loc]] = defaultdict(list)
+            holding: dict[frozenset[Tag], list[Loc]] = {}
             for loc, tags in state.locs.items():
-                holding[tags].append(loc)
-            index: dict[Tag, set[Loc]] = defaultdict(set)
+                same = holding.get(tags)
+                if same is None:
+                    holding[tags] = [loc]
+                else:
+                    same.append(loc)
+            index: dict[Tag, set[Loc]] = {}
             for tags, locs in holding.items():
                 for t in tags:
-                    index[t].update(locs)
-            state.index = dict(index)
+                    at = index.get(t)
+                    if at is None:
+                        index[t] = set(locs)
+                    else:
+                        at.update(locs)
+            state.index = index
             self.own.update(index)
         self.index = state.index
         self.rdeps: dict[Tag, set[Tag]] = defaultdict(set)  # input tag -> lanes computed from it

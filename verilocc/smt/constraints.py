@@ -263,7 +263,11 @@ class ConstraintChecker:
 
     # --- constraints ---------------------------------------------------------------------
     def allowed(self, cls: RegisterClass, wwm_value: bool = False) -> tuple[int, ...]:
-        return allowed_first_units(cls, self.target, self.limits, wwm_value)
+        key = f"{cls.name}:{wwm_value}"  # (the cache of `allowed_first_units` hashes the target each time)
+        got = self._allowed_cache.get(key)
+        if got is None:
+            got = self._allowed_cache[key] = allowed_first_units(cls, self.target, self.limits, wwm_value)
+        return got
 
     def allowed_av(self, cls: RegisterClass, wwm_value: bool = False) -> tuple[int, ...]:
         """Allowed first units of `cls` widened to both vector files (see av_classes)."""
@@ -418,7 +422,7 @@ class ConstraintChecker:
                             ins = pre_blocks[block].instructions[index]
                             place = places[(block, index)] = Place(pre_file, pre_name, block, index, ins.line,
                                                                    ins.column)
-                    disjoint.append(Disjoint(sa, ma, sb, mb, place, fact.kind, fact.def_op.register_text,
+                    disjoint.append(Disjoint(sa, ma, sb, mb, place, fact.kind, fact.def_op,
                                              fact.live_vreg, identity))
 
     # --- evaluation and proof ------------------------------------------------------------

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from verilocc.analysis.operands import VReg
 from verilocc.findings import Place
+from verilocc.mir.model import Operand
 
 
 @functools.lru_cache(maxsize=4096)
@@ -57,9 +57,11 @@ class Member:
         return _member_smt(self.var, self.allowed)
 
 
-class Disjoint(NamedTuple):
-    """(A named tuple: a large kernel has tens of thousands, and a frozen dataclass takes
-    several times longer to make.)"""
+@dataclass(init=False)
+class Disjoint:
+    """(Not frozen, with `__init__` written out: a large kernel has tens of thousands, and a
+    frozen dataclass, or the interpreted `__init__` dataclasses writes, takes several times
+    longer to make.)"""
 
     a: Side
     a_mask: int
@@ -67,9 +69,26 @@ class Disjoint(NamedTuple):
     b_mask: int
     place: Place
     kind: str  # "interference" or "early-clobber"
-    def_text: str  # the defining operand as written
+    def_op: Operand  # the defining operand
     live_vreg: VReg | None  # the value that is live (b)
     identity: tuple[int, int] | None = None  # (slot of a, slot of b) that may coincide
+
+    def __init__(self, a: Side, a_mask: int, b: Side, b_mask: int, place: Place, kind: str, def_op: Operand,
+                 live_vreg: VReg | None, identity: tuple[int, int] | None = None) -> None:
+        self.a = a
+        self.a_mask = a_mask
+        self.b = b
+        self.b_mask = b_mask
+        self.place = place
+        self.kind = kind
+        self.def_op = def_op
+        self.live_vreg = live_vreg
+        self.identity = identity
+
+    @property
+    def def_text(self) -> str:
+        """The defining operand as written (only a violated constraint is described)."""
+        return self.def_op.register_text
 
     def holds(self, values: dict[str, int]) -> bool:
         pa = values[self.a.var] if self.a.var else self.a.const
