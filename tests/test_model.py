@@ -407,6 +407,28 @@ def test_listed_choices_are_the_problems_free_registers(kernel: str) -> None:
         chosen[v] = pick.reg
 
 
+@pytest.mark.parametrize("kernel", ["gfx90a/softmax_row", "gfx1100/reduce_sum"])
+def test_no_empty_slot_while_a_free_register_is_unlisted(kernel: str) -> None:
+    """A line lists SLOTS choices, or every free register of its tier: a dying value's
+    register that is among the lowest free ones takes no second slot (which would leave one
+    empty, an answer that names nothing). Walked along first-fit choices, which reuse dying
+    registers, so the case occurs (counted)."""
+    from verilocc.llm.choices import SLOTS
+
+    pre = read_module(CORPUS / f"{kernel}.pre.mir")
+    problem = build_problem(pre.functions[0], get_target(kernel.split("/")[0]))
+    tables = ChoiceTables(problem)
+    state = tables.start()
+    dying_among_lowest = 0
+    for k in range(len(problem.order)):
+        listed, free = tables.choices(state, k)
+        assert len(listed) == min(SLOTS, free), (k, listed, free)
+        lowest = tables.free(state, k)[:SLOTS]
+        dying_among_lowest += any(c.kind == "d" and c.reg in lowest for c in listed)
+        tables.take(state, k, listed[0].reg)
+    assert dying_among_lowest > 0
+
+
 def test_registers_no_instruction_names_are_not_allocated() -> None:
     """LLVM keeps `vreg_1` entries in the `registers:` table after SILowerI1Copies emptied
     them (a class without physical registers): they are not values to allocate, and the first

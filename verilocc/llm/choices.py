@@ -17,10 +17,12 @@ registers such as VCC):
 
 Listed in that order: up to two copy partners' registers, the lowest free registers in the
 class's allocation order, and up to two registers of dying values not among them; each register
-once, every one free (a dying value's register may also be among the lowest: it is marked `d`). Free means that no
-interference fact with a register already chosen, no fixed physical register and no COPY rule
-forbids it: exactly `AllocationProblem.allowed`, recomputed with integer bit sets over the
-registers' first 16-bit units (`ChoiceTables`; `tests/test_model.py` compares both). Registers
+once, every one free (a dying value's register may also be among the lowest: it is marked `d`
+and takes no second slot), so a line lists `SLOTS` choices or all the free registers of its
+tier. Free means that no interference fact with a register already chosen, no fixed physical
+register and no COPY rule forbids it: exactly `AllocationProblem.allowed`, recomputed with
+integer bit sets over the registers' first 16-bit units (`ChoiceTables`; `tests/test_model.py`
+compares both). Registers
 come from the first budget tier that still has a free, unbanned one: within the registers a
 first-fit allocation uses (`problem.tight`: the better of program order and widest tuples
 first, `occupancy_caps`), then within the occupancy that reaches (`problem.caps`), then the
@@ -215,14 +217,15 @@ class ChoiceTables:
                 partners.append(b)
         dying = [b for b in (state.base[w] for w in line.dying) if b in in_tier]
         picked = partners[:2]
-        room = SLOTS - len(picked) - min(2, len([b for b in dying if b not in picked]))
-        for b in tier:  # the lowest free registers, then dying values' registers not among them
-            if room <= 0:
+        # The lowest free registers, then up to two dying values' registers not among them:
+        # a dying register that turns out to be among the lowest needs no slot of its own.
+        kept = [b for b in dying if b not in picked][:2]
+        for b in tier:
+            if len(picked) + sum(1 for d in kept if d not in picked) >= SLOTS:
                 break
             if b not in picked:
                 picked.append(b)
-                room -= 1
-        for b in dying:
+        for b in kept:
             if b not in picked and len(picked) < SLOTS:
                 picked.append(b)
         for b in picked:
