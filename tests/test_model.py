@@ -595,7 +595,7 @@ def test_unlikelihood_marks_the_slots_that_cannot_be_the_answer(data: Path) -> N
     lm = new_own_model("tiny", seed=0)
     ex = next(e for e in read_examples(data / "train.jsonl") if any(NO_CHOICE in ln.split() for ln in e["lines"]))
     enc = encode_example(lm, ex)
-    ids, labels, bad = window_ids(enc, 0, len(enc.prefixes), lm.line_end)
+    ids, labels, bad, _ = window_ids(enc, 0, len(enc.prefixes), lm.line_end)
     answer_at = {i for i, y in enumerate(labels) if y != IGNORE}
     assert bad and all(pos in answer_at and labels[pos] != tok for pos, tok in bad)
     decision = {lm.answer_ids(f"@{k}")[0]: k for k in range(SLOTS)}
@@ -606,6 +606,58 @@ def test_unlikelihood_marks_the_slots_that_cannot_be_the_answer(data: Path) -> N
         marked += answer != "?" and bool(invalid)
     assert len(bad) == sum(len(v) for v, a in zip(enc.invalid, ex["answers"]) if a != "?")
     assert marked > 0
+
+
+def test_listed_loss_covers_the_lines_llvm_answered_outside_the_listing(data: Path, tmp_path: Path) -> None:
+    """A line answered `?` has no decision to learn; `--listed-loss` marks its answer position
+    with exactly its listed choices that are not banned, and training with it gives those
+    choices together more probability there than the same run without it."""
+    import torch
+
+    from verilocc.llm.choices import NO_CHOICE, SLOTS
+    from verilocc.llm.dataset import read_examples
+    from verilocc.llm.lm import load_lm, new_own_model
+    from verilocc.llm.train import IGNORE, encode_example, train, window_ids
+
+    lm = new_own_model("tiny", seed=0)
+    examples = list(read_examples(data / "train.jsonl"))[:6]
+    decision = {lm.answer_ids(f"@{k}")[0]: k for k in range(SLOTS)}
+    marked = 0
+    for ex in examples:
+        enc = encode_example(lm, ex)
+        ids, labels, _, unanswered = window_ids(enc, 0, len(enc.prefixes), lm.line_end)
+        expected = []
+        for line, answer in zip(ex["lines"], ex["answers"]):
+            slots = line.split()[-SLOTS:]
+            listed = [k for k, w in enumerate(slots) if w != NO_CHOICE and not w.startswith("!")]
+            if answer == "?" and listed:
+                expected.append(listed)
+        assert [sorted(decision[t] for t in toks) for _, toks in unanswered] == expected
+        assert all(labels[pos] == IGNORE and ids[pos + 1] == enc.unknown[0] for pos, _ in unanswered)
+        marked += len(unanswered)
+    assert marked > 0
+
+    def listed_mass(model_dir: Path) -> float:
+        got = load_lm(model_dir)
+        total = 0.0
+        for ex in examples:
+            enc = encode_example(got, ex)
+            ids, _, _, unanswered = window_ids(enc, 0, min(len(enc.prefixes), got.window), got.line_end)
+            if not unanswered:
+                continue
+            with torch.no_grad():
+                probs = torch.softmax(got.model(input_ids=torch.tensor([ids])).logits[0].float(), -1)
+            total += sum(float(probs[pos, toks].sum()) for pos, toks in unanswered)
+        return total
+
+    runs = {}
+    for on in (False, True):
+        out = tmp_path / str(on)
+        meta = train(new_own_model("tiny", seed=0), data, out, minutes=1.0, epochs=6, batch=4, lr=3e-3, seed=0,
+                     threads=1, bf16=False, log=lambda s: None, command="test", max_examples=6, listed_loss=on)
+        assert meta["listed_loss"] is on
+        runs[on] = listed_mass(out)
+    assert runs[True] > runs[False]
 
 
 def test_training_with_empty_slots_and_unlikelihood(data: Path, tmp_path: Path) -> None:

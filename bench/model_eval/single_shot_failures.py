@@ -4,10 +4,12 @@ The held-out functions are those of the run's own command (eval.json's `meta`, r
 `verilocc eval`'s parser and `eval_cases`). For every one that fits and whose single shot was not
 VERIFIED, the model's greedy unconstrained answer is decoded again (the call `verilocc eval`
 makes, with the run's seed), verified, and summarised: the lines that name no listed choice
-(with the first one's message) and the kinds of the verifier's errors. Run from the checkout,
-where the command ran:
+(with the first one's message) and the kinds of the verifier's errors. With `--all`, every
+function that fits is decoded and verified, and the last line counts the VERIFIED ones: the
+single-shot rate of another model (`--model`) on the same functions, without the rest of an
+`eval` run. Run from the checkout, where the command ran:
 
-    python bench/model_eval/single_shot_failures.py [--eval bench/model_eval/eval.json] [--model DIR]
+    python bench/model_eval/single_shot_failures.py [--eval bench/model_eval/eval.json] [--model DIR] [--all]
 """
 
 from __future__ import annotations
@@ -32,25 +34,35 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--eval", default="bench/model_eval/eval.json", help="an eval.json (default %(default)s)")
     ap.add_argument("--model", help="the model (default: the run's --model where it exists, else the shipped one)")
+    ap.add_argument("--all", action="store_true",
+                    help="decode every function that fits, not only the run's failures, and count the VERIFIED")
     args = ap.parse_args()
     report = json.loads(Path(args.eval).read_text(encoding="utf-8"))
     run = build_parser().parse_args(shlex.split(report["meta"]["command"])[1:])
+    fits = {(f["target"], f["name"]) for f in report["functions"] if f["fits"]}
     failed = {(f["target"], f["name"]) for f in report["functions"] if f["fits"] and not f["single_shot"]}
+    todo = fits if args.all else failed
+    verified = 0
     model = args.model or (run.model if run.model and Path(run.model).exists() else str(DEFAULT_MODEL))
     lm = load_lm(model)
     opts = Options(timeout_s=run.timeout, seed=run.seed)
     for case in eval_cases(run):
-        if (case.target, case.name) not in failed:
+        if (case.target, case.name) not in todo:
             continue
         fn = single_function(case.pre)
         problem = build_problem(fn, function_target(fn, None, case.pre.file))
         first = propose_many(lm, problem, samples=1, constrained=False, tables=ChoiceTables(problem),
                              greedy_first=True, seed=run.seed)[0]
         _, verdict = Verifier(case.pre, problem, opts)(case.pre, problem, first.regs, first.findings, opts)
+        if verdict.verdict.name == "VERIFIED":
+            verified += 1
+            continue
         errors = Counter(f.kind for f in verdict.findings if f.severity == "error")
         said = first.findings[0].message if first.findings else ""
         print(f"{case.target}/{case.name}: {len(first.findings)} line(s) naming no listed choice, "
               f"{verdict.verdict.name}, errors {dict(sorted(errors.items()))}; {said}")
+    if args.all:
+        print(f"single shot: {verified} of {len(fits)} functions that fit VERIFIED ({model})")
 
 
 if __name__ == "__main__":

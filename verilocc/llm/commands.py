@@ -116,7 +116,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     console = _console()
     train(lm, data, Path(args.out), minutes=args.minutes, epochs=args.epochs, batch=args.batch, lr=args.lr,
           seed=args.seed, threads=args.threads, bf16=args.bf16, log=console.print, command=_command_line(),
-          max_examples=args.max_examples, empty_rate=args.empty_rate, unlikelihood=args.unlikelihood)
+          max_examples=args.max_examples, empty_rate=args.empty_rate, unlikelihood=args.unlikelihood,
+          listed_loss=args.listed_loss)
     return 0
 
 
@@ -313,6 +314,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                         "answered lines (default 0)")
     t.add_argument("--unlikelihood", action="store_true",
                    help="also push down the probability of empty and banned slots at every answer")
+    t.add_argument("--listed-loss", action="store_true",
+                   help="on a line whose answer is `?` (LLVM's register is not listed), raise the probability "
+                        "of the listed choices together; without it the model's output there is never trained")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine is shared)")
     t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False,
                    help="bf16 autocast (default off: measured 4x slower than float32 on this CPU without bf16 instructions)")

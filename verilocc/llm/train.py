@@ -8,9 +8,14 @@ given, and the run is the same on any machine at any load (`--minutes` only stop
 says so); without `--epochs` it decays over `--minutes` of wall clock. One thread by default:
 the machine is shared, and two contended threads were measured 6x slower.
 
-Two options aim at the one error the shipped model makes on held-out functions, naming an
-empty slot (`-`) on a line of a long function (docs/allocate.md, "The error the model still
-makes"); both are off by default, since neither made a better model in the runs measured there:
+Options that aim at the error the model makes on held-out functions, an answer that names no
+listed choice on one line of a long function (docs/allocate.md, "The error the model still
+makes"):
+- `listed_loss`: a line whose answer is `?` (LLVM's register is not among the listed choices)
+  has no decision to learn, so without this the model's output there is never trained, and on
+  lines that resemble such lines it can spread its probability over the whole vocabulary. With
+  it, each such line adds -log of the probability the model gives its listed choices together
+  (not empty, not banned): whichever it takes, the answer is one of them;
 - `empty_rate`: in that share of the answered lines (drawn afresh each epoch) the listed
   choices after a random slot past the answer are emptied, as when fewer registers are free;
 - `unlikelihood`: every answer position adds -log(1 - p), p the probability the model gives
@@ -43,6 +48,7 @@ class Encoded:
     answers: list[list[int] | None]  # None: no answer to learn ("?")
     unknown: list[int]  # the "?" that stands in the context for a line without answer
     invalid: list[list[int]]  # per line, the answer tokens of its empty and banned slots
+    valid: list[list[int]]  # per line, the answer tokens of its other slots (its listed choices)
 
 
 def decision_tokens(lm: LM) -> list[int]:
@@ -59,6 +65,12 @@ def invalid_answers(decisions: list[int], line: str) -> list[int]:
     answer: empty or banned."""
     slots = line.split()[-SLOTS:]
     return [t for t, w in zip(decisions, slots) if w == NO_CHOICE or w.startswith("!")]
+
+
+def valid_answers(decisions: list[int], line: str) -> list[int]:
+    """The decision tokens of the slots of `line` that can be its answer: listed, not banned."""
+    slots = line.split()[-SLOTS:]
+    return [t for t, w in zip(decisions, slots) if w != NO_CHOICE and not w.startswith("!")]
 
 
 def with_empty_slots(line: str, answer: str, rng: random.Random) -> str | None:
@@ -101,23 +113,28 @@ def encode_example(lm: LM, ex: dict[str, Any]) -> Encoded:
     prefixes = [lm.encode(f"{line} :") for line in ex["lines"]]
     answers = [None if a == "?" else lm.answer_ids(str(a)) for a in ex["answers"]]
     decisions = decision_tokens(lm)
-    return Encoded(header, prefixes, answers, lm.answer_ids("?"), [invalid_answers(decisions, str(x)) for x in ex["lines"]])
+    return Encoded(header, prefixes, answers, lm.answer_ids("?"), [invalid_answers(decisions, str(x)) for x in ex["lines"]],
+                   [valid_answers(decisions, str(x)) for x in ex["lines"]])
 
 
 def window_ids(enc: Encoded, start: int, stop: int, nl: list[int],
                replaced: dict[int, tuple[list[int], list[int]]] | None = None,
-               ) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-    """Token ids and labels of lines `start:stop` after the header, and (position, token) of
-    the invalid answers at each answer position; `replaced` stands for some lines (`emptied`)."""
+               ) -> tuple[list[int], list[int], list[tuple[int, int]], list[tuple[int, list[int]]]]:
+    """Token ids and labels of lines `start:stop` after the header, (position, token) of the
+    invalid answers at each answer position, and (position, listed choices' tokens) of each line
+    whose answer is `?` and that lists a choice; `replaced` stands for some lines (`emptied`)."""
     ids = list(enc.header)
     labels = [IGNORE] * len(ids)
     bad: list[tuple[int, int]] = []
+    unanswered: list[tuple[int, list[int]]] = []
     for i in range(start, stop):
         prefix, invalid = (replaced or {}).get(i, (enc.prefixes[i], enc.invalid[i]))
         ids += prefix
         labels += [IGNORE] * len(prefix)
         ans = enc.answers[i]
         if ans is None:  # LLVM chose no listed choice (or split, spilled it): context only
+            if enc.valid[i]:
+                unanswered.append((len(ids) - 1, enc.valid[i]))
             ids += enc.unknown + nl
             labels += [IGNORE] * (len(enc.unknown) + len(nl))
             continue
@@ -129,24 +146,41 @@ def window_ids(enc: Encoded, start: int, stop: int, nl: list[int],
             labels.append(ans[k + 1] if k + 1 < len(ans) else IGNORE)
         ids += nl
         labels += [IGNORE] * len(nl)
-    return ids, labels, bad
+    return ids, labels, bad, unanswered
 
 
 def answer_loss(lm: LM, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor,
-                bad: list[tuple[int, int, int]] | None = None) -> tuple[torch.Tensor, int, int]:
+                bad: list[tuple[int, int, int]] | None = None,
+                unanswered: list[tuple[int, int, list[int]]] | None = None) -> tuple[torch.Tensor, int, int]:
     """Cross-entropy at answer positions, plus the mean unlikelihood of the invalid answers
-    `bad` ((row, position, token) at answer positions); (loss, positions, correct)."""
+    `bad` ((row, position, token) at answer positions); with `unanswered` ((row, position,
+    listed choices' tokens) of lines answered `?`), the mean over both kinds of position of
+    -log p(answer) and -log p(any listed choice); (loss, answer positions, correct)."""
     model = lm.model
     if hasattr(model, "get_base_model"):  # peft: LoRA layers live inside the base model's modules
         model = model.get_base_model()
     keep = labels != IGNORE
+    extra = None
     if hasattr(model, "model") and hasattr(model, "lm_head"):
         hidden = model.model(input_ids=ids, attention_mask=mask).last_hidden_state
         logits = model.lm_head(hidden[keep])
+        if unanswered:
+            extra = model.lm_head(hidden[[r for r, _, _ in unanswered], [c for _, c, _ in unanswered]])
     else:
-        logits = model(input_ids=ids, attention_mask=mask).logits[keep]
+        full = model(input_ids=ids, attention_mask=mask).logits
+        logits = full[keep]
+        if unanswered:
+            extra = full[[r for r, _, _ in unanswered], [c for _, c, _ in unanswered]]
     target = labels[keep]
     loss = torch.nn.functional.cross_entropy(logits.float(), target)
+    if extra is not None and unanswered:
+        listed = torch.zeros(extra.shape, dtype=torch.bool)
+        for k, (_, _, toks) in enumerate(unanswered):
+            listed[k, toks] = True
+        scores = extra.float()
+        nll = scores.logsumexp(-1) - scores.masked_fill(~listed, float("-inf")).logsumexp(-1)
+        n = int(target.numel())
+        loss = (loss * n + nll.sum()) / (n + len(unanswered))
     if bad:
         at = keep.flatten().cumsum(0) - 1  # flat position -> row of `logits`
         width = labels.shape[1]
@@ -162,7 +196,7 @@ def answer_loss(lm: LM, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Ten
 
 def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, batch: int, lr: float, seed: int,
           threads: int, bf16: bool, log: Callable[[str], None], command: str, max_examples: int | None = None,
-          empty_rate: float = 0.0, unlikelihood: bool = False) -> dict[str, Any]:
+          empty_rate: float = 0.0, unlikelihood: bool = False, listed_loss: bool = False) -> dict[str, Any]:
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -201,17 +235,18 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
                 g["lr"] = lr * max(0.05, 1.0 - frac) * min(1.0, (step + 1) / 50)
             seqs = [window_ids(encoded[j], s, t, nl, emptied(lm, examples[j], s, t, rng, empty_rate, decisions))
                     for j, s, t in jobs[b: b + batch]]
-            width = max(len(x) for x, _, _ in seqs)
+            width = max(len(x) for x, _, _, _ in seqs)
             ids = torch.zeros((len(seqs), width), dtype=torch.long)
             labels = torch.full((len(seqs), width), IGNORE, dtype=torch.long)
             mask = torch.zeros((len(seqs), width), dtype=torch.long)
-            bad = [(r, c, t) for r, (_, _, z) in enumerate(seqs) for c, t in z] if unlikelihood else None
-            for r, (x, y, _) in enumerate(seqs):
+            bad = [(r, c, t) for r, (_, _, z, _) in enumerate(seqs) for c, t in z] if unlikelihood else None
+            unanswered = [(r, c, t) for r, (_, _, _, u) in enumerate(seqs) for c, t in u] if listed_loss else None
+            for r, (x, y, _, _) in enumerate(seqs):
                 ids[r, : len(x)] = torch.tensor(x)
                 labels[r, : len(y)] = torch.tensor(y)
                 mask[r, : len(x)] = 1
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                loss, n, c = answer_loss(lm, ids, labels, mask, bad)
+                loss, n, c = answer_loss(lm, ids, labels, mask, bad, unanswered)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -234,7 +269,7 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
         log(f"--minutes ended the run after {epoch} of {epochs} epochs")
     model.eval()
     meta = {"command": command, "seed": seed, "format": FORMAT, "window": w, "empty_rate": empty_rate,
-            "unlikelihood": unlikelihood,
+            "unlikelihood": unlikelihood, "listed_loss": listed_loss,
             "feedback_in_context": any(ex.get("feedback") for ex in examples), "steps": step, "epochs": epoch,
             "schedule": "epochs" if epochs is not None else "minutes", "tokens": tokens,
             "minutes": round((time.monotonic() - t0) / 60, 2), "history": history[-20:],
