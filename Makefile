@@ -14,7 +14,9 @@ DEMO_DIR ?= examples
 DEMO   ?= gfx90a/sgemm_naive
 # A kernel whose source (softmax.hip) the shipped model never saw in training.
 DEMO_ALLOC ?= gfx90a/softmax_row
-MODEL  := verilocc/llm/data/verilocc-small
+# Where `make model` writes its model (`verilocc allocate --model build/model`); MODEL=
+# verilocc/llm/data/verilocc-small replaces the shipped weights with it.
+MODEL  ?= build/model
 # The quick tier: examples only (VERILOCC_CORPUS empty), no llc, no torch; under a minute on 2 cores.
 CHECK_TESTS := tests/test_layers.py tests/test_examples.py tests/test_mir.py tests/test_analysis.py \
                tests/test_reports.py tests/test_target.py tests/test_bad_input.py tests/test_wrong_allocations.py
@@ -58,13 +60,14 @@ dataset: model-install
 	nice -n 10 $(VERILOCC) dataset build --kernels $(SHARED)/kernels --manifest bench/model_eval/train_manifest.txt \
 	    --out build/dataset -j 2
 
-# The project's small model, shipped in the package (this rebuilds it: MODEL_EPOCHS epochs on
-# one thread, niced, 9,032 steps; the learning rate decays over the epochs, so the run is the
-# same on any machine; 77 minutes on one core beside another job; two contended threads were
-# measured slower than one).
-MODEL_EPOCHS ?= 20
+# The project's small model, trained into MODEL: MODEL_EPOCHS epochs on one thread, niced, 6,316
+# steps; the learning rate decays over the epochs, so the run is the same on any machine; 72
+# minutes on one core beside another job; two contended threads were measured slower than one.
+# The best recipe measured on the current listing of choices, but below the shipped weights,
+# which were trained on the listing before (docs/allocate.md#model-training-decoding).
+MODEL_EPOCHS ?= 14
 model: dataset
-	nice -n 10 $(VERILOCC) train --data build/dataset -o $(MODEL) --epochs $(MODEL_EPOCHS) --minutes 120 --seed 0 --threads 1 --size tiny
+	nice -n 10 $(VERILOCC) train --data build/dataset -o $(MODEL) --epochs $(MODEL_EPOCHS) --minutes 120 --seed 0 --threads 1 --size tiny --listed-loss
 
 # `verilocc eval` on the held-out functions (docs/allocate.md#evaluation): the corpus pairs, the
 # unseen target's pairs (gfx906), more variants of the held-out sources (heldout_manifest.txt)
