@@ -12,10 +12,10 @@ Options that aim at the error the model makes on held-out functions, an answer t
 listed choice on one line of a long function (docs/allocate.md, "The error the model still
 makes"):
 - `listed_loss`: a line whose answer is `?` (LLVM's register is not among the listed choices)
-  has no decision to learn, so without this the model's output there is never trained, and on
-  lines that resemble such lines it can spread its probability over the whole vocabulary. With
+  has no decision to learn, so without this the model's output there is never trained. With
   it, each such line adds -log of the probability the model gives its listed choices together
-  (not empty, not banned): whichever it takes, the answer is one of them;
+  (not empty, not banned): whichever it takes, the answer is one of them. `make model` uses
+  it; the two below are off there, since neither made a better model in the runs measured;
 - `empty_rate`: in that share of the answered lines (drawn afresh each epoch) the listed
   choices after a random slot past the answer are emptied, as when fewer registers are free;
 - `unlikelihood`: every answer position adds -log(1 - p), p the probability the model gives
