@@ -19,7 +19,7 @@ from verilocc.llm import HELD_OUT_SOURCES
 if TYPE_CHECKING:
     from verilocc.llm.evaluate import Case
 
-#: The project's small allocation model, shipped inside the package (`make model` rebuilds it).
+#: The project's small allocation model, shipped inside the package (docs/allocate.md: how it was trained).
 DEFAULT_MODEL = Path(__file__).resolve().parent / "data" / "verilocc-small"
 #: Kernel sources and llc pairs of the larger corpus, beside a checkout (relative to the working directory).
 SHARED = Path("..") / "shared"
