@@ -56,7 +56,8 @@ def main() -> None:
         _, verdict = Verifier(case.pre, problem, opts)(case.pre, problem, first.regs, first.findings, opts)
         if verdict.verdict.name == "VERIFIED":
             verified += 1
-            continue
+            if args.all:
+                continue
         errors = Counter(f.kind for f in verdict.findings if f.severity == "error")
         said = first.findings[0].message if first.findings else ""
         print(f"{case.target}/{case.name}: {len(first.findings)} line(s) naming no listed choice, "

@@ -63,14 +63,16 @@ def decision_tokens(lm: LM) -> list[int]:
 def invalid_answers(decisions: list[int], line: str) -> list[int]:
     """The decision tokens (`decision_tokens`) of the slots of `line` that cannot be its
     answer: empty or banned."""
-    slots = line.split()[-SLOTS:]
-    return [t for t, w in zip(decisions, slots) if w == NO_CHOICE or w.startswith("!")]
+    return [t for t, w in zip(decisions, line.split()[-SLOTS:]) if _cannot_be_answer(w)]
 
 
 def valid_answers(decisions: list[int], line: str) -> list[int]:
-    """The decision tokens of the slots of `line` that can be its answer: listed, not banned."""
-    slots = line.split()[-SLOTS:]
-    return [t for t, w in zip(decisions, slots) if w != NO_CHOICE and not w.startswith("!")]
+    """The decision tokens of the other slots of `line`: its listed choices that are not banned."""
+    return [t for t, w in zip(decisions, line.split()[-SLOTS:]) if not _cannot_be_answer(w)]
+
+
+def _cannot_be_answer(slot: str) -> bool:
+    return slot == NO_CHOICE or slot.startswith("!")
 
 
 def with_empty_slots(line: str, answer: str, rng: random.Random) -> str | None:
@@ -175,8 +177,8 @@ def answer_loss(lm: LM, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Ten
     loss = torch.nn.functional.cross_entropy(logits.float(), target)
     if extra is not None and unanswered:
         listed = torch.zeros(extra.shape, dtype=torch.bool)
-        for k, (_, _, toks) in enumerate(unanswered):
-            listed[k, toks] = True
+        for k, (_, _, choices) in enumerate(unanswered):
+            listed[k, choices] = True
         scores = extra.float()
         nll = scores.logsumexp(-1) - scores.masked_fill(~listed, float("-inf")).logsumexp(-1)
         n = int(target.numel())
