@@ -660,8 +660,46 @@ def test_listed_loss_covers_the_lines_llvm_answered_outside_the_listing(data: Pa
     assert runs[True] > runs[False]
 
 
+def test_shifted_ids_change_only_the_ids_of_a_window(data: Path) -> None:
+    """`--shift-ids` renumbers a window's lines by one offset: each line keeps every token but
+    its dense id, the ids stay consecutive and within the ids the tokenizer writes as one word,
+    the labels do not move, and lines whose slots were emptied keep their emptied slots."""
+    import random
+
+    from verilocc.llm.dataset import read_examples
+    from verilocc.llm.lm import new_own_model
+    from verilocc.llm.train import emptied, encode_example, id_tokens, shifted, window_ids
+
+    lm = new_own_model("tiny", seed=0)
+    ids = id_tokens(lm, 10**6)
+    after = lm.encode(f"%{len(ids)}")  # the first id past them is not a word of its own
+    assert 0 < len(ids) < 10**6 and (len(after) != 1 or after[0] == lm.tokenizer.unk or after[0] in ids)
+    word_of = {t: k for k, t in enumerate(ids)}
+    ex = max(read_examples(data / "train.jsonl"), key=lambda e: len(e["lines"]))
+    enc = encode_example(lm, ex)
+    rng = random.Random(3)
+    starts = set()
+    for start in range(0, len(enc.prefixes), 7):
+        stop = min(start + lm.window, len(enc.prefixes))
+        some = emptied(lm, ex, start, stop, rng, 0.5, [lm.answer_ids(f"@{k}")[0] for k in range(8)])
+        got = shifted(enc, start, stop, ids, rng, some)
+        assert sorted(got) == list(range(start, stop))
+        first = [word_of[got[i][0][0]] for i in range(start, stop)]
+        assert first == list(range(first[0], first[0] + stop - start))
+        starts.add(first[0] - start)
+        for i in range(start, stop):
+            prefix, invalid = some.get(i, (enc.prefixes[i], enc.invalid[i]))
+            assert got[i] == ([ids[first[i - start]]] + prefix[1:], invalid)
+        plain, labels, _, _ = window_ids(enc, start, stop, lm.line_end, some)
+        moved, moved_labels, _, _ = window_ids(enc, start, stop, lm.line_end, got)
+        assert moved_labels == labels and len(moved) == len(plain)
+        assert sum(a != b for a, b in zip(plain, moved)) <= stop - start
+    assert len(starts) > 3  # the offset is drawn, not fixed
+    assert shifted(enc, 0, 4, ids[:3], rng, {}) == {}  # a window the ids cannot hold is left alone
+
+
 def test_training_with_empty_slots_and_unlikelihood(data: Path, tmp_path: Path) -> None:
-    """`train --empty-rate R --unlikelihood` trains, records both in the model's metadata, and
+    """`train --empty-rate R --unlikelihood --shift-ids R` trains, records all three in the model's metadata, and
     the model it saves loads and decodes."""
     from verilocc.llm.decode import propose_many
     from verilocc.llm.lm import load_lm, new_own_model
@@ -669,8 +707,8 @@ def test_training_with_empty_slots_and_unlikelihood(data: Path, tmp_path: Path) 
 
     meta = train(new_own_model("tiny", seed=0), data, tmp_path, minutes=0.1, epochs=2, batch=4, lr=3e-3, seed=0,
                  threads=1, bf16=False, log=lambda s: None, command="test", max_examples=6, empty_rate=0.5,
-                 unlikelihood=True)
-    assert meta["steps"] > 0 and meta["empty_rate"] == 0.5 and meta["unlikelihood"] is True
+                 unlikelihood=True, shift_ids=0.5)
+    assert meta["steps"] > 0 and meta["empty_rate"] == 0.5 and meta["unlikelihood"] is True and meta["shift_ids"] == 0.5
     assert json.loads((tmp_path / "verilocc.json").read_text())["unlikelihood"] is True
     problem = build_problem(read_module(VADD).functions[0], get_target("gfx942"))
     (prop,) = propose_many(load_lm(tmp_path), problem, samples=1, constrained=True)

@@ -105,6 +105,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if (args.epochs is not None and args.epochs < 1) or args.minutes <= 0:
         what = "--minutes" if args.minutes <= 0 else "--epochs"
         raise InputError(f"{what} must be positive", what, 0, 0)
+    for what, rate in (("--empty-rate", args.empty_rate), ("--shift-ids", args.shift_ids)):
+        if not 0 <= rate <= 1:
+            raise InputError(f"{what} must be a share from 0 to 1", what, 0, 0)
     if args.base:
         lm = load_lm(args.base)
         if args.lora:
@@ -117,7 +120,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     train(lm, data, Path(args.out), minutes=args.minutes, epochs=args.epochs, batch=args.batch, lr=args.lr,
           seed=args.seed, threads=args.threads, bf16=args.bf16, log=console.print, command=_command_line(),
           max_examples=args.max_examples, empty_rate=args.empty_rate, unlikelihood=args.unlikelihood,
-          listed_loss=args.listed_loss)
+          listed_loss=args.listed_loss, shift_ids=args.shift_ids)
     return 0
 
 
@@ -317,6 +320,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     t.add_argument("--listed-loss", action="store_true",
                    help="on a line whose answer is `?` (LLVM's register is not listed), raise the probability "
                         "of the listed choices together; without it the model's output there is never trained")
+    t.add_argument("--shift-ids", type=float, default=0.0, metavar="R",
+                   help="in this share of the training windows, shift every line's dense id %%k by one random "
+                        "offset, so that no id's own embedding decides an answer (default 0)")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine is shared)")
     t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False,
                    help="bf16 autocast (default off: measured 4x slower than float32 on this CPU without bf16 instructions)")

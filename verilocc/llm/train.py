@@ -16,6 +16,11 @@ makes"):
   it, each such line adds -log of the probability the model gives its listed choices together
   (not empty, not banned): whichever it takes, the answer is one of them. `make model` uses
   it; the two below are off there, since neither made a better model in the runs measured;
+- `shift_ids`: in that share of the windows (drawn afresh each epoch) every line's dense id
+  `%k` is shifted by one offset, so that the window's first id lands anywhere from 0 to twice
+  the longest training function (within the ids the tokenizer writes as one word). A line's id
+  is its position in the function; it says nothing about the answer that the lines' order
+  does not, yet the embedding of a rarely seen high id decided answers on held-out lines;
 - `empty_rate`: in that share of the answered lines (drawn afresh each epoch) the listed
   choices after a random slot past the answer are emptied, as when fewer registers are free;
 - `unlikelihood`: every answer position adds -log(1 - p), p the probability the model gives
@@ -103,6 +108,33 @@ def emptied(lm: LM, ex: dict[str, Any], start: int, stop: int, rng: random.Rando
             line = with_empty_slots(str(ex["lines"][i]), str(ex["answers"][i]), rng)
             if line is not None:
                 out[i] = (lm.encode(f"{line} :"), invalid_answers(decisions, line))
+    return out
+
+
+def id_tokens(lm: LM, limit: int) -> list[int]:
+    """The token of each dense id `%0`, `%1`, ... below `limit`, up to the first id the
+    tokenizer does not write as one word of its own ([] when `%0` is not: ids are not shifted)."""
+    out: list[int] = []
+    for k in range(limit):
+        got = lm.encode(f"%{k}")
+        if len(got) != 1 or got[0] in out or (lm.own and got[0] == lm.tokenizer.unk):
+            break
+        out.append(got[0])
+    return out
+
+
+def shifted(enc: Encoded, start: int, stop: int, ids: list[int], rng: random.Random,
+            replaced: dict[int, tuple[list[int], list[int]]]) -> dict[int, tuple[list[int], list[int]]]:
+    """Prefixes and invalid answers of lines `start:stop` (`replaced` standing for some, as in
+    `window_ids`) with every line's dense id shifted so that the first lands on a random id of
+    `ids`; `replaced` unchanged when the window does not fit."""
+    if stop > len(ids) or any(enc.prefixes[i][:1] != [ids[i]] for i in range(start, stop)):
+        return replaced
+    to = rng.randrange(len(ids) - (stop - start) + 1)
+    out: dict[int, tuple[list[int], list[int]]] = {}
+    for i in range(start, stop):
+        prefix, invalid = replaced.get(i, (enc.prefixes[i], enc.invalid[i]))
+        out[i] = ([ids[to + i - start]] + prefix[1:], invalid)
     return out
 
 
@@ -198,7 +230,8 @@ def answer_loss(lm: LM, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Ten
 
 def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, batch: int, lr: float, seed: int,
           threads: int, bf16: bool, log: Callable[[str], None], command: str, max_examples: int | None = None,
-          empty_rate: float = 0.0, unlikelihood: bool = False, listed_loss: bool = False) -> dict[str, Any]:
+          empty_rate: float = 0.0, unlikelihood: bool = False, listed_loss: bool = False,
+          shift_ids: float = 0.0) -> dict[str, Any]:
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -211,6 +244,15 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
     w = lm.window
     n_windows = sum(math.ceil(len(e.prefixes) / w) for e in encoded)
     log(f"{len(encoded)} functions, {sum(len(e.prefixes) for e in encoded)} lines, {n_windows} windows of {w} lines")
+    ids_to = id_tokens(lm, 2 * max((len(e.prefixes) for e in encoded), default=0)) if shift_ids > 0 else []
+    if shift_ids > 0 and not ids_to:
+        log("--shift-ids: the tokenizer does not write a dense id as one word; ids are not shifted")
+
+    def replacements(j: int, s: int, t: int) -> dict[int, tuple[list[int], list[int]]]:
+        got = emptied(lm, examples[j], s, t, rng, empty_rate, decisions)
+        if ids_to and rng.random() < shift_ids:
+            got = shifted(encoded[j], s, t, ids_to, rng, got)
+        return got
     opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
     model = lm.model.train()
     t0 = time.monotonic()
@@ -235,8 +277,7 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
             frac = min(1.0, (epoch + b / len(jobs)) / epochs if epochs is not None else elapsed / max(budget, 1e-9))
             for g in opt.param_groups:
                 g["lr"] = lr * max(0.05, 1.0 - frac) * min(1.0, (step + 1) / 50)
-            seqs = [window_ids(encoded[j], s, t, nl, emptied(lm, examples[j], s, t, rng, empty_rate, decisions))
-                    for j, s, t in jobs[b: b + batch]]
+            seqs = [window_ids(encoded[j], s, t, nl, replacements(j, s, t)) for j, s, t in jobs[b: b + batch]]
             width = max(len(x) for x, _, _, _ in seqs)
             ids = torch.zeros((len(seqs), width), dtype=torch.long)
             labels = torch.full((len(seqs), width), IGNORE, dtype=torch.long)
@@ -271,7 +312,7 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
         log(f"--minutes ended the run after {epoch} of {epochs} epochs")
     model.eval()
     meta = {"command": command, "seed": seed, "format": FORMAT, "window": w, "empty_rate": empty_rate,
-            "unlikelihood": unlikelihood, "listed_loss": listed_loss,
+            "unlikelihood": unlikelihood, "listed_loss": listed_loss, "shift_ids": shift_ids,
             "feedback_in_context": any(ex.get("feedback") for ex in examples), "steps": step, "epochs": epoch,
             "schedule": "epochs" if epochs is not None else "minutes", "tokens": tokens,
             "minutes": round((time.monotonic() - t0) / 60, 2), "history": history[-20:],
