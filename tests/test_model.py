@@ -842,6 +842,7 @@ def test_eval_on_a_variant_named_by_an_extra_manifest(tiny_model: Path, tmp_path
     assert fn["allocated"]["waves"] >= fn["ours"]["waves"] and report["summary"]["all"]["allocate_functions"] == 1
     assert set(report["summary"]) >= {"all", "GEMM", "GEMM / gfx90a"}
     assert (tmp_path / "out" / "eval.png").stat().st_size > 0
+    assert not (tmp_path / "out" / "partial.jsonl").exists()  # kept only while the run is unfinished
 
 
 def test_feedback_examples_are_the_loops_feedback(data: Path) -> None:

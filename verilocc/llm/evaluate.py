@@ -487,5 +487,6 @@ def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperatur
     (out / "eval.json").write_text(json.dumps({"meta": meta, "summary": summary, "functions": [asdict(r) for r in results]},
                                               indent=1) + "\n", encoding="utf-8")
     plot(results, summary, out / "eval.png")
+    (out / "partial.jsonl").unlink(missing_ok=True)  # the run is complete: eval.json holds every result
     console.print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}")
     return summary

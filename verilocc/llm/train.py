@@ -14,13 +14,15 @@ makes"):
 - `listed_loss`: a line whose answer is `?` (LLVM's register is not among the listed choices)
   has no decision to learn, so without this the model's output there is never trained. With
   it, each such line adds -log of the probability the model gives its listed choices together
-  (not empty, not banned): whichever it takes, the answer is one of them. `make model` uses
-  it; the two below are off there, since neither made a better model in the runs measured;
+  (not empty, not banned): whichever it takes, the answer is one of them;
 - `shift_ids`: in that share of the windows (drawn afresh each epoch) every line's dense id
   `%k` is shifted by one offset, so that the window's first id lands anywhere from 0 to twice
   the longest training function (within the ids the tokenizer writes as one word). A line's id
   is its position in the function; it says nothing about the answer that the lines' order
-  does not, yet the embedding of a rarely seen high id decided answers on held-out lines;
+  does not, yet the embedding of a rarely seen high id decided answers on held-out lines.
+  A feedback paragraph is not renumbered (it names lines by number, which then no longer
+  match the ids). `make model` uses both of these (`--shift-ids 0.5`); the two below are off
+  there, since neither made a better model in the runs measured;
 - `empty_rate`: in that share of the answered lines (drawn afresh each epoch) the listed
   choices after a random slot past the answer are emptied, as when fewer registers are free;
 - `unlikelihood`: every answer position adds -log(1 - p), p the probability the model gives
