@@ -117,11 +117,13 @@ def id_tokens(lm: LM, limit: int) -> list[int]:
     """The token of each dense id `%0`, `%1`, ... below `limit`, up to the first id the
     tokenizer does not write as one word of its own ([] when `%0` is not: ids are not shifted)."""
     out: list[int] = []
+    seen: set[int] = set()
     for k in range(limit):
         got = lm.encode(f"%{k}")
-        if len(got) != 1 or got[0] in out or (lm.own and got[0] == lm.tokenizer.unk):
+        if len(got) != 1 or got[0] in seen or (lm.own and got[0] == lm.tokenizer.unk):
             break
         out.append(got[0])
+        seen.add(got[0])
     return out
 
 
@@ -129,7 +131,8 @@ def shifted(enc: Encoded, start: int, stop: int, ids: list[int], rng: random.Ran
             replaced: dict[int, tuple[list[int], list[int]]]) -> dict[int, tuple[list[int], list[int]]]:
     """Prefixes and invalid answers of lines `start:stop` (`replaced` standing for some, as in
     `window_ids`) with every line's dense id shifted so that the first lands on a random id of
-    `ids`; `replaced` unchanged when the window does not fit."""
+    `ids`; `replaced` unchanged when the window does not fit in `ids`, or a line does not begin
+    with its own id (line i with `%i`, as `normalise.line_text` writes it)."""
     if stop > len(ids) or any(enc.prefixes[i][:1] != [ids[i]] for i in range(start, stop)):
         return replaced
     to = rng.randrange(len(ids) - (stop - start) + 1)
