@@ -463,8 +463,9 @@ def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperatur
     results: list[CaseResult] = []
     t0 = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    kws = [dict(samples=samples if len(single_function(c.pre).registers) <= large else min(samples, large_samples),
-                rounds=rounds, temperature=temperature, seed=seed, timeout=timeout) for c in cases]
+    kws: list[dict[str, Any]] = [
+        dict(samples=samples if len(single_function(c.pre).registers) <= large else min(samples, large_samples),
+             rounds=rounds, temperature=temperature, seed=seed, timeout=timeout) for c in cases]
     if jobs > 1:
         pool = ProcessPoolExecutor(max_workers=jobs)
         done = pool.map(_worker_case, [(c, lm.path, kw) for c, kw in zip(cases, kws)])
