@@ -117,3 +117,12 @@ def test_the_version_says_which_core_runs() -> None:
     expected = {"compiled": "core: compiled", "not built": "make native compiles it",
                 "stale": "its sources changed since the build"}[native.state(honour_env=False)]
     assert expected in default.stdout
+
+
+def test_the_package_type_checks() -> None:
+    """mypy finds no error in the package. mypyc compiles the core from its annotations; the
+    rest is held to the same annotations, so that none of them says what the code does not do."""
+    pytest.importorskip("mypy")
+    run = subprocess.run([sys.executable, "-m", "mypy", "verilocc", "--cache-dir", str(ROOT / "build" / "mypy-cache")],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr

@@ -340,8 +340,8 @@ def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> di
             v = parent[v]
         return v
 
-    for b in fn.blocks:
-        for ins in b.instructions:
+    for block in fn.blocks:
+        for ins in block.instructions:
             if ins.opcode == "COPY":
                 regs = [op.vreg for op in ins.operands if op.kind == "reg" and not op.is_implicit]
                 if len(regs) == 2 and regs[0] in parent and regs[1] in parent:
@@ -372,10 +372,10 @@ def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> di
                     if lanes > by_root.get(r, 0):
                         by_root[r] = lanes
             for side, m in _phys_sides(live_after[idx].units):
-                kind = {VGPR_FILE.code: "vgpr", AGPR_FILE.code: "vector", SGPR_FILE.code: "sgpr"}.get(side.file)
+                holds = {VGPR_FILE.code: "vgpr", AGPR_FILE.code: "vector", SGPR_FILE.code: "sgpr"}.get(side.file)
                 m &= (1 << max(0, reach.get(side.file, 0) - side.slot)) - 1
-                if kind is not None and m:
-                    for k in (kind, "vector") if kind == "vgpr" else (kind,):
+                if holds is not None and m:
+                    for k in (holds, "vector") if holds == "vgpr" else (holds,):
                         units[k][None] = units[k].get(None, 0) + m.bit_count()
             total = {k: sum(by_root.values()) for k, by_root in units.items()}
             if (total["vgpr"] + 1) // 2 > peak["vgpr"]:

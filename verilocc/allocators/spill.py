@@ -383,10 +383,10 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
                     for k in kinds.get(v, ()):
                         lanes[k] += m.bit_count()
             for u in units:
-                k = phys_kind.get(u)
-                if k is not None:
-                    lanes[k] += 1
-                    if k != "sgpr":
+                pk = phys_kind.get(u)
+                if pk is not None:
+                    lanes[pk] += 1
+                    if pk != "sgpr":
                         lanes["vector"] += 1
             lanes["sgpr"] = max(0, lanes["sgpr"] - 4)  # VCC holds two SGPR-class registers
             for k, n in lanes.items():
@@ -400,8 +400,8 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     state.evict = {b: sorted(ix) for b, ix in evict.items()}
     hot: dict[VReg, int] = {}
     hot_blocks: dict[VReg, set[int]] = {}
-    for _, b, _, live in over:
-        for v in live:
+    for _, b, _, spillable in over:
+        for v in spillable:
             hot[v] = hot.get(v, 0) + 1
             hot_blocks.setdefault(v, set()).add(b)
     live_in: dict[VReg, set[int]] = {}
@@ -413,11 +413,11 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
     chosen: dict[VReg, str] = {}
     agpr_room = caps.vector - caps.vgpr - sum(classes[h].width32 for h in state.home_reg.values() if h in classes)
     over.sort(key=lambda o: -o[0])
-    for excess, _, kind, live in over:
-        need = excess - sum((m.bit_count() + 1) // 2 for v, m in live.items() if v in chosen)
+    for excess, _, kind, spillable in over:
+        need = excess - sum((m.bit_count() + 1) // 2 for v, m in spillable.items() if v in chosen)
         if need <= 0:
             continue
-        cands = sorted((v for v in live if v not in chosen and v in costs),
+        cands = sorted((v for v in spillable if v not in chosen and v in costs),
                        key=lambda v: (costs[v][0] / hot[v], _key(v)))
         for v in cands:
             if need <= 0:
@@ -435,7 +435,7 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
                 else:
                     agpr_room -= width
             chosen[v] = home
-            need -= (live[v].bit_count() + 1) // 2
+            need -= (spillable[v].bit_count() + 1) // 2
     if not chosen:
         excess, _, kind, _ = over[0]
         raise CannotSpill(f"{excess} {kind.upper()} register(s) over the budget where no live value can be spilled")
@@ -486,11 +486,11 @@ def _forced(state: _Rewriter, force: frozenset[VReg]) -> dict[VReg, str]:
         for v in ls.vregs:
             live_in.setdefault(v, set()).add(b)
     regions: dict[VReg, set[int]] = {v: set(live_in.get(v, ())) for v in force if v in classes}
-    for b in fn.blocks:
-        for ins in b.instructions:
+    for block in fn.blocks:
+        for ins in block.instructions:
             for v in _vregs_of(ins):
                 if v in regions:
-                    regions[v].add(b.number)
+                    regions[v].add(block.number)
     costs = state.costs(classes, regions, live_in, cfg)
     chosen: dict[VReg, str] = {}
     no_lane = _no_lane(fn, liveness, {v: _kinds(c, limits) for v, c in classes.items()}, budget_caps(state.target, limits),
@@ -844,16 +844,14 @@ class _Rewriter:
                 or dst.has("dead") or dst.vreg == src.vreg):
             return None
         v = vs[0]
-        other = src if dst.vreg == v else dst
-        cls, ocls = classes[v], classes[other.vreg]
+        o = src.vreg if dst.vreg == v else dst.vreg
+        cls, ocls = classes[v], classes[o]
         if cls.width_units != ocls.width_units:
             return None
         home = chosen[v]
         same_file = (cls.files <= {RegFile.VGPR, RegFile.AGPR}) == (ocls.files <= {RegFile.VGPR, RegFile.AGPR})
         if not same_file or home == "remat" and dst.vreg == v:
             return None
-        o = other.vreg
-        assert o is not None
         if dst.vreg == v:  # a store
             return self._store(v, o, ocls, ins.line)
         if home == "remat":

@@ -251,7 +251,7 @@ class _BlockEncoder:
     def pre_kill(self, s: ps.PreKill) -> None:
         pass
 
-    def post_copy(self, s: ps.PostCopy) -> None:
+    def post_copy(self, s: ps.Copy) -> None:
         dunits = self.units_of(s.dst)
         if s.src is None:
             self.clobber(dunits)
@@ -341,8 +341,8 @@ class _BlockEncoder:
                         self.claims.append(f"(=> {self.defined(t)} (= {term} {self.value(t)})) "
                                            f"; edge to bb.{s}: lane {k} of {_loc_symbol(loc)} holds {self.tag_sym(t)}")
             # Lanes defined here must be defined at s, or s would skip checking their uses.
-            tags = {t for t in set(self.dfn) | self.entry.defined if t[0] != "$"}
-            for t in sorted(tags, key=repr):
+            here = {t for t in set(self.dfn) | self.entry.defined if t[0] != "$"}
+            for t in sorted(here, key=repr):
                 if t not in target.defined:
                     self.claims.append(f"(not {self.defined(t)}) ; edge to bb.{s}: {self.tag_sym(t)} undefined")
 

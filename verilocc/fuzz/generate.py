@@ -238,8 +238,8 @@ class _Gen(InstructionTemplates):
             else:
                 w = v.n if v.n in (1, 2, 4) else 4 if v.n % 4 == 0 else 1
                 for k in range(0, v.n, w):
-                    val = f"%{vid}" if w == v.n else f"%{vid}.{subreg_name(k, w)}"
-                    self.emit(self.store(addr, val, w, 4 * k))
+                    part = f"%{vid}" if w == v.n else f"%{vid}.{subreg_name(k, w)}"
+                    self.emit(self.store(addr, part, w, 4 * k))
         self.emit("S_ENDPGM 0")
 
 

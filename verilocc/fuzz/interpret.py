@@ -328,10 +328,10 @@ class Machine:
                 raise Unsupported("REG_SEQUENCE shape")
             for r, s in zip(regs, subs):
                 lanes = subreg_lanes(s.text[len("%subreg."):])
-                v = self.read(r)
-                if len(v) != len(lanes):
+                got = self.read(r)
+                if len(got) != len(lanes):
                     raise _Stop("error: REG_SEQUENCE width mismatch")
-                for k, x in zip(lanes, v):
+                for k, x in zip(lanes, got):
                     vals[k] = x
             self.write(d, vals)
             return None

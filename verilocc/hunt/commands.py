@@ -137,7 +137,8 @@ def cmd_hunt(args: argparse.Namespace) -> int:
 
     by_name = {i.name: i for i in inputs}
     by_version = {str(l.version): l for l in llvms}
-    notes_of = {(p["input"], p["llvm"], p["target"], p["allocator"], p["mode"]): p["note"] for p in result.pairs}
+    notes_of: dict[tuple[str, ...], str] = {
+        (p["input"], p["llvm"], p["target"], p["allocator"], p["mode"]): p["note"] for p in result.pairs}
     reproducers: dict[tuple[str, ...], dict[str, Any]] = {}
     for r in result.records:
         if r.get("group") != "b":
@@ -178,7 +179,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     if args.json:
         write_if_changed(args.json, js)
     groups = {g: sum(1 for r in result.records if r.get("group") == g) for g in "abc"}
-    made = sum(1 for p in result.pairs if p["status"] == "ok")
-    print(f"{made} of {len(result.pairs)} pairs made; {len(result.records)} function records: "
+    ok = sum(1 for p in result.pairs if p["status"] == "ok")
+    print(f"{ok} of {len(result.pairs)} pairs made; {len(result.records)} function records: "
           f"(a) {groups['a']}, (b) {groups['b']}, (c) {groups['c']}; {args.out / 'hunt.md'}")
     return 1 if groups["b"] else 0

@@ -360,7 +360,7 @@ def is_wave32(ll_text: str, target: str) -> bool:
     if "+wavefrontsize64" in ll_text:
         return False
     m = re.match(r"gfx(\d+)", target)
-    return bool(m) and len(m.group(1)) >= 4 and int(m.group(1)[:-2]) >= 10
+    return m is not None and len(m.group(1)) >= 4 and int(m.group(1)[:-2]) >= 10
 
 
 # --- the pipeline for one pair ---------------------------------------------------------------

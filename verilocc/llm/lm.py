@@ -131,9 +131,9 @@ def load_lm(path: str) -> LM:
             if meta.get("format") != FORMAT:
                 raise InputError(f"this model reads prompts of format {meta.get('format')!r}, this verilocc writes "
                                  f"{FORMAT!r}: retrain it (`make model`, `verilocc train`)", path, 0, 0)
-            tok = Tokenizer.load(p / "words.json")
+            words = Tokenizer.load(p / "words.json")
             model = _load_model(p).float()
-            return LM(model.eval(), tok, True, path, meta)
+            return LM(model.eval(), words, True, path, meta)
         tok = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
         model = _load_model(p)
         meta = json.loads((p / "verilocc.json").read_text(encoding="utf-8")) if (p / "verilocc.json").exists() else {}

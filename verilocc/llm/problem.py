@@ -111,8 +111,7 @@ class AllocationProblem:
             reg = chosen.get(w)
             if reg is None:
                 continue
-            units = [reg.units[s] for s in _bits(theirs) if s < len(reg.units)]
-            out.setdefault(mine, set()).update(units)
+            out.setdefault(mine, set()).update(reg.units[s] for s in _bits(theirs) if s < len(reg.units))
         return out
 
     def allowed(self, v: VReg, chosen: Mapping[VReg, PhysReg], *, budget: str = "preferred",
@@ -240,10 +239,10 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
         start = iv.start // 2 if iv else first_def.get(v, first_use.get(v, 0))
         end = (iv.end + 1) // 2 if iv else start + 1
         info[v] = VRegInfo(v, cls, hard, soft, start, end, copies=copies[v])
-        n = first_def.get(v)
-        if n is not None:
-            info[v].dying = [w for w in reads.get(n, []) if w != v and w in intervals
-                             and intervals[w].live_at(2 * n) and not intervals[w].live_at(2 * n + 1)]
+        at = first_def.get(v)
+        if at is not None:
+            info[v].dying = [w for w in reads.get(at, []) if w != v and w in intervals
+                             and intervals[w].live_at(2 * at) and not intervals[w].live_at(2 * at + 1)]
 
     seen: set[tuple[VReg, VReg, int, int]] = set()
 

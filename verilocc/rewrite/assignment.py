@@ -194,10 +194,11 @@ def assignment_from_allocation(pre: Module, post: Module, target_name: str | Non
                 if len(ops) != 2 or ops[0].subreg or ops[1].subreg:
                     continue
                 dst, src = ops
-                for a, b in ((dst, src), (src, dst)):
+                for a, partner in ((dst, src), (src, dst)):
                     if a.vreg is None or a.vreg in regs or a.vreg in split:
                         continue
-                    other = regs.get(b.vreg) if b.vreg is not None else (parse_physreg(b.phys) if b.phys else None)
+                    other = (regs.get(partner.vreg) if partner.vreg is not None
+                             else (parse_physreg(partner.phys) if partner.phys else None))
                     if (other is not None and len(other.units) == classes[a.vreg].width_units
                             and other.file in classes[a.vreg].files):
                         regs[a.vreg] = other

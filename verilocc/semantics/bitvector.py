@@ -22,6 +22,7 @@ have no bit-precise meaning and never ignore anything.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -61,11 +62,12 @@ def _nonzero(z3: Z3, x: Any) -> Any:
     return _bool(z3, x != 0)
 
 
-def _logic(op: Callable[[Any, Any], Any], width: int) -> BitMeaning:
+def _logic(op: Callable[[Any, Any], Any], width: int, vector: bool = False) -> BitMeaning:
+    """A bitwise operation; the scalar ones also set SCC (result nonzero), the VALU ones do not."""
     def fn(z3: Z3, v: list[Any]) -> dict[str, Any]:
         r = op(v[0], v[1])
-        return {"d0": r, "scc": _nonzero(z3, r)}
-    return BitMeaning((width, width), fn)
+        return {"d0": r} if vector else {"d0": r, "scc": _nonzero(z3, r)}
+    return BitMeaning((width, width), fn, vector)
 
 
 def _shift(kind: str, width: int, reverse: bool = False, vector: bool = False) -> BitMeaning:
@@ -210,9 +212,9 @@ def _table() -> dict[str, BitMeaning]:
     t["V_MUL_LO_U32_e64"] = _arith("mul", True)
     t["V_MUL_HI_U32_e64"] = _arith("mulhi_u", True)
     t["V_MUL_HI_I32_e64"] = _arith("mulhi_i", True)
-    for name, op in (("AND", lambda a, b: a & b), ("OR", lambda a, b: a | b), ("XOR", lambda a, b: a ^ b)):
+    for name, op in (("AND", operator.and_), ("OR", operator.or_), ("XOR", operator.xor)):
         for enc in ("e32", "e64"):
-            t[f"V_{name}_B32_{enc}"] = BitMeaning((32, 32), lambda z3, v, op=op: {"d0": op(v[0], v[1])}, True)
+            t[f"V_{name}_B32_{enc}"] = _logic(op, 32, vector=True)
     for kind, name in (("shl", "LSHLREV"), ("lshr", "LSHRREV"), ("ashr", "ASHRREV")):
         suffix = "I32" if kind == "ashr" else "B32"
         t[f"V_{name}_{suffix}_e32"] = t[f"V_{name}_{suffix}_e64"] = _shift(kind, 32, reverse=True, vector=True)

@@ -193,7 +193,7 @@ def _serve(listener: socket.socket, alive: int) -> None:
     uid = os.getuid()
     while True:
         ctx = z3.Context()  # made while no one waits (it takes a small query's time); used once
-        ready, _, _ = select.select([listener, alive], [], [])
+        ready, _, _ = select.select([listener.fileno(), alive], [], [])
         if alive in ready:
             return
         conn, _ = listener.accept()

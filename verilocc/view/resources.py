@@ -102,7 +102,7 @@ def _fewer(count: Callable[[int], int], current: int, waves: int) -> int | None:
 
 
 def _thresholds(count: Callable[[int], int], upper: int, top: int) -> tuple[tuple[int, int], ...]:
-    out = []
+    out: list[tuple[int, int]] = []
     for w in range(top, 0, -1):
         n = _most(count, w, upper)
         if 0 <= n < upper and (not out or out[-1][1] != n):
