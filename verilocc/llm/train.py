@@ -21,12 +21,13 @@ makes"):
   is its position in the function; it says nothing about the answer that the lines' order
   does not, yet the embedding of a rarely seen high id decided answers on held-out lines.
   A feedback paragraph is not renumbered (it names lines by number, which then no longer
-  match the ids). `make model` uses both of these (`--shift-ids 0.5`); the two below are off
-  there, since neither made a better model in the runs measured;
-- `empty_rate`: in that share of the answered lines (drawn afresh each epoch) the listed
-  choices after a random slot past the answer are emptied, as when fewer registers are free;
+  match the ids);
 - `unlikelihood`: every answer position adds -log(1 - p), p the probability the model gives
-  together to its line's slots that cannot be the answer (empty or banned `!`).
+  together to its line's slots that cannot be the answer (empty or banned `!`);
+- `empty_rate`: in that share of the answered lines (drawn afresh each epoch) the listed
+  choices after a random slot past the answer are emptied, as when fewer registers are free.
+`make model` uses the first three (`--shift-ids 0.5`); `empty_rate` is off there, since it made
+no better model in the runs measured.
 """
 
 from __future__ import annotations
