@@ -772,6 +772,69 @@ def test_first_tier_is_the_better_first_fit() -> None:
     assert "gfx90a/softmax_row.pre.mir" in fewer
 
 
+def test_completion_is_a_first_fit_within_the_first_fits_waves() -> None:
+    """From the start of every example, `completion` finds a register for every line, none
+    ruled out by another's, within the caps and with the first fit's waves; a state that
+    already holds a register beyond the caps has none."""
+    from verilocc.llm.problem import within
+
+    for path in sorted(EXAMPLES.glob("*/*.pre.mir")):
+        problem = build_problem(read_module(path).functions[0], get_target(path.parent.name))
+        tables = ChoiceTables(problem)
+        plan = tables.completion(tables.start(), 0)
+        assert plan is not None and sorted(plan) == list(range(len(problem.order))), path
+        state = tables.start()
+        for k, base in plan.items():
+            tables.take(state, k, tables.lines[k].by_base[base])
+        for k, base in plan.items():
+            assert not tables.banned_bases(state, k) >> base & 1, (path, k)
+            assert within(state.regs[problem.order[k]], problem.caps)
+        assert problem.usage(state.regs)["waves"] == problem.floor_waves
+        # `keeps`: a line's register may change to one no later line's register rules out
+        for k in range(0, len(problem.order), max(1, len(problem.order) // 5)):
+            later = tables.start()
+            for w, base in plan.items():
+                if w > k:
+                    tables.take(later, w, tables.lines[w].by_base[base])
+            blocked = tables.banned_bases(later, k)
+            for base, reg in tables.lines[k].by_base.items():
+                if within(reg, problem.caps) and not tables.lines[k].static_banned >> base & 1:
+                    assert tables.keeps(plan, k, reg) == (not blocked >> base & 1), (path, k, reg.name)
+        over = next((k, r) for k in range(len(problem.order)) for r in tables.lines[k].by_base.values()
+                    if not within(r, problem.caps))
+        spoilt = tables.start()
+        tables.take(spoilt, over[0], over[1])
+        assert tables.completion(spoilt, 0) is None
+
+
+def test_steering_keeps_the_first_fits_waves(tiny_model: Path) -> None:
+    """Sampled answers that cost a wave without steering keep the first fit's waves with it;
+    a steered sample is the unsteered one up to the line it was steered from, and a sample
+    that keeps its waves unsteered is not touched."""
+    from verilocc.llm.decode import propose_many
+    from verilocc.llm.lm import load_lm
+
+    path = CORPUS / "gfx90a" / "sgemm_64x64_t4x4.pre.mir"
+    if not path.exists():
+        pytest.skip("needs ../shared/corpus")
+    lm = load_lm(str(tiny_model))
+    problem = build_problem(read_module(path).functions[0], get_target("gfx90a"))
+    tables = ChoiceTables(problem)
+    kwargs = dict(samples=8, constrained=False, temperature=1.0, seed=3, greedy_first=False, tables=tables)
+    plain = propose_many(lm, problem, steer=False, **kwargs)  # type: ignore[arg-type]
+    steered = propose_many(lm, problem, **kwargs)  # type: ignore[arg-type]
+    floor = problem.floor_waves
+    assert any(problem.usage(p.regs)["waves"] < floor for p in plain)
+    for a, b in zip(plain, steered):
+        if b.steered_from is None:
+            assert b.text == a.text and b.overridden == 0
+            assert problem.usage(a.regs)["waves"] >= floor
+        else:
+            assert b.text.splitlines()[:b.steered_from] == a.text.splitlines()[:b.steered_from]
+            assert problem.usage(b.regs)["waves"] >= floor
+            assert len(b.decisions) == len(problem.order)
+
+
 def test_pass_at_k_estimator() -> None:
     from itertools import combinations
 
@@ -841,6 +904,10 @@ def test_eval_on_a_variant_named_by_an_extra_manifest(tiny_model: Path, tmp_path
     # `allocate`'s answer (constrained, then the occupancy floor's repair) is VERIFIED here
     assert fn["allocated"]["waves"] >= fn["ours"]["waves"] and report["summary"]["all"]["allocate_functions"] == 1
     assert set(report["summary"]) >= {"all", "GEMM", "GEMM / gfx90a"}
+    # the single shot without steering, measured beside it; the ablation's rounds sampled hotter
+    assert bool(fn["unsteered"]) == fn["single_shot_unsteered"]
+    assert report["summary"]["all"]["single_shot_unsteered"] == float(fn["single_shot_unsteered"])
+    assert report["meta"]["rounds_temperature"] == 1.5 and report["meta"]["temperature"] == 0.7
     assert (tmp_path / "out" / "eval.png").stat().st_size > 0
     assert not (tmp_path / "out" / "partial.jsonl").exists()  # kept only while the run is unfinished
 

@@ -123,6 +123,9 @@ class ChoiceTables:
         self.problem = problem
         dense = problem.dense
         self.lines: list[_Line] = []
+        self._orders: tuple[list[int], list[int]] | None = None  # program order, widest class first
+        self._last_order = 0  # the order that found the last completion
+        self._capped = sum(1 for caps in (problem.tight, problem.caps) if caps)  # tiers within the caps
         self.degree: list[int] = []  # distinct virtual registers each one conflicts with
         pools: dict[tuple[str, bool], list[tuple[int, ...]]] = {}
         for v in problem.order:
@@ -241,6 +244,70 @@ class ChoiceTables:
                 kind = "n" if top is not None and reg.index + max(1, reg.width32) > top else "f"
             out.append(Choice(reg, kind))
         return out, free_count
+
+    def beyond_caps(self, listed: Sequence[Choice]) -> bool:
+        """Whether every answer a line's listing allows costs a wave: none of its choices not
+        ruled out (`!`) keeps the waves of the first fit (`problem.caps`)."""
+        caps = self.problem.caps
+        ok = [c for c in listed if c.kind != "!"]
+        return bool(caps) and bool(ok) and not any(within(c.reg, caps) for c in ok)
+
+    def completion(self, state: State, start: int) -> dict[int, int] | None:
+        """A first fit of lines `start`.. after the choices in `state` that keeps the first
+        fit's waves (every register within `problem.caps`, from the capped tiers), in program
+        order or widest tuples first (the two orders of `occupancy_caps`; the one that found
+        the last completion first): per line the first unit of its register. None when neither
+        order finds one, or the first fit found no caps. In program order, each line's register
+        is the lowest free one, which its listing always holds."""
+        caps = self.problem.caps
+        if not caps or any(state.top.get(f, 0) > cap for f, cap in caps.items()):
+            return None
+        if self._orders is None:
+            width = [self.problem.info[v].cls.width_units for v in self.problem.order]
+            plain = list(range(len(self.lines)))
+            self._orders = (plain, sorted(plain, key=lambda k: -width[k]))
+        for which in (self._last_order, 1 - self._last_order):
+            trial = state.copy()
+            out: dict[int, int] = {}
+            for k in self._orders[which]:
+                if k < start:
+                    continue
+                base = self._first_capped(trial, k)
+                if base < 0:
+                    break
+                self.take(trial, k, self.lines[k].by_base[base])
+                out[k] = base
+            else:
+                self._last_order = which
+                return out
+        return None
+
+    def _first_capped(self, state: State, k: int) -> int:
+        """The first free base of line k in its capped tiers (-1: none), as `free(state, k)[0]`."""
+        line = self.lines[k]
+        banned = self.banned_bases(state, k)
+        for cand in line.tiers[:self._capped]:
+            for b in cand:
+                if not banned >> b & 1:
+                    return b
+        return -1
+
+    def keeps(self, plan: Mapping[int, int], k: int, reg: PhysReg) -> bool:
+        """Whether `plan` (a `completion`) stays one with line k's register changed to `reg`:
+        `reg` is within the caps and no later line's register in the plan rules it out."""
+        if not within(reg, self.problem.caps):
+            return False
+        line = self.lines[k]
+        b = reg.units[0]
+        for w, offs in line.conflicts:
+            bw = plan.get(w, -1)
+            if w > k and bw >= 0 and (offs << bw) >> _SHIFT >> b & 1:
+                return False
+        for w, offs, ident in line.copy_conflicts:
+            bw = plan.get(w, -1)
+            if w > k and bw >= 0 and (offs << bw) >> _SHIFT >> b & 1 and b != bw + ident:
+                return False
+        return True
 
     def take(self, state: State, k: int, reg: PhysReg | None) -> None:
         """Record the register chosen on line `k` (None: the line got none)."""

@@ -164,7 +164,7 @@ def cmd_allocate_model(args: argparse.Namespace) -> int:
         results.append(run_loop(single, lm, samples=args.samples, rounds=args.rounds, constrained=args.constrained,
                                 repair=args.repair, seed=args.seed, timeout=args.timeout, temperature=args.temperature,
                                 over_budget=args.over_budget, waves=args.waves, floor=args.greedy_floor,
-                                spill=args.spill, log=console.print))
+                                spill=args.spill, steer=args.steer, log=console.print))
     names = [fn.name for fn in pre.functions]
     if args.transcript:
         docs = [{"function": name, "verified": res.verified, "reason": res.reason, "usage": res.usage,
@@ -241,7 +241,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     lm = _load(args.model)
     run_eval(cases, lm, samples=args.samples, rounds=args.rounds, temperature=args.temperature, seed=args.seed,
              timeout=args.timeout, out=Path(args.out), console=_console(), command=_command_line(), large=args.large,
-             large_samples=args.large_samples, jobs=args.jobs)
+             large_samples=args.large_samples, jobs=args.jobs, rounds_temperature=args.rounds_temperature,
+             steer=args.steer)
     return 0
 
 
@@ -257,6 +258,10 @@ def add_allocate_options(a: argparse.ArgumentParser) -> None:
                    "picks among its listed choices, and the lines they do not blame keep their registers")
     a.add_argument("--constrained", action=argparse.BooleanOptionalAction, default=True,
                    help="mask registers ruled out by class, alignment and interference (default on)")
+    a.add_argument("--steer", action=argparse.BooleanOptionalAction, default=True,
+                   help="where a proposal would cost a wave per SIMD, decode it again from the last line that can "
+                   "keep the waves of a first-fit allocation, overriding answers that leave no such first fit "
+                   "(default on)")
     a.add_argument("--repair", action=argparse.BooleanOptionalAction, default=True,
                    help="after the rounds, let the SMT allocator keep as many model choices as possible (default on)")
     a.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
@@ -358,6 +363,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     e.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
     e.add_argument("--rounds", type=int, default=3, metavar="R", help="rounds of the feedback ablation (default 3): the loop as "
                    "`allocate` runs it, the same with every line drawn again, the feedback paragraph alone, none")
+    e.add_argument("--rounds-temperature", type=float, default=1.5, metavar="T",
+                   help="sampling temperature of the ablation's proposals (default 1.5: at the pass@k temperature the "
+                   "first sampled answer is nearly always VERIFIED, and the arms cannot differ)")
+    e.add_argument("--steer", action=argparse.BooleanOptionalAction, default=True,
+                   help="decode with steering towards a first fit's waves, as `allocate` does (default on; the single "
+                   "shot is also measured without it)")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--timeout", type=float, default=60.0)
     e.add_argument("--threads", type=int, default=1)

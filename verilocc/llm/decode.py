@@ -20,6 +20,18 @@ With constrained decoding, `RegisterMask` (a transformers `LogitsProcessor`) kee
 decisions that name listed choices not ruled out by a counterexample; when there is none the
 sample stops at a dead end (the function needs spilling, which an assignment cannot express).
 
+Steering keeps the waves per SIMD of the first fit (`problem.caps`, the tiers the listing draws
+from first). The model's earlier choices can leave a later line only registers beyond them, so
+that whatever it answers there costs a wave. Such a sample is decoded again from the last line
+after which a first fit of the remaining lines still stays within the caps
+(`ChoiceTables.completion`, found by bisection over the sample's own prefix), with a completion
+kept beside it: an answer that is the completion's register keeps it; any other is checked by a
+new completion, and where there is none the model's next most likely answers are tried, then
+the completion's register is written (where listed: a completion that placed the widest tuples
+first may hold a register that is not among the lowest listed, and then the sample can still
+lose the wave). Samples that keep their waves are not touched. `Proposal.steered_from` and
+`overridden` say where and how much; `verilocc eval` measures the single shot both ways.
+
 Two inputs carry a counterexample into the loop's next round besides the feedback paragraph
 and the bans. `keep` names registers to write again: on a line whose virtual register it
 names, the decision is the listed choice that is that register, written for the model (it
@@ -47,6 +59,7 @@ from verilocc.llm.problem import AllocationProblem
 from verilocc.target import PhysReg
 
 MAX_FEEDBACK_TOKENS = 256
+STEER_TRIES = 3  # the model's answers a steered line tries before the first fit's register
 
 
 class RegisterMask(LogitsProcessor):
@@ -69,6 +82,8 @@ class Proposal:
     dead_end: str | None = None  # constrained decoding found no register left: why
     masked: list[tuple[int, int]] = field(default_factory=list)  # (allowed, vocabulary) per constrained step
     decisions: list[str] = field(default_factory=list)  # per line, as written
+    steered_from: int | None = None  # the line from which decoding was steered to keep the waves
+    overridden: int = 0  # steered lines whose answer is not the model's first (`_Batch.run`)
 
 
 def reads_feedback(lm: LM) -> bool:
@@ -86,20 +101,23 @@ def prompt_head(problem: AllocationProblem, feedback: str) -> str:
 def propose(lm: LM, problem: AllocationProblem, *, constrained: bool, feedback: str = "",
             bans: Mapping[VReg, Sequence[PhysReg]] | None = None, temperature: float = 0.0, seed: int = 0,
             file: str = "<model>", tables: ChoiceTables | None = None,
-            keep: Mapping[VReg, PhysReg] | None = None, confine: Collection[VReg] = ()) -> Proposal:
+            keep: Mapping[VReg, PhysReg] | None = None, confine: Collection[VReg] = (),
+            steer: bool = True) -> Proposal:
     """One proposal (greedy at temperature 0)."""
     return propose_many(lm, problem, samples=1, constrained=constrained, feedback=feedback, bans=bans,
                         temperature=temperature, seed=seed, file=file, tables=tables, greedy_first=False,
-                        keep=keep, confine=confine)[0]
+                        keep=keep, confine=confine, steer=steer)[0]
 
 
 def propose_many(lm: LM, problem: AllocationProblem, *, samples: int, constrained: bool, feedback: str = "",
                  bans: Mapping[VReg, Sequence[PhysReg]] | None = None, temperature: float = 0.7, seed: int = 0,
                  file: str = "<model>", tables: ChoiceTables | None = None, greedy_first: bool = True,
-                 keep: Mapping[VReg, PhysReg] | None = None, confine: Collection[VReg] = ()) -> list[Proposal]:
+                 keep: Mapping[VReg, PhysReg] | None = None, confine: Collection[VReg] = (),
+                 steer: bool = True) -> list[Proposal]:
     """`samples` proposals: sample s draws at `temperature` from generator (seed, s); with
     `greedy_first` sample 0 is greedy. `keep`: registers written again where still listed;
-    `confine`: lines decoded constrained in unconstrained decoding."""
+    `confine`: lines decoded constrained in unconstrained decoding; `steer`: a sample that
+    costs a wave is decoded again from where it could still keep it, steered (`_Batch.run`)."""
     tables = tables or ChoiceTables(problem)
     temps = [0.0 if (s == 0 and greedy_first) else temperature for s in range(samples)]
     rngs = [random.Random(f"{seed}:{s}") for s in range(samples)]
@@ -108,10 +126,7 @@ def propose_many(lm: LM, problem: AllocationProblem, *, samples: int, constraine
         head += lm.encode(feedback)[:MAX_FEEDBACK_TOKENS] + lm.line_end
     decoder = _Batch(lm, problem, tables, head, temps, rngs, constrained, dict(bans or {}), file, dict(keep or {}),
                      frozenset(confine))
-    if lm.own:
-        decoder.run_cached()
-    else:
-        decoder.run_uncached()
+    decoder.run(steer)
     return decoder.proposals()
 
 
@@ -129,14 +144,23 @@ class _Batch:
         self.states: list[State] = [tables.start() for _ in range(n)]
         self.lines: list[list[str]] = [[] for _ in range(n)]
         self.decisions: list[list[str]] = [[] for _ in range(n)]
-        self.findings: list[list[Finding]] = [[] for _ in range(n)]
+        self.chosen: list[list[PhysReg | None]] = [[] for _ in range(n)]  # per line, the register taken
+        self.history: list[list[list[int]]] = [[] for _ in range(n)]  # per line, its token ids
+        self.findings: list[list[tuple[int, Finding]]] = [[] for _ in range(n)]  # (line, finding)
         self.dead: list[str | None] = [None] * n
-        self.masked: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.masked: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]  # (line, allowed, vocabulary)
+        self.beyond: list[int | None] = [None] * n  # the first line listed beyond the first fit's waves
+        self.plan: list[dict[int, int] | None] = [None] * n  # steered samples: a completion that keeps them
+        self.steered_from: list[int | None] = [None] * n
+        self.overridden = [0] * n
+        self._prefix: object | None = None
 
     # ---- what every path shares ------------------------------------------------------------
     def line(self, s: int, k: int) -> tuple[str, list[Choice]]:
-        v = self.problem.order[k]
-        return line_text(self.problem, self.tables, self.states[s], k, self.bans.get(v, ()))
+        text, listed = line_text(self.problem, self.tables, self.states[s], k, self.bans.get(self.problem.order[k], ()))
+        if self.beyond[s] is None and self.dead[s] is None and self.tables.beyond_caps(listed):
+            self.beyond[s] = k
+        return text, listed
 
     def allowed_answers(self, listed: list[Choice]) -> list[int]:
         return [j for j, c in enumerate(listed) if c.kind != "!"]
@@ -157,17 +181,21 @@ class _Batch:
             return None
         return next((answer_token(j) for j, c in enumerate(listed) if c.reg == reg and c.kind != "!"), None)
 
-    def record(self, s: int, k: int, prefix: str, listed: list[Choice], answer: str) -> None:
+    def record(self, s: int, k: int, prefix: str, listed: list[Choice], answer: str, ids: list[int]) -> None:
         v = self.problem.order[k]
         self.lines[s].append(f"{prefix} : {answer}")
         self.decisions[s].append(answer)
+        self.history[s].append(ids)
         if self.dead[s] is not None:
+            self.chosen[s].append(None)
             return
         choice, why = resolve(answer, listed, v)
         if choice is None:
-            self.findings[s].append(output_finding(self.problem, self.file, k, why or ""))
+            self.findings[s].append((k, output_finding(self.problem, self.file, k, why or "")))
+            self.chosen[s].append(None)
         else:
             self.tables.take(self.states[s], k, choice.reg)
+            self.chosen[s].append(choice.reg)
 
     def dead_end(self, s: int, k: int) -> None:
         v = self.problem.order[k]
@@ -189,45 +217,147 @@ class _Batch:
         out = []
         for s in range(len(self.temps)):
             text = "\n".join(self.lines[s]) + ("\n" if self.lines[s] else "")
-            out.append(Proposal(text, dict(self.states[s].regs), self.findings[s], self.dead[s], self.masked[s],
-                                self.decisions[s]))
+            out.append(Proposal(text, dict(self.states[s].regs), [f for _, f in self.findings[s]], self.dead[s],
+                                [(a, b) for _, a, b in self.masked[s]], self.decisions[s], self.steered_from[s],
+                                self.overridden[s]))
         return out
+
+    # ---- steering: keeping the first fit's waves -------------------------------------------
+    def run(self, steer: bool) -> None:
+        """Decode every sample. With `steer`, a sample with a line whose every answer costs a
+        wave (`ChoiceTables.beyond_caps`) goes back to the last line from which a first fit
+        still keeps the first fit's waves (`ChoiceTables.completion`; found by bisection) and
+        is decoded again from there, steered: where the model's answer leaves no such
+        completion, its next most likely answers are tried (`STEER_TRIES` in all), then the
+        completion's own register is written."""
+        decode = self.run_cached if self.lm.own else self.run_uncached
+        decode(list(range(len(self.temps))), 0)
+        if not steer:
+            return
+        for s in range(len(self.temps)):
+            k = self.beyond[s]
+            if k is None or self.dead[s] is not None:
+                continue
+            lo, plan = 0, self.tables.completion(self.tables.start(), 0)
+            if plan is None:
+                continue
+            hi = k  # no completion keeps the waves from here
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                got = self.tables.completion(self.replayed(s, mid), mid)
+                if got is None:
+                    hi = mid
+                else:
+                    lo, plan = mid, got
+            self.rewind(s, lo)
+            self.plan[s], self.steered_from[s] = plan, lo
+            decode([s], lo)
+
+    def replayed(self, s: int, k: int) -> State:
+        """Sample s's state before line k."""
+        state = self.tables.start()
+        for i, reg in enumerate(self.chosen[s][:k]):
+            self.tables.take(state, i, reg)
+        return state
+
+    def steered(self, s: int, k: int, listed: list[Choice], ranked: list[int]) -> int | None:
+        """For a steered sample at line k, the listed choice to write: the first of `ranked`
+        (listed choices, the model's most likely first) after which a completion keeps the
+        waves, trying at most `STEER_TRIES`; else the completion's own. None: not steered."""
+        plan = self.plan[s]
+        if plan is None or self.dead[s] is not None or k not in plan:
+            return None
+        own = next((j for j, c in enumerate(listed) if c.reg.units[0] == plan[k] and c.kind != "!"), None)
+        # The completion's own register when listed; else (it was found widest tuples first,
+        # and is not among the lowest) every listed answer is tried. An answer is taken when the
+        # plan holds with it (`keeps`), or, for the model's first and where the completion's
+        # register is not listed, when a new completion exists (a first fit: the costly check).
+        tries = ranked[:STEER_TRIES] if own is not None else ranked
+        for i, j in enumerate(tries):
+            if j == own:
+                break
+            if self.tables.keeps(plan, k, listed[j].reg):
+                plan[k] = listed[j].reg.units[0]
+                own = j
+                break
+            if i and own is not None:
+                continue
+            trial = self.states[s].copy()
+            self.tables.take(trial, k, listed[j].reg)
+            got = self.tables.completion(trial, k + 1)
+            if got is not None:
+                self.plan[s] = got
+                own = j
+                break
+        if own is not None and (not ranked or own != ranked[0]):
+            self.overridden[s] += 1
+        return own
+
+    def steer_answer(self, s: int, k: int, listed: list[Choice], answer: str, scores: dict[int, float]) -> str:
+        """The answer a steered sample writes on line k instead of `answer` (the same where it
+        keeps the waves, or names no listed choice); `scores`: the model's score per listed
+        choice, which ranks the others (none: the completion's register comes next)."""
+        if self.plan[s] is None:
+            return answer
+        choice, _ = resolve(answer, listed, self.problem.order[k])
+        if choice is None:
+            return answer
+        first = next(j for j, c in enumerate(listed) if c is choice)
+        others = sorted((j for j in self.allowed_answers(listed) if j != first and j in scores), key=lambda j: -scores[j])
+        j = self.steered(s, k, listed, [first] + others)
+        return answer if j is None or j == first else answer_token(j)
+
+    def rewind(self, s: int, k: int) -> None:
+        """Sample s back to before line k."""
+        for xs in (self.lines, self.decisions, self.chosen, self.history):
+            del xs[s][k:]
+        self.findings[s] = [(i, f) for i, f in self.findings[s] if i < k]
+        self.masked[s] = [m for m in self.masked[s] if m[0] < k]
+        self.states[s] = self.replayed(s, k)
+        self.dead[s], self.beyond[s], self.plan[s] = None, None, None
 
     # ---- the project's own model: one batch, a key/value cache -------------------------------
     @torch.no_grad()
-    def run_cached(self) -> None:
+    def run_cached(self, rows: list[int], start: int) -> None:
+        """Decode lines `start`.. of samples `rows` (their lines before `start` decided) in lockstep."""
         from verilocc.llm.kvcache import CachedLlama
 
         lm = self.lm
-        n = len(self.temps)
         nl = lm.line_end
         window = max(2, lm.window)
         capacity = len(self.head) + window * 32 + 64
-        prefix = CachedLlama(lm.model, capacity)
-        prefix.reset(1)
-        prefix.forward(torch.tensor([self.head]))
+        if self._prefix is None:
+            self._prefix = CachedLlama(lm.model, capacity)
+            self._prefix.reset(1)
+            self._prefix.forward(torch.tensor([self.head]))
+        prefix = self._prefix
+        assert isinstance(prefix, CachedLlama)
         cache = CachedLlama(lm.model, capacity)
-        cache.reset(n)
-        history: list[list[list[int]]] = [[] for _ in range(n)]  # per sample, per line: its token ids
+        cache.reset(len(rows))
         in_cache = -1  # complete lines in the cache; -1: not built yet
-        for k in range(len(self.problem.order)):
-            texts = [self.line(s, k) for s in range(n)]
+        for k in range(start, len(self.problem.order)):
+            texts = [self.line(s, k) for s in rows]
             ids = [lm.encode(prefix_text + " :") for prefix_text, _ in texts]
             if in_cache < 0 or in_cache >= window - 1:
                 # (re)build: the header, then the last window/2 complete lines of each sample
-                keep = min(len(history[0]), window // 2) if in_cache >= 0 else 0
+                keep = min(k, window // 2)
                 cache.copy_prefix(prefix, len(self.head))
-                rows = [[t for line in history[s][len(history[s]) - keep:] for t in line] + ids[s] for s in range(n)]
+                batch = [[t for line in self.history[s][k - keep:k] for t in line] + ids[i] for i, s in enumerate(rows)]
                 in_cache = keep
             else:
-                rows = [history[s][-1][-1 - len(nl):] + ids[s] for s in range(n)]
-            logits = cache.forward(torch.tensor(rows, dtype=torch.long))
-            for s in range(n):
-                prefix_text, listed = texts[s]
+                batch = [self.history[s][-1][-1 - len(nl):] + ids[i] for i, s in enumerate(rows)]
+            logits = cache.forward(torch.tensor(batch, dtype=torch.long))
+            for i, s in enumerate(rows):
+                prefix_text, listed = texts[i]
                 again = self.kept(s, k, listed)
-                tok = self.lm.answer_ids(again)[0] if again else self._choose(logits[s], s, k, listed)
-                self.record(s, k, prefix_text, listed, lm.decode([tok]).strip() or "<empty>")
-                history[s].append(ids[s] + [tok] + nl)
+                tok = self.lm.answer_ids(again)[0] if again else self._choose(logits[i], s, k, listed)
+                answer = lm.decode([tok]).strip() or "<empty>"
+                if self.plan[s] is not None:
+                    scores = {j: float(logits[i][lm.answer_ids(answer_token(j))[0]]) for j in range(len(listed))}
+                    steered = self.steer_answer(s, k, listed, answer, scores)
+                    if steered != answer:
+                        answer, tok = steered, lm.answer_ids(steered)[0]
+                self.record(s, k, prefix_text, listed, answer, ids[i] + [tok] + nl)
             in_cache += 1
 
     def _choose(self, logits: torch.Tensor, s: int, k: int, listed: list[Choice]) -> int:
@@ -238,20 +368,21 @@ class _Batch:
             self.dead_end(s, k)
             return self.draw(logits, s)
         allowed = [self.lm.answer_ids(answer_token(j))[0] for j in ok]
-        self.masked[s].append((len(allowed), int(logits.shape[-1])))
+        self.masked[s].append((k, len(allowed), int(logits.shape[-1])))
         masked = RegisterMask(allowed)(torch.zeros(1, 1, dtype=torch.long), logits.unsqueeze(0))[0]  # type: ignore[arg-type]
         return self.draw(masked, s)
 
     # ---- other Hugging Face models: sample by sample, no cache -------------------------------
     @torch.no_grad()
-    def run_uncached(self) -> None:
+    def run_uncached(self, rows: list[int], start: int) -> None:
+        """Decode lines `start`.. of samples `rows`, sample by sample."""
         lm = self.lm
         nl = set(lm.line_end)
-        for s in range(len(self.temps)):
-            history: list[list[int]] = []
-            for k in range(len(self.problem.order)):
+        for s in rows:
+            for k in range(start, len(self.problem.order)):
                 prefix, listed = self.line(s, k)
-                ctx = self.head + [t for ids in history[-(lm.window - 1):] for t in ids] + lm.encode(prefix + " :")
+                history = self.history[s][max(0, k - (lm.window - 1)):]
+                ctx = self.head + [t for ids in history for t in ids] + lm.encode(prefix + " :")
                 got: list[int] = []
                 again = self.kept(s, k, listed)
                 if again:
@@ -261,7 +392,7 @@ class _Batch:
                     if not ok:
                         self.dead_end(s, k)
                     else:
-                        got = self._pick_by_prefix(ctx, {answer_token(j): lm.answer_ids(answer_token(j)) for j in ok}, s)
+                        got = self._pick_by_prefix(ctx, {answer_token(j): lm.answer_ids(answer_token(j)) for j in ok}, s, k)
                 if not got:
                     for _ in range(6):
                         tok = self.draw(lm.next_logits(ctx + got), s)
@@ -269,10 +400,12 @@ class _Batch:
                             break
                         got.append(tok)
                 answer = lm.decode(got).strip().split("\n")[0].strip() or "<empty>"
-                self.record(s, k, prefix, listed, answer)
-                history.append(lm.encode(prefix + " :") + got + lm.line_end)
+                steered = self.steer_answer(s, k, listed, answer, {})
+                if steered != answer:
+                    answer, got = steered, lm.answer_ids(steered)
+                self.record(s, k, prefix, listed, answer, lm.encode(prefix + " :") + got + lm.line_end)
 
-    def _pick_by_prefix(self, ctx: list[int], options: dict[str, list[int]], s: int) -> list[int]:
+    def _pick_by_prefix(self, ctx: list[int], options: dict[str, list[int]], s: int, k: int) -> list[int]:
         """Constrained decoding of an answer that takes several tokens: through the prefix tree
         of the allowed answers' token sequences."""
         got: list[int] = []
@@ -284,17 +417,8 @@ class _Batch:
                 return got
             nxt = sorted({ids[len(got)] for ids in longer.values()})
             logits = self.lm.next_logits(ctx + got)
-            self.masked[s].append((len(nxt), int(logits.shape[-1])))
+            self.masked[s].append((k, len(nxt), int(logits.shape[-1])))
             scores = RegisterMask(nxt)(torch.tensor([ctx + got]), logits.unsqueeze(0))[0]  # type: ignore[arg-type]
             got.append(self.draw(scores, s))
             live = {t: ids for t, ids in live.items() if ids[: len(got)] == got}
 
-
-def _repeat(cache: object, n: int) -> object:
-    """A copy of a batch-1 cache with `n` rows."""
-    import copy
-
-    out = copy.deepcopy(cache)
-    if n > 1:
-        out.batch_repeat_interleave(n)  # type: ignore[attr-defined]
-    return out

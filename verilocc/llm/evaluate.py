@@ -8,15 +8,21 @@ functions of LLVM's own AMDGPU tests (none trained on), per target. Per function
   one of ours is VERIFIED). Rates are over the functions that fit; the others need spill code,
   which an assignment cannot express, and are counted apart.
 - single shot: the model's greedy first proposal, decoded without masking, is VERIFIED (all
-  three layers). Per group, also the per-line error rate that best explains its single-shot
+  three layers). Decoding is steered to keep the first fit's waves (`verilocc.llm.decode`):
+  where the answer would cost a wave, it is decoded again from the last line that can keep
+  it, and on a steered line whose answer leaves no first fit within those waves, the model's
+  next answers, then the first fit's register, are written. The same proposal decoded without
+  steering is measured too (`unsteered`: VERIFIED, its registers, and the lines steering
+  changed), so the rate says what the model alone does. Per group, also the per-line error rate that best explains its single-shot
   outcomes (`line_error_rate`), which tells how often the model errs apart from how long the
   group's functions are.
 - pass@k: `n` proposals sampled at `temperature` without masking, `c` of them VERIFIED; the
   unbiased estimator 1 - C(n-c, k) / C(n, k) (Chen et al. 2021), for k <= n (n is smaller for
   functions above `large` virtual registers: each distinct sample costs a verification).
 - rounds to VERIFIED with feedback, and without (the ablation): the loop with `rounds`
-  rounds of one proposal each, every proposal sampled (same seeds in every arm); None when no
-  round verified. Four arms (`run_loop`'s switches): the loop as `verilocc allocate` runs it
+  rounds of one proposal each, every proposal sampled at `rounds_temperature` (same seeds in
+  every arm; hotter than the pass@k samples, so that first answers fail often enough for the
+  arms to differ); None when no round verified. Four arms (`run_loop`'s switches): the loop as `verilocc allocate` runs it
   (`feedback`: the paragraph, the bans and confined lines, the lines the counterexample does
   not blame kept); the same with every line drawn again (`resample`); the paragraph alone, what
   the model reads of a counterexample (`text`); no feedback (`plain`).
@@ -105,6 +111,10 @@ class CaseResult:
     # What `verilocc allocate` writes with its defaults (constrained decoding, 3 rounds, the
     # repair step with the occupancy floor): its usage when VERIFIED, else empty.
     allocated: dict[str, int] = field(default_factory=dict)
+    # The single shot decoded without steering: VERIFIED, and its usage when it is.
+    single_shot_unsteered: bool = False
+    unsteered: dict[str, int] = field(default_factory=dict)
+    steered_lines: int = 0  # lines of the single shot whose answer steering changed
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:
@@ -200,6 +210,7 @@ class Verifier:
 
 
 def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature: float, seed: int, timeout: float,
+                  rounds_temperature: float | None = None, steer: bool = True,
                   log: Callable[[str], None]) -> CaseResult:
     fn = single_function(case.pre)
     target = function_target(fn, None, case.pre.file)
@@ -215,16 +226,23 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
         llvm_fits = not derived.split and not derived.missing and not _spills(post_fn)
 
     t0 = time.monotonic()
-    first = propose_many(lm, problem, samples=1, constrained=False, tables=tables, greedy_first=True, seed=seed)[0]
+    first = propose_many(lm, problem, samples=1, constrained=False, tables=tables, greedy_first=True, seed=seed,
+                         steer=steer)[0]
     seconds_proposal = time.monotonic() - t0
     single = check.verified(first.regs, first.findings)
+    alone = first
+    if first.steered_from is not None:
+        alone = propose_many(lm, problem, samples=1, constrained=False, tables=tables, greedy_first=True, seed=seed,
+                             steer=False)[0]
+    single_alone = check.verified(alone.regs, alone.findings)
 
-    cons = propose_many(lm, problem, samples=1, constrained=True, tables=tables, greedy_first=True, seed=seed)[0]
+    cons = propose_many(lm, problem, samples=1, constrained=True, tables=tables, greedy_first=True, seed=seed,
+                        steer=steer)[0]
     constrained = cons.dead_end is None and check.verified(cons.regs, cons.findings)
 
     t0 = time.monotonic()
     props = propose_many(lm, problem, samples=samples, constrained=False, tables=tables, greedy_first=False,
-                         temperature=temperature, seed=seed + 1) if samples else []
+                         temperature=temperature, seed=seed + 1, steer=steer) if samples else []
     seconds_sample = (time.monotonic() - t0) / max(1, samples)
     good = [p for p in props if check.verified(p.regs, p.findings)]
     verified = len(good)
@@ -238,8 +256,9 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
         if not rounds:
             return None
         res = run_loop(case.pre, lm, samples=1, rounds=rounds, constrained=False, repair=False, seed=seed + 2,
-                       timeout=timeout, temperature=temperature, use_feedback=use_feedback, use_bans=use_bans,
-                       keep_rest=keep_rest,
+                       timeout=timeout, temperature=temperature if rounds_temperature is None else rounds_temperature,
+                       use_feedback=use_feedback, use_bans=use_bans,
+                       keep_rest=keep_rest, steer=steer,
                        first_greedy=False, verify=check)
         return res.rounds if res.verified else None
 
@@ -256,7 +275,7 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
             or any(x is not None for x in (with_fb, resample, text, without_fb)))
     allocated: dict[str, int] = {}
     if fits:
-        res = run_loop(case.pre, lm, seed=seed, timeout=timeout, verify=check)
+        res = run_loop(case.pre, lm, seed=seed, timeout=timeout, verify=check, steer=steer)
         allocated = res.usage if res.verified else {}
     note = ""
     if not fits:
@@ -270,7 +289,8 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
     return CaseResult(case.family, case.target, case.name, len(problem.order), fits, llvm_fits, single, samples, verified,
                       {f"pass@{k}": pass_at_k(samples, verified, k) for k in PASS_AT}, with_fb, resample, text, without_fb,
                       constrained,
-                      ours, best, greedy, round(seconds_proposal, 2), round(seconds_sample, 3), note, allocated)
+                      ours, best, greedy, round(seconds_proposal, 2), round(seconds_sample, 3), note, allocated,
+                      single_alone, problem.usage(alone.regs) if single_alone else {}, first.overridden)
 
 
 def _spills(fn: Any) -> bool:
@@ -334,6 +354,11 @@ def _summary(rs: list[CaseResult]) -> dict[str, Any]:
     out["constrained"] = _mean([float(r.constrained) for r in fit])
     both = [r for r in rs if r.ours and r.greedy]
     out["fewer_waves_than_greedy"] = [f"{r.target}/{r.name}" for r in both if r.ours["waves"] < r.greedy["waves"]]
+    out["single_shot_unsteered"] = _mean([float(r.single_shot_unsteered) for r in fit])
+    alone = [r for r in rs if r.unsteered and r.greedy]
+    out["unsteered_fewer_waves_than_greedy"] = [f"{r.target}/{r.name}" for r in alone
+                                                if r.unsteered["waves"] < r.greedy["waves"]]
+    out["steered_single_shots"] = len([r for r in fit if r.steered_lines])
     out["more_waves_than_greedy"] = len([r for r in both if r.ours["waves"] > r.greedy["waves"]])
     out["same_waves_as_greedy"] = len([r for r in both if r.ours["waves"] == r.greedy["waves"]])
     sampled = [r for r in rs if r.best_sample and r.greedy]
@@ -355,7 +380,8 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f}%"
 
 
-def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: int, console: Any) -> None:
+def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: int, console: Any,
+                  rounds_temperature: float = 0.7) -> None:
     from rich.table import Table
 
     t = Table(title="held-out functions: the model (unconstrained unless said) vs LLVM greedy")
@@ -375,23 +401,27 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
                   "/".join(str(getattr(r, f"rounds_{a}") or "-") for a in ARMS), yes[r.constrained], vec, sg, wv,
                   f"{r.seconds_proposal:.1f}")
     console.print(t)
-    s = Table(title=f"summary over the functions that fit (rounds: within {rounds}, sampled; feedback as the loop runs it "
+    s = Table(title=f"summary over the functions that fit (rounds: within {rounds}, sampled at {rounds_temperature:g}; "
+                    "feedback as the loop runs it "
                     "/ the same, every line drawn again / the feedback paragraph alone / none)")
-    for col in ("group", "functions", "fit", "1-shot", "1-shot errors per 1k lines", "pass@1", "pass@10", "pass@100",
+    for col in ("group", "functions", "fit", "1-shot", "1-shot unsteered", "1-shot errors per 1k lines", "pass@1",
+                "pass@10", "pass@100",
                 "within rounds fb/res/text/none",
-                "mean rounds fb/res/text/none", "constrained", "waves <greedy", "=greedy", ">greedy", "allocate <greedy",
+                "mean rounds fb/res/text/none", "constrained", "waves <greedy", "=greedy", ">greedy",
+                "unsteered <greedy", "allocate <greedy",
                 "vector regs/greedy",
                 "s/proposal mean/max"):
         s.add_column(col, justify="left" if col == "group" else "right")
     for name in sorted(summary, key=lambda n: (n != "all", "/" in n, n)):
         x = summary[name]
         err = x["single_shot_line_error"]
-        s.add_row(name, str(x["functions"]), str(x["fit"]), _pct(x["single_shot"]),
+        s.add_row(name, str(x["functions"]), str(x["fit"]), _pct(x["single_shot"]), _pct(x["single_shot_unsteered"]),
                   "-" if err is None else f"{1000 * err:g}", _pct(x["pass@1"]),
                   _pct(x["pass@10"]), _pct(x["pass@100"]) + f" ({x['pass@100_functions']})",
                   "/".join(_pct(x[f"verified_within_rounds_{a}"]) for a in ARMS),
                   "/".join(str(x[f"mean_rounds_{a}"]) for a in ARMS), _pct(x["constrained"]),
                   str(len(x["fewer_waves_than_greedy"])), str(x["same_waves_as_greedy"]), str(x["more_waves_than_greedy"]),
+                  str(len(x["unsteered_fewer_waves_than_greedy"])),
                   f"{len(x['allocate_fewer_waves_than_greedy'])} of {x['allocate_functions']}",
                   str(x["mean_vector_registers_ours_over_greedy"]),
                   f"{x['mean_seconds_per_proposal']}/{x['max_seconds_per_proposal']}")
@@ -454,7 +484,8 @@ def _worker_case(job: tuple[Case, str, dict[str, Any]]) -> CaseResult:
 
 
 def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperature: float, seed: int, timeout: float,
-             out: Path, console: Any, command: str, large: int = 300, large_samples: int = 20, jobs: int = 1) -> dict[str, Any]:
+             out: Path, console: Any, command: str, large: int = 300, large_samples: int = 20, jobs: int = 1,
+             rounds_temperature: float | None = None, steer: bool = True) -> dict[str, Any]:
     """Evaluate every case (in `jobs` worker processes); functions with more than `large`
     virtual registers draw `large_samples` samples instead of `samples` (each distinct sample
     costs a verification)."""
@@ -465,7 +496,9 @@ def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperatur
     out.mkdir(parents=True, exist_ok=True)
     kws: list[dict[str, Any]] = [
         dict(samples=samples if len(single_function(c.pre).registers) <= large else min(samples, large_samples),
-             rounds=rounds, temperature=temperature, seed=seed, timeout=timeout) for c in cases]
+             rounds=rounds, temperature=temperature, seed=seed, timeout=timeout, rounds_temperature=rounds_temperature,
+             steer=steer)
+        for c in cases]
     if jobs > 1:
         pool = ProcessPoolExecutor(max_workers=jobs)
         done = pool.map(_worker_case, [(c, lm.path, kw) for c, kw in zip(cases, kws)])
@@ -482,9 +515,12 @@ def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperatur
         if pool is not None:
             pool.shutdown()
     summary = summarise(results)
+    hot = temperature if rounds_temperature is None else rounds_temperature
     meta = {"command": command, "model": lm.path, "samples": samples, "large": large, "large_samples": large_samples,
-            "rounds": rounds, "temperature": temperature, "seed": seed, "seconds": round(time.monotonic() - t0, 1)}
-    render_tables(results, summary, rounds, console)
+            "rounds": rounds, "temperature": temperature,
+            "rounds_temperature": hot, "steer": steer, "seed": seed,
+            "seconds": round(time.monotonic() - t0, 1)}
+    render_tables(results, summary, rounds, console, hot)
     (out / "eval.json").write_text(json.dumps({"meta": meta, "summary": summary, "functions": [asdict(r) for r in results]},
                                               indent=1) + "\n", encoding="utf-8")
     plot(results, summary, out / "eval.png")

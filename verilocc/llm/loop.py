@@ -144,7 +144,7 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
              over_budget: bool = False, waves: int | None = None, floor: bool = True, spill: bool = True,
              log: Callable[[str], None] = lambda s: None, use_feedback: bool = True,
              first_greedy: bool = True, use_bans: bool = True, keep_rest: bool = True,
-             verify: Callable[..., tuple[Module, Report]] | None = None) -> LoopResult:
+             verify: Callable[..., tuple[Module, Report]] | None = None, steer: bool = True) -> LoopResult:
     """The loop on the one function of `pre`. `waves`: allocate for that occupancy. `spill`:
     when the values do not fit the budget, the model allocates the program with spill code
     (`verilocc.allocators.spill`), more of it after a round in which constrained decoding ran
@@ -154,7 +154,8 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     the counterexample's bans and confined lines. `keep_rest`: after a counterexample, lines it
     does not blame keep their register. `first_greedy`: the first sample of
     each round is the model's most likely answer. `verify`: a `verify_regs` that caches
-    verdicts (`verilocc eval`)."""
+    verdicts (`verilocc eval`). `steer`: decoding keeps the first fit's waves
+    (`verilocc.llm.decode`)."""
     t0 = time.monotonic()
     fn = single_function(pre)
     target = function_target(fn, None, pre.file)
@@ -208,11 +209,14 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
         props = propose_many(lm, problem, samples=samples, constrained=constrained, feedback=feedback,  # type: ignore[arg-type]
                              bans=bans, temperature=temperature, seed=seed * 1_000_003 + r * 1009,
                              tables=tables, greedy_first=first_greedy, keep=keep,
-                             confine=confine)
+                             confine=confine, steer=steer)
         decode_seconds = (time.monotonic() - t1) / samples
         for s, prop in enumerate(props):
             t1 = time.monotonic() - decode_seconds
             head = prompt_head(problem, feedback)
+            if prop.steered_from is not None:
+                log(f"round {r + 1} sample {s + 1}: decoding steered from line {prop.steered_from + 1} to keep the "
+                    f"waves/SIMD of a first fit ({prop.overridden} line(s) not the model's first answer)")
             if prop.dead_end is not None:
                 dead_ends += 1
                 attempts.append(Attempt(r, s, head, prop.text, "DEAD-END", 1, time.monotonic() - t1,
