@@ -25,11 +25,12 @@ from first). The model's earlier choices can leave a later line only registers b
 that whatever it answers there costs a wave. Such a sample is decoded again from the last line
 after which a first fit of the remaining lines still stays within the caps
 (`ChoiceTables.completion`, found by bisection over the sample's own prefix), with a completion
-kept beside it: an answer that is the completion's register keeps it; any other is checked by a
-new completion, and where there is none the model's next most likely answers are tried, then
-the completion's register is written (where listed: a completion that placed the widest tuples
-first may hold a register that is not among the lowest listed, and then the sample can still
-lose the wave). Samples that keep their waves are not touched. `Proposal.steered_from` and
+kept beside it: an answer that is the completion's register, or one the completion still holds
+with (`ChoiceTables.keeps`), is written; for any other a new completion is sought, and where
+there is none the model's next most likely answers are tried the same cheap way, then the
+completion's register is written (where listed: a completion that placed the widest tuples
+first may hold a register that is not among the lowest listed; then every listed answer gets a
+new completion, and where none has one the sample can still lose the wave). Samples that keep their waves are not touched. `Proposal.steered_from` and
 `overridden` say where and how much; `verilocc eval` measures the single shot both ways.
 
 Two inputs carry a counterexample into the loop's next round besides the feedback paragraph
@@ -227,9 +228,9 @@ class _Batch:
         """Decode every sample. With `steer`, a sample with a line whose every answer costs a
         wave (`ChoiceTables.beyond_caps`) goes back to the last line from which a first fit
         still keeps the first fit's waves (`ChoiceTables.completion`; found by bisection) and
-        is decoded again from there, steered: where the model's answer leaves no such
-        completion, its next most likely answers are tried (`STEER_TRIES` in all), then the
-        completion's own register is written."""
+        is decoded again from there, steered (`steered`): where the model's answer leaves no
+        such completion, its next most likely answers are tried (`STEER_TRIES` in all), then
+        the completion's own register is written."""
         decode = self.run_cached if self.lm.own else self.run_uncached
         decode(list(range(len(self.temps))), 0)
         if not steer:
@@ -262,8 +263,9 @@ class _Batch:
 
     def steered(self, s: int, k: int, listed: list[Choice], ranked: list[int]) -> int | None:
         """For a steered sample at line k, the listed choice to write: the first of `ranked`
-        (listed choices, the model's most likely first) after which a completion keeps the
-        waves, trying at most `STEER_TRIES`; else the completion's own. None: not steered."""
+        (listed choices, the model's most likely first; at most `STEER_TRIES`) after which a
+        completion keeps the waves (the kept one still holds, or, for the first, a new one is
+        found); else the completion's own. None: not steered, or no listed answer keeps them."""
         plan = self.plan[s]
         if plan is None or self.dead[s] is not None or k not in plan:
             return None
