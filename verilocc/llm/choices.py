@@ -175,9 +175,13 @@ class ChoiceTables:
 
     def banned_bases(self, state: State, k: int) -> int:
         """Bases that interference with the choices in `state` rules out for line `k`."""
+        return self.lines[k].static_banned | self._ruled_out(k, state.base)
+
+    def _ruled_out(self, k: int, base: Sequence[int]) -> int:
+        """Bases of line `k` that the other lines' registers rule out (`base`: per dense id the
+        first unit of its register, -1 none)."""
         line = self.lines[k]
-        base = state.base
-        out = line.static_banned
+        out = 0
         for w, offs in line.conflicts:
             b = base[w]
             if b >= 0:
@@ -297,17 +301,11 @@ class ChoiceTables:
         `reg` is within the caps and no later line's register in the plan rules it out."""
         if not within(reg, self.problem.caps):
             return False
-        line = self.lines[k]
-        b = reg.units[0]
-        for w, offs in line.conflicts:
-            bw = plan.get(w, -1)
-            if w > k and bw >= 0 and (offs << bw) >> _SHIFT >> b & 1:
-                return False
-        for w, offs, ident in line.copy_conflicts:
-            bw = plan.get(w, -1)
-            if w > k and bw >= 0 and (offs << bw) >> _SHIFT >> b & 1 and b != bw + ident:
-                return False
-        return True
+        later = [-1] * len(self.lines)
+        for w, bw in plan.items():
+            if w > k:
+                later[w] = bw
+        return not self._ruled_out(k, later) >> reg.units[0] & 1
 
     def take(self, state: State, k: int, reg: PhysReg | None) -> None:
         """Record the register chosen on line `k` (None: the line got none)."""
