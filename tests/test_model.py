@@ -6,6 +6,7 @@ its proposals are poor, which is what the feedback and failure paths need.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -22,7 +23,7 @@ from verilocc.mir.parser import parse_module, read_module  # noqa: E402
 from verilocc.llm.choices import ChoiceTables, decisions_of, replay  # noqa: E402
 from verilocc.llm.dataset import Pair, build_examples, find_pairs  # noqa: E402
 from verilocc.llm.normalise import line_text, parse_model_output  # noqa: E402
-from verilocc.llm.problem import build_problem  # noqa: E402
+from verilocc.llm.problem import AllocationProblem, build_problem  # noqa: E402
 from verilocc.llm.tokenizer import Tokenizer  # noqa: E402
 from verilocc.target import get_target  # noqa: E402
 
@@ -807,6 +808,53 @@ def test_completion_is_a_first_fit_within_the_first_fits_waves() -> None:
         assert tables.completion(spoilt, 0) is None
 
 
+@functools.lru_cache(maxsize=1)
+def _widest_first_wins() -> list[tuple[Path, AllocationProblem]]:
+    """Corpus functions where the widest-tuples-first fit reaches more waves than program order."""
+    out = []
+    for path in sorted(CORPUS.glob("*/*.pre.mir")):
+        problem = build_problem(read_module(path).functions[0], get_target(path.parent.name))
+        ChoiceTables(problem)
+        if problem.fit:
+            out.append((path, problem))
+    return out
+
+
+def test_the_first_fit_is_listed_while_a_sample_stays_on_it() -> None:
+    """Where the widest-tuples-first fit reaches more waves than program order, its registers
+    are listed on every line while the registers before are its own: the fit written as
+    decisions has no `?` and replays to itself; off the fit, the listing is program order's."""
+    import dataclasses
+
+    found = _widest_first_wins()
+    if not found:
+        pytest.skip("no function of the corpus where program order loses a wave (examples/ has none)")
+    for path, problem in found:
+        tables = ChoiceTables(problem)
+        fit = {v: tables.lines[k].by_base[b] for k, (v, b) in enumerate(zip(problem.order, problem.fit)) if b >= 0}
+        assert len(fit) == len(problem.order), path
+        decisions = decisions_of(tables, fit)
+        assert "?" not in decisions, path
+        assert replay(tables, decisions) == (fit, []), path
+        assert problem.usage(fit)["waves"] == problem.floor_waves
+        # On the fit a line differs from a fit-less problem's only by the fit's register, last;
+        # a sample that takes the first listed choice leaves the fit, and from there its lines
+        # are the fit-less problem's.
+        plain_tables = ChoiceTables(dataclasses.replace(problem, fit=[]))
+        on, off, differs = tables.start(), tables.start(), 0
+        for k, v in enumerate(problem.order):
+            listed, _ = tables.choices(on, k)
+            if listed != plain_tables.choices(on, k)[0]:
+                differs += 1
+                assert listed[-1].reg == fit[v], (path, k)
+            tables.take(on, k, fit[v])
+            mine = tables.choices(off, k)
+            if not off.on_fit:
+                assert mine == plain_tables.choices(off, k), (path, k)
+            tables.take(off, k, mine[0][0].reg)
+        assert differs and not off.on_fit, path
+
+
 def test_steering_keeps_the_first_fits_waves(tiny_model: Path) -> None:
     """Sampled answers that cost a wave without steering keep the first fit's waves with it;
     a steered sample is the unsteered one up to the line it was steered from, and a sample
@@ -833,6 +881,29 @@ def test_steering_keeps_the_first_fits_waves(tiny_model: Path) -> None:
             assert b.text.splitlines()[:b.steered_from] == a.text.splitlines()[:b.steered_from]
             assert problem.usage(b.regs)["waves"] >= floor
             assert len(b.decisions) == len(problem.order)
+
+
+def test_steering_reaches_the_widest_first_fits_waves(tiny_model: Path) -> None:
+    """Where only the widest-tuples-first fit reaches the first fit's waves (its registers are
+    not the lowest listed), samples that lose a wave unsteered keep it steered."""
+    from verilocc.llm.decode import propose_many
+    from verilocc.llm.lm import load_lm
+
+    found = _widest_first_wins()
+    if not found:
+        pytest.skip("no function of the corpus where program order loses a wave (examples/ has none)")
+    path, problem = min(found, key=lambda f: len(f[1].order))
+    lm = load_lm(str(tiny_model))
+    tables = ChoiceTables(problem)
+    kwargs = dict(samples=4, constrained=False, temperature=1.0, seed=3, greedy_first=True, tables=tables)
+    plain = propose_many(lm, problem, steer=False, **kwargs)  # type: ignore[arg-type]
+    steered = propose_many(lm, problem, **kwargs)  # type: ignore[arg-type]
+    floor = problem.floor_waves
+    assert any(problem.usage(p.regs)["waves"] < floor for p in plain), path
+    for a, b in zip(plain, steered):
+        if problem.usage(a.regs)["waves"] < floor:
+            assert b.steered_from is not None and b.overridden > 0, path
+            assert problem.usage(b.regs)["waves"] == floor, path
 
 
 def test_pass_at_k_estimator() -> None:

@@ -19,7 +19,11 @@ Listed in that order: up to two copy partners' registers, the lowest free regist
 class's allocation order, and up to two registers of dying values not among them; each register
 once, every one free (a dying value's register may also be among the lowest: it is marked `d`
 and takes no second slot), so a line lists `SLOTS` choices or all the free registers of its
-tier. Free means that no interference fact with a register already chosen, no fixed physical
+tier. One more where program order is not the better first fit: when placing the widest tuples
+first reaches more waves (`occupancy_caps`), that fit's register for the line is listed last (in
+place of the highest of the lowest free, and with its kind as above) while every vector register
+chosen before is that fit's (`State.on_fit`), so that the fit's waves stay reachable by listed
+choices; a program-order first fit's registers always are, as the lowest free. Free means that no interference fact with a register already chosen, no fixed physical
 register and no COPY rule forbids it: exactly `AllocationProblem.allowed`, recomputed with
 integer bit sets over the registers' first 16-bit units (`ChoiceTables`; `tests/test_model.py`
 compares both). Registers
@@ -52,6 +56,7 @@ SLOTS = 8  # choices listed per line
 NO_CHOICE = "-"  # an empty slot
 KINDS = ("=", "d", "f", "n", "!")
 FILE_LETTER = {RegFile.SGPR: "s", RegFile.VGPR: "v", RegFile.AGPR: "a"}
+_VECTOR = (RegFile.VGPR, RegFile.AGPR)
 _SHIFT = 64  # offsets of slot masks are stored shifted by this (a 1024-bit tuple has 64 slots)
 
 
@@ -72,9 +77,10 @@ class State:
     regs: dict[VReg, PhysReg] = field(default_factory=dict)
     base: list[int] = field(default_factory=list)  # dense id -> first unit of its register, -1 none
     top: dict[RegFile, int] = field(default_factory=dict)  # highest register number + 1 per file
+    on_fit: bool = True  # every vector register so far is the first fit's (`problem.fit`)
 
     def copy(self) -> State:
-        return State(dict(self.regs), list(self.base), dict(self.top))
+        return State(dict(self.regs), list(self.base), dict(self.top), self.on_fit)
 
 
 @dataclass
@@ -123,8 +129,6 @@ class ChoiceTables:
         self.problem = problem
         dense = problem.dense
         self.lines: list[_Line] = []
-        self._orders: tuple[list[int], list[int]] | None = None  # program order, widest class first
-        self._last_order = 0  # the order that found the last completion
         self._capped = sum(1 for caps in (problem.tight, problem.caps) if caps)  # tiers within the caps
         self.degree: list[int] = []  # distinct virtual registers each one conflicts with
         pools: dict[tuple[str, bool], list[tuple[int, ...]]] = {}
@@ -235,6 +239,13 @@ class ChoiceTables:
         for b in kept:
             if b not in picked and len(picked) < SLOTS:
                 picked.append(b)
+        fit = self.problem.fit[k] if state.on_fit and self.problem.fit else -1
+        if fit in in_tier and fit not in picked:
+            # The first fit's register, last: in place of the highest of the lowest free ones.
+            if len(picked) >= SLOTS:
+                lowest = [i for i, b in enumerate(picked) if b not in partners and b not in kept]
+                del picked[lowest[-1] if lowest else -1]
+            picked.append(fit)
         for b in picked:
             reg = line.by_base[b]
             if b in ban_bases:
@@ -257,34 +268,34 @@ class ChoiceTables:
         return bool(caps) and bool(ok) and not any(within(c.reg, caps) for c in ok)
 
     def completion(self, state: State, start: int) -> dict[int, int] | None:
-        """A first fit of lines `start`.. after the choices in `state` that keeps the first
-        fit's waves (every register within `problem.caps`, from the capped tiers), in program
-        order or widest tuples first (the two orders of `occupancy_caps`; the one that found
-        the last completion first): per line the first unit of its register. None when neither
-        order finds one, or the first fit found no caps. In program order, each line's register
-        is the lowest free one, which its listing always holds."""
+        """Registers for lines `start`.. after the choices in `state` that keep the first fit's
+        waves, each one a line's listing holds when the lines before it took theirs: per line
+        the first unit of its register. While `state` is on the widest-tuples-first fit
+        (`State.on_fit`), that fit's own vector registers (listed while a sample stays on it)
+        with a first fit of the other lines; else, or failing that, a first fit in program
+        order within the capped tiers (each line's register is then its lowest free one).
+        None when neither keeps the caps, or the first fit found no caps."""
         caps = self.problem.caps
         if not caps or any(state.top.get(f, 0) > cap for f, cap in caps.items()):
             return None
-        if self._orders is None:
-            width = [self.problem.info[v].cls.width_units for v in self.problem.order]
-            plain = list(range(len(self.lines)))
-            self._orders = (plain, sorted(plain, key=lambda k: -width[k]))
-        for which in (self._last_order, 1 - self._last_order):
+        fit = self.problem.fit if state.on_fit else []
+        for on_fit in ([True] if fit else []) + [False]:
             trial = state.copy()
             out: dict[int, int] = {}
-            for k in self._orders[which]:
-                if k < start:
-                    continue
-                base = self._first_capped(trial, k)
+            for k in range(start, len(self.lines)):
+                base = fit[k] if on_fit and self.is_vector(k, fit[k]) else self._first_capped(trial, k)
                 if base < 0:
                     break
                 self.take(trial, k, self.lines[k].by_base[base])
                 out[k] = base
             else:
-                self._last_order = which
                 return out
         return None
+
+    def is_vector(self, k: int, base: int) -> bool:
+        """Whether `base` is the first unit of a vector register of line k."""
+        reg = self.lines[k].by_base.get(base)
+        return reg is not None and reg.file in _VECTOR
 
     def _first_capped(self, state: State, k: int) -> int:
         """The first free base of line k in its capped tiers (-1: none), as `free(state, k)[0]`."""
@@ -310,7 +321,10 @@ class ChoiceTables:
     def take(self, state: State, k: int, reg: PhysReg | None) -> None:
         """Record the register chosen on line `k` (None: the line got none)."""
         if reg is None:
+            state.on_fit = False
             return
+        if self.problem.fit and reg.file in _VECTOR and reg.units[0] != self.problem.fit[k]:
+            state.on_fit = False
         v = self.problem.order[k]
         state.regs[v] = reg
         state.base[k] = reg.units[0]
@@ -370,6 +384,7 @@ def occupancy_caps(problem: AllocationProblem) -> tuple[dict[RegFile, int], dict
     n = len(problem.order)
     width = [problem.info[v].cls.width_units for v in problem.order]
     best: dict[str, int] | None = None
+    problem.fit = []
     plain = list(range(n))
     wide = sorted(plain, key=lambda k: -width[k])
     for order in [plain] + ([wide] if wide != plain else []):  # one width: one order
@@ -382,6 +397,8 @@ def occupancy_caps(problem: AllocationProblem) -> tuple[dict[RegFile, int], dict
         else:
             usage = problem.usage(state.regs)
             if best is None or (-usage["waves"], usage["vgpr"] + usage["agpr"]) < (-best["waves"], best["vgpr"] + best["agpr"]):
+                # listed where program order, whose registers are the lowest listed, loses waves
+                problem.fit = list(state.base) if order is wide and (best is None or usage["waves"] > best["waves"]) else []
                 best = usage
     if best is None:
         return {}, {}

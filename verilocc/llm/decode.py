@@ -23,15 +23,16 @@ sample stops at a dead end (the function needs spilling, which an assignment can
 Steering keeps the waves per SIMD of the first fit (`problem.caps`, the tiers the listing draws
 from first). The model's earlier choices can leave a later line only registers beyond them, so
 that whatever it answers there costs a wave. Such a sample is decoded again from the last line
-after which a first fit of the remaining lines still stays within the caps
-(`ChoiceTables.completion`, found by bisection over the sample's own prefix), with a completion
-kept beside it: an answer that is the completion's register, or one the completion still holds
-with (`ChoiceTables.keeps`), is written; for any other a new completion is sought, and where
-there is none the model's next most likely answers are tried the same cheap way, then the
-completion's register is written (where listed: a completion that placed the widest tuples
-first may hold a register that is not among the lowest listed; then every listed answer gets a
-new completion, and where none has one the sample can still lose the wave). Samples that keep their waves are not touched. `Proposal.steered_from` and
-`overridden` say where and how much; `verilocc eval` measures the single shot both ways.
+from which a completion still stays within the caps (`ChoiceTables.completion`: the widest-first
+fit's own registers while the sample is on it, else a first fit in program order, so every
+register of it is listed when its line comes; found by bisection over the sample's own prefix),
+with the completion kept beside it: an answer that is the completion's register, or one the
+completion still holds with (`ChoiceTables.keeps`; not while the completion is the widest-first
+fit, whose registers are listed only while the sample stays on it), is written; for any other a
+new completion is sought, and where there is none the model's next most likely answers are
+tried the same cheap way, then the completion's register is written. Samples that keep their
+waves are not touched. `Proposal.steered_from` and `overridden` say where and how much;
+`verilocc eval` measures the single shot both ways.
 
 Two inputs carry a counterexample into the loop's next round besides the feedback paragraph
 and the bans. `keep` names registers to write again: on a line whose virtual register it
@@ -270,15 +271,20 @@ class _Batch:
         if plan is None or self.dead[s] is not None or k not in plan:
             return None
         own = next((j for j, c in enumerate(listed) if c.reg.units[0] == plan[k] and c.kind != "!"), None)
-        # The completion's own register when listed; else (it was found widest tuples first,
-        # and is not among the lowest) every listed answer is tried. An answer is taken when the
-        # plan holds with it (`keeps`), or, for the model's first and where the completion's
-        # register is not listed, when a new completion exists (a first fit: the costly check).
+        # The completion's own register when listed; else (a counterexample ruled it out, or
+        # answers the plan kept put it above the lowest free) every listed answer is tried. An
+        # answer is taken when the plan holds with it (`keeps`), or, for the model's first and
+        # where the completion's register is not listed, when a new completion exists (a first
+        # fit: the costly check).
         tries = ranked[:STEER_TRIES] if own is not None else ranked
+        fit = self.problem.fit
+        # Off the widest-tuples-first fit its registers are no longer listed: while the plan is
+        # that fit, an answer that leaves it needs a new completion.
+        on_fit = bool(fit) and self.states[s].on_fit and plan[k] == fit[k]
         for i, j in enumerate(tries):
             if j == own:
                 break
-            if self.tables.keeps(plan, k, listed[j].reg):
+            if not on_fit and self.tables.keeps(plan, k, listed[j].reg):
                 plan[k] = listed[j].reg.units[0]
                 own = j
                 break

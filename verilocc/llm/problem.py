@@ -89,6 +89,10 @@ class AllocationProblem:
     tight: dict[RegFile, int] = field(default_factory=dict)
     caps: dict[RegFile, int] = field(default_factory=dict)
     caps_known: bool = False
+    # Where the widest-tuples-first fit is the better one: per line (dense id) the first unit of
+    # its register, listed while a decoder's vector registers so far are the fit's
+    # (`verilocc.llm.choices`); empty where program order is as good.
+    fit: list[int] = field(default_factory=list)
     # Whether registers beyond what amdgpu-num-* / amdgpu-waves-per-eu request may be used.
     # The verifier only warns (LLVM 22 drops requests it cannot meet), but LLVM 19 reserves
     # those registers and llc-19 rejects an allocation that uses them: off by default.
