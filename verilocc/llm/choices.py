@@ -23,14 +23,15 @@ tier. One more where program order is not the better first fit: when placing the
 first reaches more waves (`occupancy_caps`), that fit's register for the line is listed last (in
 place of the highest of the lowest free, and with its kind as above) while every vector register
 chosen before is that fit's (`State.on_fit`), so that the fit's waves stay reachable by listed
-choices; a program-order first fit's registers always are, as the lowest free. Free means that no interference fact with a register already chosen, no fixed physical
-register and no COPY rule forbids it: exactly `AllocationProblem.allowed`, recomputed with
-integer bit sets over the registers' first 16-bit units (`ChoiceTables`; `tests/test_model.py`
-compares both). Registers
-come from the first budget tier that still has a free, unbanned one: within the registers a
-first-fit allocation uses (`problem.tight`: the better of program order and widest tuples
-first, `occupancy_caps`), then within the occupancy that reaches (`problem.caps`), then the
-function's budget (`--over-budget`: the target's hard limits). A value whose class has no free
+choices; a program-order first fit's registers always are, as the lowest free.
+
+Free means that no interference fact with a register already chosen, no fixed physical register
+and no COPY rule forbids it: exactly `AllocationProblem.allowed`, recomputed with integer bit
+sets over the registers' first 16-bit units (`ChoiceTables`; `tests/test_model.py` compares
+both). Registers come from the first budget tier that still has a free, unbanned one: within
+the registers a first-fit allocation uses (`problem.tight`: the better of program order and
+widest tuples first, `occupancy_caps`), then within the occupancy that reaches
+(`problem.caps`), then the function's budget (`--over-budget`: the target's hard limits). A value whose class has no free
 register anywhere gets an empty list: the function needs spilling (or other earlier choices),
 which an assignment cannot express.
 

@@ -61,7 +61,7 @@ from verilocc.llm.problem import AllocationProblem
 from verilocc.target import PhysReg
 
 MAX_FEEDBACK_TOKENS = 256
-STEER_TRIES = 3  # the model's answers a steered line tries before the first fit's register
+STEER_TRIES = 3  # the model's answers a steered line tries before the completion's register
 
 
 class RegisterMask(LogitsProcessor):

@@ -10,8 +10,8 @@ functions of LLVM's own AMDGPU tests (none trained on), per target. Per function
 - single shot: the model's greedy first proposal, decoded without masking, is VERIFIED (all
   three layers). Decoding is steered to keep the first fit's waves (`verilocc.llm.decode`):
   where the answer would cost a wave, it is decoded again from the last line that can keep
-  it, and on a steered line whose answer leaves no first fit within those waves, the model's
-  next answers, then the first fit's register, are written. The same proposal decoded without
+  it, and on a steered line whose answer leaves no completion within those waves, the
+  model's next answers, then the completion's register, are written. The same proposal decoded without
   steering is measured too (`unsteered`: VERIFIED, its registers, and the lines steering
   changed), so the rate says what the model alone does. Per group, also the per-line error rate that best explains its single-shot
   outcomes (`line_error_rate`), which tells how often the model errs apart from how long the
