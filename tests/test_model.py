@@ -689,14 +689,93 @@ def test_shifted_ids_change_only_the_ids_of_a_window(data: Path) -> None:
         assert first == list(range(first[0], first[0] + stop - start))
         starts.add(first[0] - start)
         for i in range(start, stop):
-            prefix, invalid = some.get(i, (enc.prefixes[i], enc.invalid[i]))
-            assert got[i] == ([ids[first[i - start]]] + prefix[1:], invalid)
+            prefix, invalid, withdrawn = some.get(i, (enc.prefixes[i], enc.invalid[i], None))
+            assert got[i] == ([ids[first[i - start]]] + prefix[1:], invalid, withdrawn)
         plain, labels, _, _ = window_ids(enc, start, stop, lm.line_end, some)
         moved, moved_labels, _, _ = window_ids(enc, start, stop, lm.line_end, got)
         assert moved_labels == labels and len(moved) == len(plain)
         assert sum(a != b for a, b in zip(plain, moved)) <= stop - start
     assert len(starts) > 3  # the offset is drawn, not fixed
     assert shifted(enc, 0, 4, ids[:3], rng, {}) == {}  # a window the ids cannot hold is left alone
+
+
+def test_a_marked_answer_is_withdrawn_and_its_other_choices_trained(data: Path, tmp_path: Path) -> None:
+    """`--mark-answers`: a drawn line gets a `!` on its answer's slot and nothing else changes;
+    its answer is withdrawn (`?` in the context, no label) and its answer position is trained
+    towards exactly its other listed choices; a model trained so gives a marked answer less
+    probability than the same run without the marks."""
+    import random
+
+    import torch
+
+    from verilocc.llm.choices import NO_CHOICE, SLOTS
+    from verilocc.llm.dataset import read_examples
+    from verilocc.llm.lm import load_lm, new_own_model
+    from verilocc.llm.train import IGNORE, encode_example, marked, train, window_ids
+
+    lm = new_own_model("tiny", seed=0)
+    decisions = [lm.answer_ids(f"@{k}")[0] for k in range(SLOTS)]
+    examples = list(read_examples(data / "train.jsonl"))[:6]
+    probes: list[tuple[list[int], int, int]] = []  # (context, position, marked decision)
+    seen = 0
+    for ex in examples:
+        enc = encode_example(lm, ex)
+        stop = min(len(enc.prefixes), lm.window)
+        got = marked(lm, ex, 0, stop, random.Random(1), 1.0, decisions, {})
+        ids, labels, _, unanswered = window_ids(enc, 0, stop, lm.line_end, got)
+        at = dict(unanswered)
+        for i, (prefix, invalid, valid) in got.items():
+            line, answer = ex["lines"][i], ex["answers"][i]
+            words, new = line.split(), lm.decode(prefix).split()[:-1]  # without its ":"
+            a = int(answer[1:])
+            head = len(words) - SLOTS
+            assert new[head + a] == "!" + words[head + a][1:] and words[head + a][0] != "!"
+            assert [w for k, w in enumerate(new) if k != head + a] == [w for k, w in enumerate(words) if k != head + a]
+            others = [k for k, w in enumerate(words[head:]) if k != a and w != NO_CHOICE and not w.startswith("!")]
+            assert others and sorted(decisions.index(t) for t in valid) == others
+            assert decisions[a] in invalid and decisions[a] not in valid
+            seen += 1
+        pos = len(enc.header) - 1
+        for i in range(stop):  # each line's answer position
+            pos += len(got[i][0] if i in got else enc.prefixes[i])
+            if i in got:
+                assert at[pos] == got[i][2] and labels[pos] == IGNORE and ids[pos + 1] == enc.unknown[0]
+                probes.append((ids, pos, decisions[int(ex["answers"][i][1:])]))
+            answer = enc.answers[i] if i not in got else None
+            pos += len(answer if answer is not None else enc.unknown) + len(lm.line_end)
+        answered = [i for i in range(stop) if ex["answers"][i].startswith("@")]
+        # every answered line with another listed choice is drawn at rate 1
+        assert set(got) <= set(answered) and len(got) >= len(answered) // 2
+    assert seen > 10
+
+    def marked_mass(model_dir: Path) -> float:
+        got_lm = load_lm(model_dir)
+        total = 0.0
+        for ids, pos, tok in probes:
+            with torch.no_grad():
+                probs = torch.softmax(got_lm.model(input_ids=torch.tensor([ids[: pos + 1]])).logits[0, -1].float(), -1)
+            total += float(probs[tok])
+        return total
+
+    mass = {}
+    for rate in (0.0, 0.5):
+        out = tmp_path / str(rate)
+        meta = train(new_own_model("tiny", seed=0), data, out, minutes=1.0, epochs=6, batch=4, lr=3e-3, seed=0,
+                     threads=1, bf16=False, log=lambda s: None, command="test", max_examples=6, listed_loss=True,
+                     mark_answers=rate)
+        assert meta["mark_answers"] == rate
+        mass[rate] = marked_mass(out)
+    assert mass[0.5] < mass[0.0]
+
+
+def test_train_refuses_a_mark_share_it_cannot_train(data: Path, tmp_path: Path) -> None:
+    """`--mark-answers` outside 0..1, or without `--listed-loss` (a withdrawn answer's only loss),
+    is one error line and exit 2, and no model directory is made."""
+    for extra in (["--mark-answers", "0.1"], ["--mark-answers", "1.5", "--listed-loss"]):
+        got = run_cli("train", "--data", str(data), "-o", str(tmp_path / "m"), "--size", "tiny", *extra)
+        assert got.returncode == 2 and "--mark-answers" in got.stderr and "Traceback" not in got.stderr
+        assert len(got.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "m").exists()
 
 
 def test_training_with_empty_slots_and_unlikelihood(data: Path, tmp_path: Path) -> None:

@@ -105,9 +105,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     if (args.epochs is not None and args.epochs < 1) or args.minutes <= 0:
         what = "--minutes" if args.minutes <= 0 else "--epochs"
         raise InputError(f"{what} must be positive", what, 0, 0)
-    for what, rate in (("--empty-rate", args.empty_rate), ("--shift-ids", args.shift_ids)):
+    for what, rate in (("--empty-rate", args.empty_rate), ("--shift-ids", args.shift_ids),
+                       ("--mark-answers", args.mark_answers)):
         if not 0 <= rate <= 1:
             raise InputError(f"{what} must be a share from 0 to 1", what, 0, 0)
+    if args.mark_answers and not args.listed_loss:
+        raise InputError("--mark-answers needs --listed-loss (a marked line's loss is that of its other listed choices)",
+                         "--mark-answers", 0, 0)
     if args.base:
         lm = load_lm(args.base)
         if args.lora:
@@ -120,7 +124,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     train(lm, data, Path(args.out), minutes=args.minutes, epochs=args.epochs, batch=args.batch, lr=args.lr,
           seed=args.seed, threads=args.threads, bf16=args.bf16, log=console.print, command=_command_line(),
           max_examples=args.max_examples, empty_rate=args.empty_rate, unlikelihood=args.unlikelihood,
-          listed_loss=args.listed_loss, shift_ids=args.shift_ids)
+          listed_loss=args.listed_loss, shift_ids=args.shift_ids, mark_answers=args.mark_answers)
     return 0
 
 
@@ -328,6 +332,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     t.add_argument("--shift-ids", type=float, default=0.0, metavar="R",
                    help="in this share of the training windows, shift every line's dense id %%k by one random "
                         "offset, so that no id's own embedding decides an answer (default 0)")
+    t.add_argument("--mark-answers", type=float, default=0.0, metavar="R",
+                   help="in this share of the answered lines, mark the answer's own slot `!` (banned, as a "
+                        "counterexample marks it) and train the other listed choices there; needs --listed-loss "
+                        "(default 0)")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine is shared)")
     t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False,
                    help="bf16 autocast (default off: measured 4x slower than float32 on this CPU without bf16 instructions)")

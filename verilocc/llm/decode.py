@@ -91,7 +91,7 @@ class Proposal:
 def reads_feedback(lm: LM) -> bool:
     """Whether the model reads the feedback paragraph in its context: models trained on
     counterexamples (`feedback_in_context` in their metadata) and other Hugging Face models
-    do; a model trained without them reads the findings only as `!` marks on its lines."""
+    do; a model trained without them gets the findings only as `!` marks on its lines."""
     return bool(lm.meta.get("feedback_in_context", not lm.own))
 
 

@@ -56,7 +56,7 @@ class Attempt:
     errors: int
     seconds: float
     findings: list[Finding] = field(default_factory=list)
-    feedback_read: bool = True  # False: the model read the findings only as `! R` bans (see decode.reads_feedback)
+    feedback_read: bool = True  # False: the findings reached the model only as `! R` bans (see decode.reads_feedback)
     kept: int = 0  # lines given the register they had in the last round's best proposal (`keep_rest`)
     confined: int = 0  # lines decoded among their listed choices after naming none (`use_bans`)
 

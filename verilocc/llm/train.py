@@ -26,8 +26,14 @@ makes"):
   together to its line's slots that cannot be the answer (empty or banned `!`);
 - `empty_rate`: in that share of the answered lines (drawn afresh each epoch) the listed
   choices after a random slot past the answer are emptied, as when fewer registers are free.
-`make model` uses the first three (`--shift-ids 0.5`); `empty_rate` is off there, since it made
-no better model in the runs measured.
+- `mark_answers`: in that share of the answered lines with another listed choice (drawn afresh
+  each epoch) the answer's own slot is marked `!`, as a counterexample's ban marks the register
+  a proposal took, and the line's answer is withdrawn (`?` in the context): with `listed_loss`
+  the model is trained towards the other listed choices there. The dataset's own
+  marks fall on choices that are not the answer, which a model never picks anyway, so they
+  teach nothing about reading a mark (`bench/model_eval/reads_counterexamples.py` measures it).
+`make model` uses the first three (`--shift-ids 0.5`); `empty_rate` and `mark_answers` are off
+there, since neither made a better model in the runs measured.
 """
 
 from __future__ import annotations
@@ -47,6 +53,11 @@ from verilocc.llm.dataset import read_examples
 from verilocc.llm.lm import FORMAT, LM, save_lm
 
 IGNORE = -100
+
+
+# A line drawn for a change in one window (`emptied`, `marked`, `shifted`): its prefix, its
+# invalid answers, and None, or for a line whose answer is withdrawn its valid answers.
+Replaced = tuple[list[int], list[int], list[int] | None]
 
 
 @dataclass
@@ -99,18 +110,47 @@ def with_empty_slots(line: str, answer: str, rng: random.Random) -> str | None:
     return " ".join(words)
 
 
+def with_answer_marked(line: str, answer: str) -> str | None:
+    """`line` with the slot of `answer` marked `!` (banned), or None when the answer is not a
+    listed choice or no other listed choice would be left."""
+    words = line.split()
+    if not answer.startswith("@") or not answer[1:].isdigit() or len(words) < SLOTS:
+        return None
+    first = len(words) - SLOTS
+    a = int(answer[1:])
+    slot = words[first + a] if a < SLOTS else NO_CHOICE
+    if _cannot_be_answer(slot) or all(_cannot_be_answer(w) for k, w in enumerate(words[first:]) if k != a):
+        return None
+    words[first + a] = "!" + slot[1:]
+    return " ".join(words)
+
+
 def emptied(lm: LM, ex: dict[str, Any], start: int, stop: int, rng: random.Random,
-            rate: float, decisions: list[int]) -> dict[int, tuple[list[int], list[int]]]:
-    """Prefixes and invalid answers (as `Encoded`) of the lines of `start:stop` drawn, each
-    with probability `rate`, for `with_empty_slots`."""
-    out: dict[int, tuple[list[int], list[int]]] = {}
+            rate: float, decisions: list[int]) -> dict[int, Replaced]:
+    """The lines of `start:stop` drawn, each with probability `rate`, for `with_empty_slots`."""
+    out: dict[int, Replaced] = {}
     if rate <= 0:
         return out
     for i in range(start, stop):
         if rng.random() < rate:
             line = with_empty_slots(str(ex["lines"][i]), str(ex["answers"][i]), rng)
             if line is not None:
-                out[i] = (lm.encode(f"{line} :"), invalid_answers(decisions, line))
+                out[i] = (lm.encode(f"{line} :"), invalid_answers(decisions, line), None)
+    return out
+
+
+def marked(lm: LM, ex: dict[str, Any], start: int, stop: int, rng: random.Random, rate: float,
+           decisions: list[int], replaced: dict[int, Replaced]) -> dict[int, Replaced]:
+    """`replaced` and the lines of `start:stop` not in it drawn, each with probability `rate`,
+    for `with_answer_marked`: their answers withdrawn, their other listed choices valid."""
+    if rate <= 0 or not decisions:
+        return replaced
+    out = dict(replaced)
+    for i in range(start, stop):
+        if i not in out and rng.random() < rate:
+            line = with_answer_marked(str(ex["lines"][i]), str(ex["answers"][i]))
+            if line is not None:
+                out[i] = (lm.encode(f"{line} :"), invalid_answers(decisions, line), valid_answers(decisions, line))
     return out
 
 
@@ -129,7 +169,7 @@ def id_tokens(lm: LM, limit: int) -> list[int]:
 
 
 def shifted(enc: Encoded, start: int, stop: int, ids: list[int], rng: random.Random,
-            replaced: dict[int, tuple[list[int], list[int]]]) -> dict[int, tuple[list[int], list[int]]]:
+            replaced: dict[int, Replaced]) -> dict[int, Replaced]:
     """Prefixes and invalid answers of lines `start:stop` (`replaced` standing for some, as in
     `window_ids`) with every line's dense id shifted so that the first lands on a random id of
     `ids`; `replaced` unchanged when the window does not fit in `ids`, or a line does not begin
@@ -137,10 +177,10 @@ def shifted(enc: Encoded, start: int, stop: int, ids: list[int], rng: random.Ran
     if stop > len(ids) or any(enc.prefixes[i][:1] != [ids[i]] for i in range(start, stop)):
         return replaced
     to = rng.randrange(len(ids) - (stop - start) + 1)
-    out: dict[int, tuple[list[int], list[int]]] = {}
+    out: dict[int, Replaced] = {}
     for i in range(start, stop):
-        prefix, invalid = replaced.get(i, (enc.prefixes[i], enc.invalid[i]))
-        out[i] = ([ids[to + i - start]] + prefix[1:], invalid)
+        prefix, invalid, withdrawn = replaced.get(i, (enc.prefixes[i], enc.invalid[i], None))
+        out[i] = ([ids[to + i - start]] + prefix[1:], invalid, withdrawn)
     return out
 
 
@@ -158,23 +198,25 @@ def encode_example(lm: LM, ex: dict[str, Any]) -> Encoded:
 
 
 def window_ids(enc: Encoded, start: int, stop: int, nl: list[int],
-               replaced: dict[int, tuple[list[int], list[int]]] | None = None,
+               replaced: dict[int, Replaced] | None = None,
                ) -> tuple[list[int], list[int], list[tuple[int, int]], list[tuple[int, list[int]]]]:
     """Token ids and labels of lines `start:stop` after the header, (position, token) of the
     invalid answers at each answer position, and (position, listed choices' tokens) of each line
-    whose answer is `?` and that lists a choice; `replaced` stands for some lines (`emptied`)."""
+    whose answer is `?` (or withdrawn) and that lists a choice; `replaced` stands for some lines
+    (`emptied`, `marked`, `shifted`)."""
     ids = list(enc.header)
     labels = [IGNORE] * len(ids)
     bad: list[tuple[int, int]] = []
     unanswered: list[tuple[int, list[int]]] = []
     for i in range(start, stop):
-        prefix, invalid = (replaced or {}).get(i, (enc.prefixes[i], enc.invalid[i]))
+        prefix, invalid, withdrawn = (replaced or {}).get(i, (enc.prefixes[i], enc.invalid[i], None))
         ids += prefix
         labels += [IGNORE] * len(prefix)
-        ans = enc.answers[i]
-        if ans is None:  # LLVM chose no listed choice (or split, spilled it): context only
-            if enc.valid[i]:
-                unanswered.append((len(ids) - 1, enc.valid[i]))
+        ans = enc.answers[i] if withdrawn is None else None
+        if ans is None:  # LLVM chose no listed choice (or split, spilled it; or it is marked): context only
+            valid = enc.valid[i] if withdrawn is None else withdrawn
+            if valid:
+                unanswered.append((len(ids) - 1, valid))
             ids += enc.unknown + nl
             labels += [IGNORE] * (len(enc.unknown) + len(nl))
             continue
@@ -237,7 +279,7 @@ def answer_loss(lm: LM, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Ten
 def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, batch: int, lr: float, seed: int,
           threads: int, bf16: bool, log: Callable[[str], None], command: str, max_examples: int | None = None,
           empty_rate: float = 0.0, unlikelihood: bool = False, listed_loss: bool = False,
-          shift_ids: float = 0.0) -> dict[str, Any]:
+          shift_ids: float = 0.0, mark_answers: float = 0.0) -> dict[str, Any]:
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -254,8 +296,9 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
     if shift_ids > 0 and not ids_to:
         log("--shift-ids: the tokenizer does not write a dense id as one word; ids are not shifted")
 
-    def replacements(j: int, s: int, t: int) -> dict[int, tuple[list[int], list[int]]]:
-        got = emptied(lm, examples[j], s, t, rng, empty_rate, decisions)
+    def replacements(j: int, s: int, t: int) -> dict[int, Replaced]:
+        got = marked(lm, examples[j], s, t, rng, mark_answers, decisions,
+                     emptied(lm, examples[j], s, t, rng, empty_rate, decisions))
         if ids_to and rng.random() < shift_ids:
             got = shifted(encoded[j], s, t, ids_to, rng, got)
         return got
@@ -319,6 +362,7 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
     model.eval()
     meta = {"command": command, "seed": seed, "format": FORMAT, "window": w, "empty_rate": empty_rate,
             "unlikelihood": unlikelihood, "listed_loss": listed_loss, "shift_ids": shift_ids,
+            "mark_answers": mark_answers,
             "feedback_in_context": any(ex.get("feedback") for ex in examples), "steps": step, "epochs": epoch,
             "schedule": "epochs" if epochs is not None else "minutes", "tokens": tokens,
             "minutes": round((time.monotonic() - t0) / 60, 2), "history": history[-20:],
