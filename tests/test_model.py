@@ -711,7 +711,7 @@ def test_a_marked_answer_is_withdrawn_and_its_other_choices_trained(data: Path, 
     from verilocc.llm.choices import NO_CHOICE, SLOTS
     from verilocc.llm.dataset import read_examples
     from verilocc.llm.lm import load_lm, new_own_model
-    from verilocc.llm.train import IGNORE, encode_example, marked, train, window_ids
+    from verilocc.llm.train import IGNORE, encode_example, marked, train, window_ids, with_answer_marked
 
     lm = new_own_model("tiny", seed=0)
     decisions = [lm.answer_ids(f"@{k}")[0] for k in range(SLOTS)]
@@ -743,9 +743,9 @@ def test_a_marked_answer_is_withdrawn_and_its_other_choices_trained(data: Path, 
                 probes.append((ids, pos, decisions[int(ex["answers"][i][1:])]))
             answer = enc.answers[i] if i not in got else None
             pos += len(answer if answer is not None else enc.unknown) + len(lm.line_end)
-        answered = [i for i in range(stop) if ex["answers"][i].startswith("@")]
-        # every answered line with another listed choice is drawn at rate 1
-        assert set(got) <= set(answered) and len(got) >= len(answered) // 2
+        # at rate 1, every answered line with another listed choice is drawn, and no other
+        assert set(got) == {i for i in range(stop) if with_answer_marked(ex["lines"][i], ex["answers"][i]) is not None}
+        assert set(got) <= {i for i in range(stop) if ex["answers"][i].startswith("@")}
     assert seen > 10
 
     def marked_mass(model_dir: Path) -> float:
