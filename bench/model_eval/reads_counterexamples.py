@@ -11,7 +11,7 @@ as the loop verifies them. Each REJECTED one whose errors blame lines is a count
 feedback paragraph (`render_feedback`, as the loop renders it), the `!` marks (`bans_from`: for
 each error, the register of the last line it names) and the confined lines (`confined_from`: a
 decision that named no listed choice). Round 2 is drawn with every line decided again (no kept
-lines), with the loop's seed for round 2, in four arms:
+lines), with the loop's seed for round 2 (`round_seed`), in four arms:
 
 - `none`: nothing of the counterexample;
 - `paragraph`: the paragraph in the prompt, no marks;
@@ -38,6 +38,7 @@ import random
 import shlex
 from pathlib import Path
 
+from verilocc.analysis.operands import VReg
 from verilocc.cli import build_parser
 from verilocc.findings import Verdict
 from verilocc.llm.choices import NO_CHOICE, SLOTS, ChoiceTables
@@ -45,18 +46,14 @@ from verilocc.llm.commands import DEFAULT_MODEL, eval_cases
 from verilocc.llm.decode import propose_many
 from verilocc.llm.evaluate import Verifier
 from verilocc.llm.lm import load_lm
-from verilocc.llm.loop import bans_from, confined_from
+from verilocc.llm.loop import bans_from, confined_from, round_seed
 from verilocc.llm.normalise import rename_text
 from verilocc.llm.problem import build_problem, single_function
 from verilocc.report.render import render_feedback
+from verilocc.target import PhysReg
 from verilocc.verify import Options, function_target
 
 ARMS = ("none", "paragraph", "marks", "both")
-
-
-def round2_seed(seed: int) -> int:
-    """The seed of round 2 in `run_loop` (round r draws with seed * 1_000_003 + r * 1009)."""
-    return seed * 1_000_003 + 1009
 
 
 def listed_count(line: str) -> int:
@@ -111,12 +108,12 @@ def main() -> None:
                       if v in greedy.regs and k < len(lines) and listed_count(lines[k]) >= 2]
         marked = random.Random(f"{case.target}/{case.name}").sample(open_lines, min(args.probe, len(open_lines)))
         if marked:
-            bans = {problem.order[k]: [greedy.regs[problem.order[k]]] for k in marked}
+            probed = {problem.order[k]: [greedy.regs[problem.order[k]]] for k in marked}
             again = propose_many(lm, problem, samples=1, constrained=False, tables=tables, greedy_first=True,
-                                 seed=run.seed, bans=bans)[0]
-            probe["marked"] += len(bans)
-            probe["repeated"] += sum(again.regs.get(v) in regs for v, regs in bans.items())
-            others = [v for v in greedy.regs if v not in bans]
+                                 seed=run.seed, bans=probed)[0]
+            probe["marked"] += len(probed)
+            probe["repeated"] += sum(again.regs.get(v) in regs for v, regs in probed.items())
+            others = [v for v in greedy.regs if v not in probed]
             probe["others"] += len(others)
             probe["others_changed"] += sum(again.regs.get(v) != greedy.regs[v] for v in others)
         used = 0
@@ -124,23 +121,24 @@ def main() -> None:
             _, rep = check(case.pre, problem, first.regs, first.findings, opts)
             if rep.verdict is Verdict.VERIFIED:
                 continue
-            bans: dict = {}
+            bans: dict[VReg, list[PhysReg]] = {}
             bans_from(rep, problem, first.regs, bans)
             confine = confined_from(rep, problem)
             if not bans and not confine:
                 continue
             feedback = render_feedback(rep, rename=lambda m: rename_text(m, problem))
             used += 1
-            blamed["marked"] += sum(len(b) for b in bans.values())
+            n_marked = sum(len(b) for b in bans.values())
+            blamed["marked"] += n_marked
             blamed["confined"] += len(confine)
             row: dict[str, object] = {"target": case.target, "name": case.name, "sample": s,
-                                      "marked": sum(len(b) for b in bans.values()), "confined": len(confine)}
+                                      "marked": n_marked, "confined": len(confine)}
             for arm in ARMS:
                 paragraph = feedback if arm in ("paragraph", "both") else ""
                 marks = arm in ("marks", "both")
                 second = propose_many(lm, problem, samples=1, constrained=False, feedback=paragraph,
                                       bans=bans if marks else None, confine=confine if marks else (),
-                                      temperature=temperature, seed=round2_seed(run.seed + 2 + s), tables=tables,
+                                      temperature=temperature, seed=round_seed(run.seed + 2 + s, 1), tables=tables,
                                       greedy_first=False)[0]
                 again_marked = sum(second.regs.get(v) in regs for v, regs in bans.items())
                 again_confined = sum(v not in second.regs for v in confine)

@@ -139,6 +139,11 @@ def kept_regs(report: Report, problem: AllocationProblem, regs: dict[VReg, PhysR
     return {v: r for v, r in regs.items() if v not in blamed} if blamed else {}
 
 
+def round_seed(seed: int, r: int) -> int:
+    """The seed of round r (from 0) of a loop run with `seed`: every round draws afresh."""
+    return seed * 1_000_003 + r * 1009
+
+
 def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, constrained: bool = True,
              repair: bool = True, seed: int = 0, timeout: float = 60.0, temperature: float = 0.7,
              over_budget: bool = False, waves: int | None = None, floor: bool = True, spill: bool = True,
@@ -207,7 +212,7 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
         dead_ends = 0
         t1 = time.monotonic()
         props = propose_many(lm, problem, samples=samples, constrained=constrained, feedback=feedback,  # type: ignore[arg-type]
-                             bans=bans, temperature=temperature, seed=seed * 1_000_003 + r * 1009,
+                             bans=bans, temperature=temperature, seed=round_seed(seed, r),
                              tables=tables, greedy_first=first_greedy, keep=keep,
                              confine=confine, steer=steer)
         decode_seconds = (time.monotonic() - t1) / samples
