@@ -768,6 +768,23 @@ def test_a_marked_answer_is_withdrawn_and_its_other_choices_trained(data: Path, 
     assert mass[0.5] < mass[0.0]
 
 
+def test_a_fine_tune_keeps_how_its_base_was_trained(data: Path, tiny_model: Path, tmp_path: Path) -> None:
+    """`train --base` of the project's own model (the second stage of `make model`) changes the
+    weights, and its verilocc.json names both commands: its own and, under `base`, the base's."""
+    from safetensors.torch import load_file
+
+    out = tmp_path / "tuned"
+    r = run_cli("train", "--data", str(data), "--base", str(tiny_model), "-o", str(out), "--epochs", "1",
+                "--max-examples", "2", "--threads", "1", "--listed-loss", "--mark-answers", "0.3")
+    assert r.returncode == 0, r.stderr[-2000:]
+    meta = json.loads((out / "verilocc.json").read_text(encoding="utf-8"))
+    base = json.loads((tiny_model / "verilocc.json").read_text(encoding="utf-8"))
+    assert "--mark-answers 0.3" in meta["command"] and meta["mark_answers"] == 0.3
+    assert meta["base"]["command"] == base["command"] and meta["base"]["steps"] == base["steps"]
+    before, after = load_file(str(tiny_model / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    assert before.keys() == after.keys() and any(not (before[k] == after[k]).all() for k in before)
+
+
 def test_train_refuses_a_mark_share_it_cannot_train(data: Path, tmp_path: Path) -> None:
     """`--mark-answers` outside 0..1, or without `--listed-loss` (a withdrawn answer's only loss),
     is one error line and exit 2, and no model directory is made."""

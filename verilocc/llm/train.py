@@ -32,8 +32,10 @@ makes"):
   the model is trained towards the other listed choices there. The dataset's own
   marks fall on choices that are not the answer, which a model never picks anyway, so they
   teach nothing about reading a mark (`bench/model_eval/reads_counterexamples.py` measures it).
-`make model` uses the first three (`--shift-ids 0.5`); `empty_rate` and `mark_answers` are off
-there, since neither made a better model in the runs measured.
+`make model` uses the first three (`--shift-ids 0.5`); `empty_rate` is off there, since it did
+not make a better model in the runs measured. `make model-marks` fine-tunes those weights
+(`--base`) for 2 epochs with `mark_answers` 0.5 as well. A fine-tune's `verilocc.json` keeps its
+base's command under `base`.
 """
 
 from __future__ import annotations
@@ -360,6 +362,8 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
     if epochs is not None and epoch < epochs:
         log(f"--minutes ended the run after {epoch} of {epochs} epochs")
     model.eval()
+    # A fine-tune keeps how its base was trained (`base`: its command, steps, minutes and own base).
+    base = {k: lm.meta[k] for k in ("command", "steps", "epochs", "minutes", "base") if k in lm.meta}
     meta = {"command": command, "seed": seed, "format": FORMAT, "window": w, "empty_rate": empty_rate,
             "unlikelihood": unlikelihood, "listed_loss": listed_loss, "shift_ids": shift_ids,
             "mark_answers": mark_answers,
@@ -367,6 +371,8 @@ def train(lm: LM, data: Path, out: Path, *, minutes: float, epochs: int | None, 
             "schedule": "epochs" if epochs is not None else "minutes", "tokens": tokens,
             "minutes": round((time.monotonic() - t0) / 60, 2), "history": history[-20:],
             "parameters": sum(p.numel() for p in model.parameters())}
+    if "command" in base:
+        meta["base"] = base
     save_lm(lm, out, meta)
     log(f"saved {out} after {step} steps, {tokens} tokens, {meta['minutes']} min")
     return meta
