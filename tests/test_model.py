@@ -654,9 +654,9 @@ def test_listed_loss_covers_the_lines_llvm_answered_outside_the_listing(data: Pa
     runs = {}
     for on in (False, True):
         out = tmp_path / str(on)
-        meta = train(new_own_model("tiny", seed=0), data, out, minutes=1.0, epochs=6, batch=4, lr=3e-3, seed=0,
+        meta = train(new_own_model("tiny", seed=0), data, out, minutes=10, epochs=6, batch=4, lr=3e-3, seed=0,
                      threads=1, bf16=False, log=lambda s: None, command="test", max_examples=6, listed_loss=on)
-        assert meta["listed_loss"] is on
+        assert meta["listed_loss"] is on and meta["epochs"] == 6  # the epochs end the run, at any load
         runs[on] = listed_mass(out)
     assert runs[True] > runs[False]
 
@@ -760,10 +760,10 @@ def test_a_marked_answer_is_withdrawn_and_its_other_choices_trained(data: Path, 
     mass = {}
     for rate in (0.0, 0.5):
         out = tmp_path / str(rate)
-        meta = train(new_own_model("tiny", seed=0), data, out, minutes=1.0, epochs=6, batch=4, lr=3e-3, seed=0,
+        meta = train(new_own_model("tiny", seed=0), data, out, minutes=10, epochs=6, batch=4, lr=3e-3, seed=0,
                      threads=1, bf16=False, log=lambda s: None, command="test", max_examples=6, listed_loss=True,
                      mark_answers=rate)
-        assert meta["mark_answers"] == rate
+        assert meta["mark_answers"] == rate and meta["epochs"] == 6
         mass[rate] = marked_mass(out)
     assert mass[0.5] < mass[0.0]
 
