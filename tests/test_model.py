@@ -769,7 +769,7 @@ def test_a_marked_answer_is_withdrawn_and_its_other_choices_trained(data: Path, 
 
 
 def test_a_fine_tune_keeps_how_its_base_was_trained(data: Path, tiny_model: Path, tmp_path: Path) -> None:
-    """`train --base` of the project's own model (the second stage of `make model`) changes the
+    """`train --base` of the project's own model (what `make model-marks` runs) changes the
     weights, and its verilocc.json names both commands: its own and, under `base`, the base's."""
     from safetensors.torch import load_file
 
