@@ -769,7 +769,7 @@ def test_a_marked_answer_is_withdrawn_and_its_other_choices_trained(data: Path, 
 
 
 def test_a_fine_tune_keeps_how_its_base_was_trained(data: Path, tiny_model: Path, tmp_path: Path) -> None:
-    """`train --base` of the project's own model (what `make model-marks` runs) changes the
+    """`train --base` of the project's own model (`make model`'s second stage) changes the
     weights, and its verilocc.json names both commands: its own and, under `base`, the base's."""
     from safetensors.torch import load_file
 
@@ -1077,6 +1077,72 @@ def test_eval_on_a_variant_named_by_an_extra_manifest(tiny_model: Path, tmp_path
     assert report["meta"]["rounds_temperature"] == 1.5 and report["meta"]["temperature"] == 0.7
     assert (tmp_path / "out" / "eval.png").stat().st_size > 0
     assert not (tmp_path / "out" / "partial.jsonl").exists()  # kept only while the run is unfinished
+
+
+def test_an_interrupted_eval_resumes_where_it_stopped(tiny_model: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`eval --resume` keeps the results an interrupted run of the same weights, arguments and
+    functions left in partial.jsonl and evaluates only the rest, giving the uninterrupted run's
+    verdicts; a partial file of another run is refused (one error line, exit 2, file kept)."""
+    import io
+
+    from rich.console import Console
+
+    from verilocc.llm import evaluate
+    from verilocc.llm.lm import load_lm
+
+    pairs = tmp_path / "pairs"
+    (pairs / "gfx90a").mkdir(parents=True)
+    for kernel in ("vadd", "reduce_sum"):
+        for side in ("pre", "post"):
+            shutil.copy(EXAMPLES / "gfx90a" / f"{kernel}.{side}.mir", pairs / "gfx90a" / f"held_{kernel}.{side}.mir")
+    extra = tmp_path / "extra.txt"
+    extra.write_text("held_vadd  sgemm_tiled.hip  all\nheld_reduce_sum  flash_attn.hip  all\n")
+    cases = evaluate.kernel_cases([pairs], ["gfx90a"], {"held_vadd": "sgemm_tiled.hip", "held_reduce_sum": "flash_attn.hip"},
+                                  ("sgemm_tiled.hip", "flash_attn.hip"), None)
+    assert len(cases) == 2
+    args = ["eval", "--pairs", str(pairs), "--kernels", str(EXAMPLES / "kernels"), "--manifest", str(extra),
+            "--targets", "gfx90a", "--llvm-test-functions", "0", "--samples", "3", "--rounds", "2",
+            "--model", str(tiny_model)]
+    whole = tmp_path / "whole"
+    r = run_cli(*args, "-o", str(whole))
+    assert r.returncode == 0, r.stderr[-2000:]
+    expected = json.loads((whole / "eval.json").read_text())["functions"]
+
+    # the same run, interrupted during its second function
+    out = tmp_path / "out"
+    real, calls = evaluate.evaluate_case, []
+
+    def interrupted(*a: object, **kw: object) -> object:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+
+    monkeypatch.setattr(evaluate, "evaluate_case", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.run_eval(cases, load_lm(str(tiny_model)), samples=3, rounds=2, temperature=0.7, seed=0, timeout=60.0,
+                          out=out, console=Console(file=io.StringIO()), command="test", rounds_temperature=1.5)
+    partial = out / "partial.jsonl"
+    head, first = partial.read_text().splitlines()
+    assert json.loads(head)["run"]["cases"] == [["GEMM", "gfx90a", "held_vadd"], ["attention", "gfx90a", "held_reduce_sum"]]
+    kept = json.loads(first)
+    kept["note"] = "kept from the interrupted run"  # tells a kept result from one evaluated again
+    partial.write_text(head + "\n" + json.dumps(kept) + "\n" + '{"family": "attention", "tar')  # a line cut short
+
+    refused = run_cli(*args, "-o", str(out), "--resume", "--seed", "1")
+    assert refused.returncode == 2 and f"{partial}:1:1: error:" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and partial.is_file()
+
+    r = run_cli(*args, "-o", str(out), "--resume")
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads((out / "eval.json").read_text())
+    assert report["meta"]["resumed"] == 1 and not partial.exists()
+    got = report["functions"]
+    assert got[0]["note"] == "kept from the interrupted run" and got[1]["note"] == expected[1]["note"]
+    timing = ("seconds_proposal", "seconds_sample", "note")
+    assert [{k: v for k, v in f.items() if k not in timing} for f in got] == \
+        [{k: v for k, v in f.items() if k not in timing} for f in expected]
 
 
 def test_feedback_examples_are_the_loops_feedback(data: Path) -> None:

@@ -246,7 +246,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     run_eval(cases, lm, samples=args.samples, rounds=args.rounds, temperature=args.temperature, seed=args.seed,
              timeout=args.timeout, out=Path(args.out), console=_console(), command=_command_line(), large=args.large,
              large_samples=args.large_samples, jobs=args.jobs, rounds_temperature=args.rounds_temperature,
-             steer=args.steer)
+             steer=args.steer, resume=args.resume)
     return 0
 
 
@@ -382,4 +382,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     e.add_argument("--threads", type=int, default=1)
     e.add_argument("-j", "--jobs", type=int, default=1, help="functions evaluated in parallel processes (default 1)")
     e.add_argument("-o", "--out", default="build/eval", metavar="DIR")
+    e.add_argument("--resume", action="store_true",
+                   help="keep the results an interrupted run with the same weights, arguments and functions left in "
+                   "DIR/partial.jsonl and evaluate only the rest (without it a run starts again)")
     e.set_defaults(func=cmd_eval)

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from verilocc.analysis.operands import VReg
+from verilocc.errors import InputError
 from verilocc.findings import Finding, Report, Verdict
 from verilocc.llm.choices import ChoiceTables
 from verilocc.llm.dataset import find_pairs, kernel_source
@@ -483,15 +484,53 @@ def _worker_case(job: tuple[Case, str, dict[str, Any]]) -> CaseResult:
     return evaluate_case(case, _WORKER_LM, log=print, **kw)
 
 
+def weights_digest(path: str) -> str:
+    """sha256 of a model: its file, or every file of its directory (names and bytes, sorted)."""
+    h = hashlib.sha256()
+    root = Path(path)
+    for f in sorted(p for p in (root.rglob("*") if root.is_dir() else [root]) if p.is_file()):
+        h.update(f.relative_to(root).as_posix().encode() if root.is_dir() else b"")
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def _resumed(partial: Path, run: dict[str, Any], cases: list[Case]) -> list[CaseResult]:
+    """The results an interrupted run of the same weights, arguments and cases left in
+    `partial` (its first line names the run): `eval --resume` reuses them."""
+    if not partial.is_file():
+        return []
+    lines = partial.read_text(encoding="utf-8").splitlines()
+    try:
+        head = json.loads(lines[0]) if lines else {}
+    except json.JSONDecodeError:
+        head = {}
+    if head.get("run") != run:
+        raise InputError("not a partial run of these weights, arguments and functions: run without --resume to "
+                         "start again", str(partial), 1, 1)
+    results: list[CaseResult] = []
+    for line, case in zip(lines[1:], cases):
+        try:
+            r = CaseResult(**json.loads(line))
+        except (json.JSONDecodeError, TypeError):
+            break  # the line an interruption cut short
+        if (r.family, r.target, r.name) != (case.family, case.target, case.name):
+            break
+        results.append(r)
+    return results
+
+
 def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperature: float, seed: int, timeout: float,
              out: Path, console: Any, command: str, large: int = 300, large_samples: int = 20, jobs: int = 1,
-             rounds_temperature: float | None = None, steer: bool = True) -> dict[str, Any]:
+             rounds_temperature: float | None = None, steer: bool = True, resume: bool = False) -> dict[str, Any]:
     """Evaluate every case (in `jobs` worker processes); functions with more than `large`
     virtual registers draw `large_samples` samples instead of `samples` (each distinct sample
-    costs a verification)."""
+    costs a verification). Each result is appended to `out`/partial.jsonl as it comes, after a
+    line naming the run; with `resume`, the results there of the same run are kept and only
+    the rest evaluated."""
     from concurrent.futures import ProcessPoolExecutor
 
-    results: list[CaseResult] = []
     t0 = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     kws: list[dict[str, Any]] = [
@@ -499,17 +538,28 @@ def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperatur
              rounds=rounds, temperature=temperature, seed=seed, timeout=timeout, rounds_temperature=rounds_temperature,
              steer=steer)
         for c in cases]
+    run = {"weights": weights_digest(lm.path), "cases": [[c.family, c.target, c.name] for c in cases], "options": kws}
+    partial = out / "partial.jsonl"
+    results = _resumed(partial, run, cases) if resume else []
+    resumed = len(results)
+    if results:
+        console.print(f"resuming {partial}: {len(results)} of {len(cases)} functions already evaluated")
+    fresh = partial.with_name(partial.name + ".tmp")  # survives an interruption: `eval --resume`
+    fresh.write_text(json.dumps({"run": run}) + "\n" + "".join(json.dumps(asdict(r)) + "\n" for r in results),
+                     encoding="utf-8")
+    fresh.replace(partial)
+    todo = list(zip(cases, kws))[len(results):]
     if jobs > 1:
         pool = ProcessPoolExecutor(max_workers=jobs)
-        done = pool.map(_worker_case, [(c, lm.path, kw) for c, kw in zip(cases, kws)])
+        done = pool.map(_worker_case, [(c, lm.path, kw) for c, kw in todo])
     else:
         pool = None
-        done = (evaluate_case(c, lm, log=console.print, **kw) for c, kw in zip(cases, kws))
+        done = (evaluate_case(c, lm, log=console.print, **kw) for c, kw in todo)
     try:
-        for n, (case, result) in enumerate(zip(cases, done), 1):
+        for n, ((case, _), result) in enumerate(zip(todo, done), len(results) + 1):
             console.print(f"[{n}/{len(cases)}] {case.family} {case.target}/{case.name}")
             results.append(result)
-            with (out / "partial.jsonl").open("a" if n > 1 else "w", encoding="utf-8") as fh:  # survives an interruption
+            with partial.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(asdict(result)) + "\n")
     finally:
         if pool is not None:
@@ -519,11 +569,11 @@ def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperatur
     meta = {"command": command, "model": lm.path, "samples": samples, "large": large, "large_samples": large_samples,
             "rounds": rounds, "temperature": temperature,
             "rounds_temperature": hot, "steer": steer, "seed": seed,
-            "seconds": round(time.monotonic() - t0, 1)}
+            "seconds": round(time.monotonic() - t0, 1), "resumed": resumed}
     render_tables(results, summary, rounds, console, hot)
     (out / "eval.json").write_text(json.dumps({"meta": meta, "summary": summary, "functions": [asdict(r) for r in results]},
                                               indent=1) + "\n", encoding="utf-8")
     plot(results, summary, out / "eval.png")
-    (out / "partial.jsonl").unlink(missing_ok=True)  # the run is complete: eval.json holds every result
+    partial.unlink(missing_ok=True)  # the run is complete: eval.json holds every result
     console.print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}")
     return summary
