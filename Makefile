@@ -61,25 +61,26 @@ dataset: model-install
 	nice -n 10 $(VERILOCC) dataset build --kernels $(SHARED)/kernels --manifest bench/model_eval/train_manifest.txt \
 	    --out build/dataset -j 2
 
-# The project's small model, trained into MODEL: MODEL_EPOCHS epochs on one thread, niced, 6,319
-# steps; the learning rate decays over the epochs, so the run is the same on any machine; 78
-# minutes on one core beside another training; two contended threads were measured slower than
-# one. The shipped weights (verilocc/llm/data/verilocc-small) are this recipe's, trained on
+# The project's small model, in two stages. Stage 1 trains MODEL_BASE from scratch: MODEL_EPOCHS
+# epochs on one thread, niced, 6,319 steps; the learning rate decays over the epochs, so the run
+# is the same on any machine; 78 minutes on one core beside another training (two contended
+# threads were measured slower than one). Stage 2 fine-tunes it into MODEL for 2 epochs with a
+# ban on the answer's own register in half of the lines (--mark-answers 0.5: 885 steps, 25 to 37
+# minutes beside other jobs), which teaches the model to read a counterexample's `!`
+# (docs/measurements.md, "Reading a counterexample, line by line"). Both stages: under 2 hours.
+# The shipped weights (verilocc/llm/data/verilocc-small) are this recipe's, trained on
 # `make dataset`'s examples (docs/allocate.md#model-training-decoding).
+# `make model-marks MODEL_BASE=DIR` runs stage 2 alone from DIR's weights.
 MODEL_EPOCHS ?= 14
+MODEL_BASE ?= build/model-base
 model: dataset
-	nice -n 10 $(VERILOCC) train --data build/dataset -o $(MODEL) --epochs $(MODEL_EPOCHS) --minutes 120 --seed 0 --threads 1 --size tiny \
-	    --listed-loss --shift-ids 0.5 --unlikelihood
+	nice -n 10 $(VERILOCC) train --data build/dataset -o $(MODEL_BASE) --epochs $(MODEL_EPOCHS) --minutes 120 --seed 0 --threads 1 \
+	    --size tiny --listed-loss --shift-ids 0.5 --unlikelihood
+	$(MAKE) --no-print-directory model-marks
 
-# `make model`'s weights fine-tuned into MODEL_MARKS for 2 epochs with a ban on the answer's own
-# register in half of the lines (--mark-answers 0.5: 885 steps, 25 minutes beside another
-# training), which teaches the model to read a counterexample's `!` (docs/measurements.md,
-# "Reading a counterexample, line by line"). Not shipped until a full `eval` of it is kept.
-# MODEL=verilocc/llm/data/verilocc-small fine-tunes the shipped weights (`make model`'s bytes).
-MODEL_MARKS ?= build/model-marks
 model-marks: model-install
-	@test -f $(MODEL)/model.safetensors || { echo "error: no model in MODEL=$(MODEL): run make model, or pass MODEL=verilocc/llm/data/verilocc-small" >&2; exit 2; }
-	nice -n 10 $(VERILOCC) train --base $(MODEL) --data build/dataset -o $(MODEL_MARKS) --epochs 2 --minutes 60 --seed 0 --threads 1 \
+	@test -f $(MODEL_BASE)/model.safetensors || { echo "error: no model in MODEL_BASE=$(MODEL_BASE): run make model" >&2; exit 2; }
+	nice -n 10 $(VERILOCC) train --base $(MODEL_BASE) --data build/dataset -o $(MODEL) --epochs 2 --minutes 60 --seed 0 --threads 1 \
 	    --listed-loss --shift-ids 0.5 --unlikelihood --lr 5e-4 --mark-answers 0.5
 
 # `verilocc eval` on the held-out functions (docs/allocate.md#evaluation): the corpus pairs, the

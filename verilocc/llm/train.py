@@ -32,10 +32,10 @@ makes"):
   the model is trained towards the other listed choices there. The dataset's own
   marks fall on choices that are not the answer, which a model never picks anyway, so they
   teach nothing about reading a mark (`bench/model_eval/reads_counterexamples.py` measures it).
-`make model` uses the first three (`--shift-ids 0.5`); `empty_rate` is off there, since it did
-not make a better model in the runs measured. `make model-marks` fine-tunes those weights
-(`--base`) for 2 epochs with `mark_answers` 0.5 as well. A fine-tune's `verilocc.json` keeps its
-base's command under `base`.
+`make model` trains with the first three (`--shift-ids 0.5`), then fine-tunes those weights
+(`--base`) for 2 epochs with `mark_answers` 0.5 as well; `empty_rate` is off, since it did not
+make a better model in the runs measured. A fine-tune's `verilocc.json` keeps its base's command
+under `base`.
 """
 
 from __future__ import annotations
