@@ -30,6 +30,8 @@ def main() -> None:
     ap.add_argument("--model", action="append", help="a model directory (repeatable; default the shipped one)")
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
     import torch
 
     torch.set_num_threads(1)

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from verilocc.analysis.operands import VReg
+from verilocc.certificate.write import sha256_file
 from verilocc.errors import InputError
 from verilocc.findings import Finding, Report, Verdict
 from verilocc.llm.choices import ChoiceTables
@@ -485,15 +486,11 @@ def _worker_case(job: tuple[Case, str, dict[str, Any]]) -> CaseResult:
 
 
 def weights_digest(path: str) -> str:
-    """sha256 of a model: its file, or every file of its directory (names and bytes, sorted)."""
-    h = hashlib.sha256()
+    """sha256 of a model: of its file's digest, or of every file of its directory with its name."""
     root = Path(path)
-    for f in sorted(p for p in (root.rglob("*") if root.is_dir() else [root]) if p.is_file()):
-        h.update(f.relative_to(root).as_posix().encode() if root.is_dir() else b"")
-        with f.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root] if root.is_file() else []
+    return hashlib.sha256("".join(f"{f.relative_to(root).as_posix() if root.is_dir() else ''}\0{sha256_file(f)}\n"
+                                  for f in files).encode()).hexdigest()
 
 
 def _resumed(partial: Path, run: dict[str, Any], cases: list[Case]) -> list[CaseResult]:
