@@ -16,6 +16,7 @@ from verilocc.rewrite.assignment import format_assignment
 from verilocc.allocators.optimal import SolverAllocation
 from verilocc.mir.model import Function, Module
 from verilocc.target import Target
+from verilocc.target.waves import function_launch
 
 Strategy = Callable[[Function, Target], SolverAllocation]
 
@@ -49,8 +50,9 @@ class ModuleAllocation:
         return "".join(parts)
 
     def summary(self, name: str) -> str:
-        """One line: status, registers, occupancy, spill code, time, whether optimality was
-        proved, and an occupancy below what the register pressure allows."""
+        """One line: status, registers, occupancy (as llc counts it, with what of the launch
+        holds it there: LDS, work-group size, amdgpu-waves-per-eu), spill code, time, whether
+        optimality was proved, and an occupancy below what the register pressure allows."""
         r = self.results[name]
         u = r.usage
         regs = (f"VGPR {u['vgpr']} AGPR {u['agpr']} SGPR {u['sgpr']}, {u['waves']} waves/SIMD on "
@@ -64,6 +66,10 @@ class ModuleAllocation:
         kept = f", kept {r.kept} preference(s)" if r.kept else ""
         spill = f", {r.spilled.describe()}" if ok and r.spilled is not None else ""
         below = ""
+        fn = next((f for f in self.pre.functions if f.name == name), None)
+        launch = function_launch(fn, self.targets[name]) if fn is not None and u else None
+        if launch is not None and u["waves"] == launch.waves < self.targets[name].max_waves_per_simd:
+            regs += f" (at most {launch.waves} by {'; '.join(launch.limits(launch.waves))})"
         if ok and u and r.waves_bound and u["waves"] < r.waves_bound:
             below = (f"; fewer waves than the {r.waves_bound} the register pressure allows "
                      "(LLVM's greedy allocator may reach more)")

@@ -20,8 +20,9 @@ interference relation layer 1 checks (`verilocc.analysis.interference`) and the 
   the source's copied lanes only at the identity position (the copy becomes an identity).
 Objectives, lexicographic: (1) with ``prefer``, keep as many preferred registers as possible
 (the repair of a proposed assignment); (2) ``registers``: VGPRs + AGPRs (highest index + 1 per
-file, as the hardware counts), then SGPRs; ``waves``: waves per SIMD first (the target's
-occupancy rules), then registers; (3) copy hints: as many COPYs as possible become identities
+file, as the hardware counts), then SGPRs; ``waves``: waves per SIMD first (as llc counts
+them, `verilocc.target.waves`: no wave above what the LDS and work-group size allow is
+sought), then registers; (3) copy hints: as many COPYs as possible become identities
 (VirtRegRewriter deletes them). Step (1) is MaxSAT for z3's Optimize; step (2) starts from a
 first-fit colouring (`greedy_assignment`) and descends on each bound with incremental z3
 checks, trying the pressure lower bound first; a bound is proved optimal when z3 answers unsat
@@ -53,6 +54,7 @@ from verilocc.analysis.operands import VReg
 from verilocc.mir.model import Function, Module
 from verilocc.target import PhysReg, Target
 from verilocc.target.limits import Limits
+from verilocc.target.waves import waves_per_simd
 
 OBJECTIVES = ("registers", "waves")
 STATUSES = ("optimal", "feasible", "infeasible", "unknown", "unsupported")
@@ -194,7 +196,7 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
         if kind == "vector":
             lower = problem.pressure["vector"]
             # Occupancy thresholds are likely answers: try them before bisecting.
-            probes = sorted({wave_limits(target, w)[0] for w in range(1, target.max_waves_per_simd + 1)}
+            probes = sorted({wave_limits(target, w, problem.launch())[0] for w in range(1, target.max_waves_per_simd + 1)}
                             & set(range(lower, current)), reverse=True)
         elif kind == "sgpr":
             lower, probes = problem.pressure["sgpr"], []
@@ -369,12 +371,13 @@ def _over_budget(problem: Problem) -> str | None:
 
 def waves_bound(problem: Problem) -> int:
     """Waves per SIMD no allocation of `problem` can exceed: the pressure bound (and the
-    registers fixed operands use) as the only registers."""
+    registers fixed operands use) as the only registers, within what the function's LDS,
+    work-group size and amdgpu-waves-per-eu allow."""
     t = problem.target
     p, fixed = problem.pressure, problem.fixed_top
     vector = max(p["vector"] if t.unified_vgpr_file else p["vgpr"], fixed.get(VGPR_FILE.code, 0))
     sgprs = max(p["sgpr"], fixed.get(SGPR_FILE.code, 0))
-    return t.waves_per_simd(vector, 0, sgprs + t.reserved_num_sgprs())
+    return waves_per_simd(t, problem.launch(), vector, 0, sgprs + t.reserved_num_sgprs())
 
 
 def _checked(fn: Function, target: Target, assignment: dict[int | str, PhysReg], status: str, kept: int,

@@ -27,6 +27,7 @@ from verilocc.mir.model import Function
 from verilocc.target import PhysReg, RegFile, RegisterClass, Target, file_register, parse_physreg
 from verilocc.target.gfx import has_trap_handler
 from verilocc.target.limits import SHADER_CONVENTIONS, Limits, register_problem
+from verilocc.target.waves import Launch, function_launch, waves_per_simd
 
 
 # --------------------------------------------------------------------------------------------
@@ -135,6 +136,14 @@ class Problem:
         default=None, init=False, repr=False, compare=False)
     _orders: dict[bool, tuple[VReg, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _liveness: tuple[CFG, Liveness] | None = field(default=None, init=False, repr=False, compare=False)
+    _launch: Launch | None = field(default=None, init=False, repr=False, compare=False)
+
+    def launch(self) -> Launch:
+        """What bounds the occupancy of `fn` besides its registers (LDS, work-group size,
+        amdgpu-waves-per-eu); made once per problem."""
+        if self._launch is None:
+            self._launch = function_launch(self.fn, self.target)
+        return self._launch
 
     def liveness(self) -> tuple[CFG, Liveness]:
         """The control-flow graph and liveness of `fn` as written (calls not expanded); made once
@@ -576,7 +585,7 @@ def _merit(p: Problem, placed: dict[VReg, tuple[int, int]]) -> tuple[int, int, i
     tops = {f.code: p.fixed_top.get(f.code, 0) for f in FILES}
     for v, (code, r) in placed.items():
         tops[code] = max(tops[code], r + p.values[v].width32)
-    u = usage_dict(p.target, tops[VGPR_FILE.code], tops[AGPR_FILE.code], tops[SGPR_FILE.code])
+    u = usage_dict(p.target, p.launch(), tops[VGPR_FILE.code], tops[AGPR_FILE.code], tops[SGPR_FILE.code])
     return u["waves"], -(u["vgpr"] + u["agpr"]), -u["sgpr"]
 
 
@@ -739,12 +748,13 @@ class Colouring:
 # --------------------------------------------------------------------------------------------
 def register_usage(fn: Function, target: Target) -> dict[str, int]:
     """Registers an allocated function uses, as the hardware counts them (highest index + 1 per
-    file), and the waves per SIMD they allow (SGPRs plus the VCC/FLAT_SCRATCH/XNACK ones the
-    target reserves; LDS and the work-group size are not counted)."""
+    file), and the waves per SIMD llc gives it (`verilocc.target.waves.waves_per_simd`: the
+    SGPRs plus the VCC/FLAT_SCRATCH/XNACK ones the target reserves, the LDS, the work-group
+    size and amdgpu-waves-per-eu)."""
     top = highest_registers(fn)
-    return usage_dict(target, top[RegFile.VGPR], top[RegFile.AGPR], top[RegFile.SGPR])
+    return usage_dict(target, function_launch(fn, target), top[RegFile.VGPR], top[RegFile.AGPR], top[RegFile.SGPR])
 
 
-def usage_dict(target: Target, vgprs: int, agprs: int, sgprs: int) -> dict[str, int]:
-    waves = target.waves_per_simd(vgprs, agprs, sgprs + target.reserved_num_sgprs())
+def usage_dict(target: Target, launch: Launch, vgprs: int, agprs: int, sgprs: int) -> dict[str, int]:
+    waves = waves_per_simd(target, launch, vgprs, agprs, sgprs + target.reserved_num_sgprs())
     return {"vgpr": vgprs, "agpr": agprs, "sgpr": sgprs, "waves": waves}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from verilocc.allocators.encoding import Encoding
 from verilocc.allocators.problem import AGPR_FILE, FILES, SGPR_FILE, VGPR_FILE, locate, locate_low_half, usage_dict
 from verilocc.target import Target
+from verilocc.target.waves import Launch
 
 if TYPE_CHECKING:
     import z3
@@ -214,7 +215,7 @@ class Bound:
             return self.enc.vector <= k
         if self.kind == "sgpr":
             return self.enc.sgprs <= k
-        vec, sgpr = wave_limits(self.enc.p.target, -k)
+        vec, sgpr = wave_limits(self.enc.p.target, -k, self.enc.p.launch())
         return z3.And(self.enc.occupancy_count <= vec, self.enc.sgprs <= sgpr)
 
     def current(self, search: Search) -> int:
@@ -225,11 +226,16 @@ class Bound:
             return tops[VGPR_FILE.code] + tops[AGPR_FILE.code]
         if self.kind == "sgpr":
             return tops[SGPR_FILE.code]
-        return -usage_dict(self.enc.p.target, tops[VGPR_FILE.code], tops[AGPR_FILE.code], tops[SGPR_FILE.code])["waves"]
+        p = self.enc.p
+        return -usage_dict(p.target, p.launch(), tops[VGPR_FILE.code], tops[AGPR_FILE.code], tops[SGPR_FILE.code])["waves"]
 
 
-def wave_limits(target: Target, waves: int) -> tuple[int, int]:
-    """Most vector registers (occupancy count) and SGPRs that still allow `waves` per SIMD."""
+def wave_limits(target: Target, waves: int, launch: Launch | None = None) -> tuple[int, int]:
+    """Most vector registers (occupancy count) and SGPRs that still allow `waves` per SIMD;
+    (-1, -1) when `launch` (LDS, work-group size, amdgpu-waves-per-eu) allows fewer waves,
+    which no register count reaches."""
+    if launch is not None and waves > launch.waves:
+        return -1, -1
     vec = max((c for c in range(1025) if target.waves_with_vgprs(c) >= waves), default=0)
     extra = target.reserved_num_sgprs()
     sgpr = max((c for c in range(801) if target.waves_with_sgprs(c + extra) >= waves), default=0)

@@ -29,7 +29,8 @@ functions of LLVM's own AMDGPU tests (none trained on), per target. Per function
 - constrained: the first constrained proposal (decoding masked to listed choices) VERIFIED.
 - registers: VGPRs, AGPRs, SGPRs and waves per SIMD of our VERIFIED allocation (the
   single-shot one, else the constrained one; and the best VERIFIED sample) beside LLVM's post file (its greedy allocator on
-  the same pre file); occupancy by the target's rules (`Target.waves_per_simd`).
+  the same pre file); occupancy as llc counts it (`verilocc.target.waves.waves_per_simd`:
+  registers, LDS, work-group size, amdgpu-waves-per-eu).
 - allocated: the registers and waves of what `verilocc allocate` writes with its defaults
   (constrained decoding, up to 3 rounds, then the repair step, which raises a VERIFIED answer
   with fewer waves than a first fit reaches: the occupancy floor), beside the model's own.

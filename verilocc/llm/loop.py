@@ -43,6 +43,7 @@ from verilocc.llm.normalise import rename_text
 from verilocc.llm.problem import AllocationProblem, build_problem, single_function
 from verilocc.report.render import render_feedback
 from verilocc.target import PhysReg
+from verilocc.target.waves import function_launch
 from verilocc.verify import Options, function_target, verify_modules
 
 
@@ -190,6 +191,7 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     work = dataclasses.replace(pre, functions=[work_fn])
     problem = build_problem(work_fn, target)
     problem.over_budget = over_budget
+    problem.launch = function_launch(fn, target)  # the written file keeps the input's attributes
     tables = ChoiceTables(problem) if lm is not None else None
     if floor and repair and spilled is None and lm is not None:
         # The floor is the better of the model's own first fits (`occupancy_caps`, set by the

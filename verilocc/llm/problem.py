@@ -30,6 +30,7 @@ from verilocc.mir.model import Function, Module
 from verilocc.target import PhysReg, RegisterClass, Target, parse_physreg
 from verilocc.target.limits import Limits, register_problem
 from verilocc.target.registers import RegFile
+from verilocc.target.waves import Launch, function_launch, waves_per_simd
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,9 @@ class AllocationProblem:
     # Waves per SIMD of that first-fit allocation (0 when it runs out of registers): the
     # occupancy the loop's repair step does not go below (`run_loop(floor=...)`).
     floor_waves: int = 0
+    # What bounds occupancy besides the registers (LDS, work-group size, amdgpu-waves-per-eu)
+    # in the file as written: `run_loop` keeps the input's when it allocates for other waves.
+    launch: Launch | None = None
 
     @property
     def dense(self) -> dict[VReg, int]:
@@ -143,7 +147,7 @@ class AllocationProblem:
 
     def usage(self, regs: Mapping[VReg, PhysReg]) -> dict[str, int]:
         """Registers an assignment uses with the function's fixed physical registers."""
-        return register_usage(self.fn, self.target, regs.values())
+        return register_usage(self.fn, self.target, regs.values(), self.launch)
 
 
 def within(reg: PhysReg, caps: Mapping[RegFile, int]) -> bool:
@@ -155,10 +159,13 @@ def _bits(mask: int) -> list[int]:
     return [s for s in range(mask.bit_length()) if mask >> s & 1]
 
 
-def register_usage(fn: Function, target: Target, extra: Iterable[PhysReg] = ()) -> dict[str, int]:
+def register_usage(fn: Function, target: Target, extra: Iterable[PhysReg] = (),
+                   launch: Launch | None = None) -> dict[str, int]:
     """VGPRs, AGPRs and SGPRs used (highest register number + 1 per file, as llc's
     NumVgprs/NumAgprs; SGPRs plus the target's VCC/FLAT_SCRATCH/XNACK reservation) and the
-    resulting waves per SIMD, for the physical registers of `fn` plus `extra`."""
+    waves per SIMD llc gives them (`verilocc.target.waves.waves_per_simd`, with the LDS,
+    work-group size and amdgpu-waves-per-eu of `launch`, by default those of `fn`), for the
+    physical registers of `fn` plus `extra`."""
     top = {RegFile.VGPR: 0, RegFile.AGPR: 0, RegFile.SGPR: 0}
     regs: list[PhysReg] = list(extra)
     for b in fn.blocks:
@@ -173,7 +180,7 @@ def register_usage(fn: Function, target: Target, extra: Iterable[PhysReg] = ()) 
         if r.file in top:
             top[r.file] = max(top[r.file], r.index + max(1, r.width32))
     sgprs = top[RegFile.SGPR] + target.reserved_num_sgprs()
-    waves = target.waves_per_simd(top[RegFile.VGPR], top[RegFile.AGPR], sgprs)
+    waves = waves_per_simd(target, launch or function_launch(fn, target), top[RegFile.VGPR], top[RegFile.AGPR], sgprs)
     return {"vgpr": top[RegFile.VGPR], "agpr": top[RegFile.AGPR], "sgpr": top[RegFile.SGPR], "waves": waves}
 
 
@@ -277,4 +284,4 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
         for m, units in iv2.fixed:
             merged.setdefault(m, set()).update(units)
         iv2.fixed = [(m, frozenset(u)) for m, u in sorted(merged.items())]
-    return AllocationProblem(original, target, limits, order, info)
+    return AllocationProblem(original, target, limits, order, info, launch=function_launch(original, target))

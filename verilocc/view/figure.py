@@ -141,7 +141,7 @@ def _caption(fv: FunctionView) -> str:
     res = fv.resources
     head = (f"VGPR {res.vgprs}  AGPR {res.agprs}  SGPR {res.sgprs_total}  scratch {res.scratch_bytes} B  "
             f"spills {res.sgpr_spills + res.vector_spills}  {res.waves} waves/SIMD "
-            f"(limited by {', '.join(res.limited_by)})")
+            f"(limited by {'; '.join(res.limited_by)})")
     lines = [head]
     for number, m in enumerate(fv.marks[:4], start=1):
         f = m.finding

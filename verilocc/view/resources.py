@@ -4,11 +4,13 @@ The summary mirrors LLVM's `-Rpass-analysis=kernel-resource-usage` remarks and
 `llvm-calc-occupancy`: SGPRs, VGPRs, AGPRs (highest register + 1 per file, as the hardware
 allocates them), scratch (the stack objects, bytes per lane), spills and reloads, waves per
 SIMD and the resource that limits them. Every occupancy fact comes from `verilocc.target`
-(`Target.waves_per_simd`, `waves_with_vgprs`, `reserved_num_sgprs`) and the function's limits
-from `verilocc.target.limits`; nothing here re-derives a granule or a table. Thresholds (the
+(`verilocc.target.waves.waves_per_simd`, as llc computes ``; Occupancy:``: the registers, the
+LDS the function allocates (``machineFunctionInfo: ldsSize:``), its work-group size
+(``amdgpu-flat-work-group-size``) and ``amdgpu-waves-per-eu``) and the function's limits from
+`verilocc.target.limits`; nothing here re-derives a granule or a table. Thresholds (the
 register counts at which waves drop) are found by searching those functions, which are
-monotone in the register count. LDS and the launch's work-group size are not in a MIR file,
-so they are not counted.
+monotone in the register count; none is drawn above what the launch allows, and no register
+count gains a wave there.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from verilocc.analysis.operands import function_limits
 from verilocc.mir.model import Function
 from verilocc.target import Target
 from verilocc.target.limits import Limits
+from verilocc.target.waves import Launch, function_launch, waves_per_simd
 from verilocc.view.occupancy import Occupancy
 
 
@@ -36,11 +39,13 @@ class Resources:
     sgpr_spills: int  # SGPR spill instructions (to the stack or to VGPR lanes)
     vector_spills: int  # VGPR/AGPR spill instructions
     reloads: int
-    waves: int  # per SIMD
+    waves: int  # per SIMD, as llc's `; Occupancy:`
     max_waves: int
-    limited_by: tuple[str, ...]  # "VGPRs"/"AGPRs"/"SGPRs", or ("the target",)
+    register_waves: int  # what the registers alone allow (more than `waves` when the launch limits)
+    limited_by: tuple[str, ...]  # "VGPRs"/"AGPRs"/"SGPRs", the LDS and work-group size, or ("the target",)
     free_to_gain: dict[str, int]  # file -> registers to give up for one more wave
     limits: Limits
+    launch: Launch  # LDS, work-group size and amdgpu-waves-per-eu
     unified_vector_file: bool
     # Pressure: the vector count that occupancy divides (VGPR + AGPR in a unified file, the
     # larger of the two otherwise) per point, its peak, and the thresholds.
@@ -59,7 +64,7 @@ class Resources:
 
     def remarks(self, function: str) -> list[tuple[str, str]]:
         """The summary as (name, value) lines, in the order of LLVM's remarks."""
-        limiter = ", ".join(self.limited_by)
+        limiter = "; ".join(self.limited_by)
         rows = [
             ("Function Name", function),
             ("Target", f"{self.target} (wave{self.wave_size})"),
@@ -70,12 +75,16 @@ class Resources:
             ("SGPRs Spill", str(self.sgpr_spills)),
             ("VGPRs Spill", str(self.vector_spills)),
             ("Reloads", str(self.reloads)),
-            ("Occupancy [waves/SIMD]", f"{self.waves} of {self.max_waves}, limited by {limiter}"),
+            ("LDS Size [bytes/block]", f"{self.launch.lds_bytes} (work groups of up to {self.launch.workgroup_sizes[1]} "
+                                       f"work-items; {self.launch.unit_lds} bytes per {self.launch.unit})"),
+            ("Occupancy [waves/SIMD]", f"{self.waves} of {self.max_waves}, limited by {limiter}"
+                                       + (f"; the registers alone allow {self.register_waves}"
+                                          if self.register_waves > self.waves else "")),
         ]
         for file, k in sorted(self.free_to_gain.items()):
             rows.append(("To gain one wave", f"use {k} fewer {file}"))
         best = f"{self.peak_live} (at best {self.peak_waves} wave{'s' if self.peak_waves > 1 else ''}/SIMD)"
-        if self.peak_waves < self.max_waves:
+        if self.peak_waves < min(self.max_waves, self.launch.waves):
             best += f"; free {self.free_at_peak} at the peak for {self.peak_waves + 1}"
         rows.append(("Peak live vector registers", best))
         return rows
@@ -128,39 +137,51 @@ def resources(fn: Function, target: Target, occ: Occupancy) -> Resources:
             top[c.file] += 1
     reserved = target.reserved_num_sgprs()
     vgprs, agprs, sgprs = top["vgpr"], top["agpr"], top["sgpr"]
-    waves = target.waves_per_simd(vgprs, agprs, sgprs + reserved)
-    by_vector = target.waves_per_simd(vgprs, agprs, 0)
-    by_sgpr = target.waves_per_simd(0, 0, sgprs + reserved)
+    launch = function_launch(fn, target)
+
+    def count(v: int, a: int, s: int) -> int:
+        """Waves per SIMD with these registers (SGPRs with the reserved ones; 0: not limiting)."""
+        return waves_per_simd(target, launch, v, a, s)
+
+    waves = count(vgprs, agprs, sgprs + reserved)
+    register_waves = target.waves_per_simd(vgprs, agprs, sgprs + reserved)
     limited: list[str] = []
     free: dict[str, int] = {}
     if waves < target.max_waves_per_simd:
-        if by_vector == waves:
+        if register_waves == waves and target.waves_per_simd(vgprs, agprs, 0) == waves:
             limited.append("VGPRs" if not agprs else "VGPRs and AGPRs")
-            k = _fewer(lambda n: target.waves_per_simd(n, agprs, 0), vgprs, waves + 1)
+            k = _fewer(lambda n: count(n, agprs, 0), vgprs, waves + 1)
             if k is not None:
                 free["VGPRs"] = k
             if agprs:
-                k = _fewer(lambda n: target.waves_per_simd(vgprs, n, 0), agprs, waves + 1)
+                k = _fewer(lambda n: count(vgprs, n, 0), agprs, waves + 1)
                 if k is not None:
                     free["AGPRs"] = k
-        if by_sgpr == waves:
+        if register_waves == waves and target.waves_per_simd(0, 0, sgprs + reserved) == waves:
             limited.append("SGPRs")
-            k = _fewer(lambda n: target.waves_per_simd(0, 0, n + reserved), sgprs, waves + 1)
+            k = _fewer(lambda n: count(0, 0, n + reserved), sgprs, waves + 1)
             if k is not None:
                 free["SGPRs"] = k
+        limited.extend(launch.limits(waves))
     else:
         limited.append(f"the target's maximum ({target.max_waves_per_simd})")
     unified = target.unified_vgpr_file
     v_live, a_live = occ.pressure["vgpr"], occ.pressure["agpr"]
     vector = tuple(v + a if unified else max(v, a) for v, a in zip(v_live, a_live))
     upper = target.addressable_vector_regs
+
+    def vector_waves(n: int) -> int:
+        return count(n, 0, 0)
+
+    def sgpr_waves(n: int) -> int:
+        return count(0, 0, n + reserved)
+
     peak_point = max(range(len(vector)), key=lambda p: (vector[p], -p)) if vector else 0
     peak = vector[peak_point] if vector else 0
-    peak_waves = target.waves_with_vgprs(peak)
-    at_peak = _fewer(target.waves_with_vgprs, peak, peak_waves + 1) if peak_waves < target.max_waves_per_simd else 0
-    next_count = _most(target.waves_with_vgprs, waves + 1, upper) if waves < target.max_waves_per_simd else -1
+    peak_waves = vector_waves(peak)
+    at_peak = _fewer(vector_waves, peak, peak_waves + 1) if peak_waves < target.max_waves_per_simd else 0
+    next_count = _most(vector_waves, waves + 1, upper) if waves < target.max_waves_per_simd else -1
     free_per_point = tuple(max(0, n - next_count) if next_count >= 0 else 0 for n in vector)
-    sgpr_waves = lambda n: target.waves_per_simd(0, 0, n + reserved)  # noqa: E731 - one line
     scratch, spill_bytes = _scratch(fn)
     kinds = [p.kind for p in occ.points]
     texts = [p.text for p in occ.points]
@@ -169,10 +190,10 @@ def resources(fn: Function, target: Target, occ: Occupancy) -> Resources:
         target=target.name, wave_size=target.wavefront_size, sgprs=sgprs, reserved_sgprs=reserved, vgprs=vgprs,
         agprs=agprs, scratch_bytes=scratch, spill_slot_bytes=spill_bytes, sgpr_spills=sgpr_spills,
         vector_spills=kinds.count("spill") - sgpr_spills, reloads=kinds.count("reload"), waves=waves,
-        max_waves=target.max_waves_per_simd, limited_by=tuple(limited), free_to_gain=free,
-        limits=function_limits(fn, target), unified_vector_file=unified, vector_live=vector, peak_point=peak_point,
-        peak_live=peak, peak_waves=peak_waves, free_at_peak=at_peak or 0,
-        vector_thresholds=_thresholds(target.waves_with_vgprs, upper, target.max_waves_per_simd),
+        max_waves=target.max_waves_per_simd, register_waves=register_waves, limited_by=tuple(limited),
+        free_to_gain=free, limits=function_limits(fn, target), launch=launch, unified_vector_file=unified, vector_live=vector,
+        peak_point=peak_point, peak_live=peak, peak_waves=peak_waves, free_at_peak=at_peak or 0,
+        vector_thresholds=_thresholds(vector_waves, upper, target.max_waves_per_simd),
         sgpr_thresholds=_thresholds(sgpr_waves, target.addressable_sgprs, target.max_waves_per_simd),
         free_per_point=free_per_point,
     )
