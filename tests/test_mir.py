@@ -159,7 +159,7 @@ def test_written_out_init_and_reduce_cover_every_field(cls: str) -> None:
     kind = getattr(model, cls)
     inner = model.Operand("imm", "0", 1, 1)
     values = {"kind": "reg", "text": "%7.sub0", "line": 3, "column": 5, "vreg": 7, "phys": "vgpr1", "subreg": "sub0",
-              "reg_class": "vreg_64", "llt": "s32", "flags": frozenset({"def", "dead"}), "tied_def": 2,
+              "reg_class": "vreg_64", "llt": "s32", "flags": frozenset({"def", "dead"}), "tied_def": 2, "tie_implied": True,
               "opcode": "V_MOV_B32_e32", "operands": [inner], "instr_flags": ("nofpexcept",), "mem": "(load 4)",
               "trailer": ("debug-location !5",), "bundled": True, "opens_bundle": True}
     names = [f.name for f in dataclasses.fields(kind)]

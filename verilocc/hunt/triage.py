@@ -46,7 +46,7 @@ LIMITATION_KINDS = frozenset({
     "solver", "operands", "layers", "parse", "unallocated", "debug-use", "implicit-def",
 })
 VALUE_KINDS = frozenset({
-    "wrong-value", "not-equivalent", "interference", "early-clobber", "tied", "class", "alignment", "bounds",
+    "wrong-value", "not-equivalent", "interference", "early-clobber", "tied", "illegal-copy", "class", "alignment", "bounds",
     "budget", "reserved", "fixed-register", "callee-saved-lost", "undefined-read", "width",
 })
 GROUPS = {"a": "limitation of verilocc", "b": "candidate LLVM bug", "c": "harmless anomaly"}

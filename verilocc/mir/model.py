@@ -75,14 +75,19 @@ class Operand:
     reg_class: str | None = None  # class annotation `%7:vreg_64`
     llt: str | None = None  # low-level type annotation `(s32)`, `(p4)`
     flags: frozenset[str] = frozenset()
-    tied_def: int | None = None  # `(tied-def N)` on a use operand
+    # On a use operand: the def it is tied to, whether the text says so (`(tied-def N)`) or the
+    # opcode's definition implies it (`verilocc.target.opcodes`; llc's MIR parser ties those
+    # itself and its printer leaves them out).
+    tied_def: int | None = None
+    tie_implied: bool = False  # `tied_def` comes from the definition, not the text: not printed
 
     # `__init__` and `__reduce__` are written out (the same parameters as the fields, in their
     # order): the `__init__` dataclasses writes is interpreted code, which the compiled core
     # (`verilocc.native`) would call for every operand it makes, tens of thousands per kernel.
     def __init__(self, kind: str, text: str, line: int, column: int, vreg: int | str | None = None,
                  phys: str | None = None, subreg: str | None = None, reg_class: str | None = None,
-                 llt: str | None = None, flags: frozenset[str] = frozenset(), tied_def: int | None = None) -> None:
+                 llt: str | None = None, flags: frozenset[str] = frozenset(), tied_def: int | None = None,
+                 tie_implied: bool = False) -> None:
         self.kind = kind
         self.text = text
         self.line = line
@@ -94,10 +99,11 @@ class Operand:
         self.llt = llt
         self.flags = flags
         self.tied_def = tied_def
+        self.tie_implied = tie_implied
 
     def __reduce__(self) -> tuple[Any, ...]:  # pickle and copy: the fields, given to `__init__`
         return (Operand, (self.kind, self.text, self.line, self.column, self.vreg, self.phys, self.subreg,
-                          self.reg_class, self.llt, self.flags, self.tied_def))
+                          self.reg_class, self.llt, self.flags, self.tied_def, self.tie_implied))
 
     @property
     def is_def(self) -> bool:

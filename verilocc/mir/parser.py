@@ -35,6 +35,7 @@ from verilocc.mir.model import (
     VRegDecl,
 )
 from verilocc.target import parse_physreg
+from verilocc.target.opcodes import tie_constraints
 
 # Larger inputs are refused with one line instead of exhausting memory.
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -716,6 +717,7 @@ class _BodyParser:
             trailer=tuple(trailer),
         )
         self._check_ties(ins)
+        self._tie_as_defined(ins)
         return ins
 
     def _check_ties(self, ins: Instruction) -> None:
@@ -726,6 +728,34 @@ class _BodyParser:
                 raise self.error("`tied-def` on a def operand (it belongs on the use)", op.line, op.column)
             if op.tied_def >= len(ins.operands) or not ins.operands[op.tied_def].is_def:
                 raise self.error(f"`tied-def {op.tied_def}` does not name a def operand", op.line, op.column)
+
+    def _tie_as_defined(self, ins: Instruction) -> None:
+        """Tie the uses the opcode's definition ties, as llc's MIR parser does
+        (`MachineInstr::addOperand`): a register use at a tied position gets its def, marked as
+        implied so that the text prints back as it was. A `(tied-def N)` in the text that
+        contradicts the definition is refused, as llc's machine verifier refuses it."""
+        ties = tie_constraints(ins.opcode)
+        if not ties:
+            return
+        explicit = [i for i, op in enumerate(ins.operands) if not (op.kind == "reg" and op.is_implicit)]
+        for tie in ties:
+            if tie.use >= len(explicit) or tie.def_ >= len(explicit):
+                continue  # a shorter operand list than the definition's (llc ties what is there)
+            d, u = explicit[tie.def_], explicit[tie.use]
+            dop, uop = ins.operands[d], ins.operands[u]
+            if uop.kind != "reg" or uop.is_def or dop.kind != "reg" or not dop.is_def:
+                continue  # llc ties register uses only; its verifier reports the rest
+            why = f"`{ins.opcode}` ties operand {u} to def {d} by its definition (`{tie.constraint}`)"
+            if uop.tied_def is not None and uop.tied_def != d:
+                raise self.error(f"{why}, but the text ties it to def {uop.tied_def}: llc's machine verifier "
+                                 "says \"Tied def doesn't match MCInstrDesc\"", uop.line, uop.column)
+            other = next((op for op in ins.operands if op is not uop and op.tied_def == d), None)
+            if other is not None:
+                raise self.error(f"{why}, but the text ties def {d} to this operand: llc's machine verifier says "
+                                 "\"Explicit operand should not be tied\"", other.line, other.column)
+            if uop.tied_def is None:
+                uop.tied_def = d
+                uop.tie_implied = True
 
     def parse_operand(self, text: str, col: int, lineno: int) -> Operand:
         """One operand; the same text always gives the same parts (only line and column

@@ -17,7 +17,7 @@ def print_operand(op: Operand) -> str:
     text = op.register_text
     if op.reg_class:
         text += f":{op.reg_class}"
-    if op.tied_def is not None:
+    if op.tied_def is not None and not op.tie_implied:  # llc leaves the definition's ties out too
         text += f"(tied-def {op.tied_def})"
     if op.llt:
         text += f"({op.llt})"

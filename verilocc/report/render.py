@@ -23,6 +23,7 @@ _RULES = {
     "reserved": "A reserved register is assigned or clobbered.",
     "interference": "Two values that are live at the same time share a register lane.",
     "tied": "A tied def and use are in different registers.",
+    "illegal-copy": "A COPY that LLVM cannot lower as a copy (a vector register into a scalar one).",
     "early-clobber": "An early-clobber def overlaps a use of the same instruction.",
     "undefined-read": "A register is read that no path defines.",
     "unallocated": "A virtual register is left in the allocated program.",

@@ -4,8 +4,8 @@ program on its own.
 Virtual registers left behind; registers that do not exist, lie outside the file or the
 function's limits (`verilocc.target.limits`), or are misaligned; allocated (renamable)
 operands in reserved registers; tied operands in different registers; early-clobber defs
-that overlap a use of the same instruction; on unified VGPR/AGPR files, the two files'
-combined size. The interference of values needs the virtual program: `verilocc.smt.constraints`.
+that overlap a use of the same instruction; COPYs that LLVM cannot lower (a vector register
+into a scalar one); on unified VGPR/AGPR files, the two files' combined size. The interference of values needs the virtual program: `verilocc.smt.constraints`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from verilocc.mir.model import Function, Instruction, Operand
 from verilocc.pairing.alignment import MOVE_OPCODES
 from verilocc.target import PhysReg, RegFile, RegisterClass, Target
 from verilocc.target.limits import NUMBERED_FILES, UNLIMITED, Limits, budget_warning, register_problem
+from verilocc.target.opcodes import tie_constraints
 
 LAYER = "constraints"
 
@@ -73,6 +74,10 @@ def post_only_checks(fn: Function, target: Target, classes: dict[VReg, RegisterC
                             "budget", LAYER, _place(fn, b.number, idx, op), f"bb.{b.number} line {op.line}: {warn}",
                             physregs=(f"${reg.name}",), severity="warning")
             findings.extend(_tied_and_early_clobber(fn, b.number, idx, ins, regs))
+            if ins.opcode == "COPY":
+                findings.extend(_illegal_copy(fn, b.number, idx, ins, regs))
+            elif ins.opcode.startswith(("SI_SPILL_", "SI_RESTORE_")):
+                findings.extend(_spill_file(fn, b.number, idx, ins, regs))
     findings.extend(_vector_budget(fn, target, limits))
     findings.extend(budget_warned[f] for f in sorted(budget_warned, key=lambda x: x.value))
     return findings
@@ -114,8 +119,10 @@ def _tied_and_early_clobber(fn: Function, block: int, idx: int, ins: Instruction
         dreg = by_op.get(id(d))
         if dreg is not None and dreg.units != reg.units:
             out.append(Finding("tied", LAYER, Place(fn.file, fn.name, block, idx, op.line, op.column),
-                               f"bb.{block} line {op.line}: `{ins.opcode}` ties its def ${dreg.name} to this use, "
-                               f"but the use is in ${reg.name}", physregs=(f"${dreg.name}", f"${reg.name}")))
+                               f"bb.{block} line {op.line}: `{ins.opcode}` ties its def ${dreg.name} to this use "
+                               f"({_tie_source(ins, op)}), but the use is in ${reg.name}: llc's machine verifier "
+                               f"says \"Tied physical registers must match\"",
+                               physregs=(f"${dreg.name}", f"${reg.name}")))
     for d, dreg in regs:
         if dreg is None or not d.is_def or not d.has("early-clobber"):
             continue
@@ -133,6 +140,111 @@ def _tied_and_early_clobber(fn: Function, block: int, idx: int, ins: Instruction
                                    f"${ureg.name} of the same `{ins.opcode}`",
                                    physregs=(f"${dreg.name}", f"${ureg.name}")))
     return out
+
+
+_VECTOR = frozenset({RegFile.VGPR, RegFile.AGPR})
+
+
+def copy_problem(dst: PhysReg, src: PhysReg) -> str | None:
+    """Why LLVM cannot lower `dst = COPY src` as a copy (`SIInstrInfo::copyPhysReg`), or None.
+
+    A VGPR or AGPR holds one value per thread lane, an SGPR (and every special register: VCC,
+    EXEC, M0, SCC) one per wave: copyPhysReg refuses a vector source for a scalar destination
+    ("illegal VGPR to SGPR copy"; LLVM 16 and earlier print the message with the files the wrong
+    way round), and LLVM 22's machine verifier refuses the COPY itself ("illegal copy from vector
+    register to SGPR"; LLVM 19's accepts it). The one scalar destination it takes from a VGPR is VCC (or VCC_LO on wave32),
+    and there it writes `V_CMP_NE_U32`, a lane mask of the nonzero lanes, not the value."""
+    if src.file not in _VECTOR or dst.file in _VECTOR:
+        return None
+    if dst.name in ("vcc", "vcc_lo") and src.file is RegFile.VGPR and len(src.units) == 2:
+        return (f"LLVM lowers it to `V_CMP_NE_U32`, the lane mask of the lanes of ${src.name} that are not zero, "
+                "not a copy of the value")
+    return ("a vector register holds one value per thread lane, a scalar register one per wave: "
+            "LLVM cannot lower it (llc: \"illegal VGPR to SGPR copy\"; its machine verifier: \"illegal copy from "
+            "vector register to SGPR\")")
+
+
+# The register files of the spill pseudos' operands (SIInstructions.td: SI_SPILL_S*_SAVE and
+# _RESTORE take SReg classes, SI_SPILL_V*, SI_SPILL_A* and SI_SPILL_AV* VReg, AReg and AV
+# classes, the WWM spills VGPRs or either vector file; SI_SPILL_S32_TO_VGPR writes a lane of a
+# VGPR from an SGPR, SI_RESTORE_S32_FROM_VGPR the reverse).
+_SPILL_FILES = (("SI_SPILL_WWM_AV", _VECTOR), ("SI_SPILL_WWM_V", frozenset({RegFile.VGPR})), ("SI_SPILL_AV", _VECTOR),
+                ("SI_SPILL_A", frozenset({RegFile.AGPR})), ("SI_SPILL_V", frozenset({RegFile.VGPR})))
+_FILE_WORDS = {RegFile.VGPR: "a VGPR", RegFile.AGPR: "an AGPR"}
+
+
+def _spill_data_files(opcode: str) -> tuple[frozenset[RegFile] | None, frozenset[RegFile] | None]:
+    """(files of the def, files of the first register use) a spill pseudo allows; None for
+    any scalar register (an SReg class: SGPRs, VCC, M0, EXEC, ...); (None, None) when the
+    opcode is not one this table knows, or the side does not apply."""
+    if opcode.startswith("SI_SPILL_S") and opcode.endswith("_TO_VGPR"):
+        return frozenset({RegFile.VGPR}), frozenset()
+    if opcode.startswith("SI_RESTORE_S") and opcode.endswith("_FROM_VGPR"):
+        return frozenset(), frozenset({RegFile.VGPR})
+    if not opcode.endswith(("_SAVE", "_RESTORE")):
+        return None, None
+    files: frozenset[RegFile] = frozenset()  # an SReg class: no vector file
+    if not opcode.startswith("SI_SPILL_S"):
+        got = next((f for prefix, f in _SPILL_FILES if opcode.startswith(prefix)), None)
+        if got is None:
+            return None, None
+        files = got
+    return (files, None) if opcode.endswith("_RESTORE") else (None, files)
+
+
+def _spill_file(fn: Function, block: int, idx: int, ins: Instruction,
+                regs: list[tuple[Operand, PhysReg | None]]) -> list[Finding]:
+    """A spill pseudo's data operand in a register file its definition does not take (a VGPR
+    spill of an SGPR, an SGPR spill reloaded into VGPRs): llc's machine verifier refuses it
+    ("Illegal physical register for instruction")."""
+    want_def, want_use = _spill_data_files(ins.opcode)
+    explicit = [(op, reg) for op, reg in regs if not op.is_implicit]
+    checks = []
+    d = next(((op, reg) for op, reg in explicit if op.is_def), None)
+    u = next(((op, reg) for op, reg in explicit if not op.is_def), None)
+    if want_def is not None and d is not None:
+        checks.append((d, want_def))
+    if want_use is not None and u is not None:
+        checks.append((u, want_use))
+    findings = []
+    for (op, reg), files in checks:
+        if reg is None or op.has("undef"):
+            continue
+        vector = reg.file in _VECTOR
+        if (reg.file in files) if files else not vector:
+            continue
+        wanted = " or ".join(_FILE_WORDS[f] for f in sorted(files, key=lambda f: f.value)) if files else "a scalar register"
+        findings.append(Finding(
+            "class", LAYER, Place(fn.file, fn.name, block, idx, op.line, op.column),
+            f"bb.{block} line {op.line}: `{ins.opcode}` takes {wanted} here, not ${reg.name} (llc's machine "
+            "verifier: \"Illegal physical register for instruction\")", physregs=(f"${reg.name}",)))
+    return findings
+
+
+def _illegal_copy(fn: Function, block: int, idx: int, ins: Instruction,
+                  regs: list[tuple[Operand, PhysReg | None]]) -> list[Finding]:
+    explicit = [(op, reg) for op, reg in regs if not op.is_implicit]
+    if len(explicit) != 2 or not explicit[0][0].is_def or explicit[1][0].is_def:
+        return []
+    (dop, dreg), (sop, sreg) = explicit
+    if dreg is None or sreg is None or sop.has("undef") or dop.has("dead"):
+        return []  # a dead COPY is a KILL to ExpandPostRAPseudos: it moves nothing
+    why = copy_problem(dreg, sreg)
+    if why is None:
+        return []
+    return [Finding("illegal-copy", LAYER, Place(fn.file, fn.name, block, idx, dop.line, dop.column),
+                    f"bb.{block} line {dop.line}: `COPY` from ${sreg.name} into ${dreg.name}: {why}",
+                    physregs=(f"${dreg.name}", f"${sreg.name}"))]
+
+
+def _tie_source(ins: Instruction, use: Operand) -> str:
+    """Where a tie comes from: the instruction's definition (its TableGen constraint) or the text."""
+    if not use.tie_implied:
+        return f"`(tied-def {use.tied_def})`"
+    explicit = [o for o in ins.operands if not (o.kind == "reg" and o.is_implicit)]
+    position = next(k for k, op in enumerate(explicit) if op is use)
+    constraint = next((t.constraint for t in tie_constraints(ins.opcode) if t.use == position), None)
+    return f"the instruction's definition: `{constraint}`" if constraint else "the instruction's definition"
 
 
 def _vector_budget(fn: Function, target: Target, budget: Limits) -> list[Finding]:
