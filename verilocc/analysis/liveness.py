@@ -8,6 +8,10 @@ the 16-bit units of live physical registers.
 Transfer (backward, one instruction): live_before = (live_after - defs) | uses, where
 - a use reads its lanes unless it is `undef` (or a debug use);
 - a def writes its lanes; a subregister def without `undef` leaves the other lanes alone;
+- a subregister def with `undef` also ends the other lanes' live ranges: they are undefined
+  above it, so no use after it keeps them live across it (LLVM's
+  `LiveInterval::computeSubRangeUndefs`: the def is an "undef" point of the other lanes'
+  subranges, where the search for reaching definitions stops);
 - a def does not read, even when it is partial.
 Blocks meet by union over successors; the fixed point is reached with a worklist.
 
@@ -27,7 +31,7 @@ from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass, field
 
 from verilocc.analysis.cfg import CFG
-from verilocc.analysis.operands import RegRef, VReg, resolve_operand, vreg_classes
+from verilocc.analysis.operands import RegRef, VReg, full_mask, resolve_operand, vreg_classes
 from verilocc.mir.model import Function, Instruction
 from verilocc.target import RegisterClass
 
@@ -55,15 +59,17 @@ class LiveSet:
 
 @dataclass(frozen=True)
 class Effect:
-    """What one instruction reads and writes, for liveness."""
+    """What one instruction reads and writes, for liveness. `kills[i]`: the lanes whose live
+    range `defs[i]` ends (its own lanes, or all lanes of an `undef` subregister def)."""
 
     uses: tuple[RegRef, ...]
     defs: tuple[RegRef, ...]
+    kills: tuple[int, ...] = ()
 
     def apply_backward(self, live: LiveSet) -> None:
-        for d in self.defs:
+        for d, kill in zip(self.defs, self.kills):
             if d.vreg is not None:
-                m = live.vregs.get(d.vreg, 0) & ~d.mask
+                m = live.vregs.get(d.vreg, 0) & ~kill
                 if m:
                     live.vregs[d.vreg] = m
                 else:
@@ -83,6 +89,7 @@ def instruction_effect(fn: Function, ins: Instruction, classes: dict[VReg, Regis
     use the instruction's results are known not to depend on; they are not read."""
     uses: list[RegRef] = []
     defs: list[RegRef] = []
+    kills: list[int] = []
     if ins.opcode == "BUNDLE":
         # The header only summarises the bundled instructions, which are analysed themselves.
         return Effect((), ())
@@ -94,6 +101,8 @@ def instruction_effect(fn: Function, ins: Instruction, classes: dict[VReg, Regis
             continue
         if op.is_def:
             defs.append(ref)
+            kills.append(full_mask(classes[ref.vreg]) if ref.vreg is not None and op.subreg and op.has("undef")
+                         else ref.mask)
         elif not (op.has("undef") or op.has("debug-use") or op.has("internal")):
             if unread and position in unread and ref.vreg is not None:
                 ref = dataclasses.replace(ref, mask=ref.mask & ~unread[position])
@@ -102,7 +111,7 @@ def instruction_effect(fn: Function, ins: Instruction, classes: dict[VReg, Regis
             uses.append(ref)
     if ins.opcode.startswith("DBG_"):
         return Effect((), ())
-    return Effect(tuple(uses), tuple(defs))
+    return Effect(tuple(uses), tuple(defs), tuple(kills))
 
 
 @dataclass
@@ -157,9 +166,9 @@ class Liveness:
             # `Effect.apply_backward`, noting the registers that leave `live` and come back at
             # its end (their place in the order changes).
             appended: list[VReg] = []
-            for d in eff.defs:
+            for d, kill in zip(eff.defs, eff.kills):
                 if d.vreg is not None:
-                    m = vregs.get(d.vreg, 0) & ~d.mask
+                    m = vregs.get(d.vreg, 0) & ~kill
                     if m:
                         vregs[d.vreg] = m
                     else:

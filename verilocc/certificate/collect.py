@@ -34,12 +34,17 @@ from verilocc.smt.solver import Answer, check_z3
 # Checks of a VERIFIED verdict that run in Python only, with no solver query to certify.
 PYTHON_ONLY = (
     ("constraints", ("registers of the allocated program exist, lie in the file and the budget, are aligned and "
-     "not reserved; tied operands share a register; early-clobber defs do not overlap uses (post-only checks)")),
+     "not reserved; tied operands share a register, the ties the instruction's definition implies "
+     "(verilocc.target.opcodes) included; early-clobber defs do not overlap uses (post-only checks)")),
+    ("constraints", ("every COPY is one LLVM can lower: none from a vector register (one value per thread lane) into a "
+     "scalar one (illegal copies)")),
     ("constraints", "no register is read before some path defines it (undefined reads)"),
     ("constraints", ("class membership of the homes of split, spilled or rematerialised virtual registers (they have "
      "no variable in the SMT obligation)")),
     ("value-flow", ("the allocated program has the virtual program's blocks and successors, and no instruction is "
      "added or dropped (alignment of the two programs)")),
+    ("value-flow", ("the registers the allocated program saves for its caller hold their entry values at every "
+     "return (callee-saved registers, verilocc.semantics.calleesaved)")),
 )
 
 

@@ -278,7 +278,8 @@ class _BlockEncoder:
 
     def spill_to_lane(self, s: ps.SpillToLane) -> None:
         vunits = self.units_of(s.vgpr)
-        store = dict(self.lane_store(vunits[0]))
+        source = self.units_of(s.vgpr_in) if s.vgpr_in is not None else vunits
+        store = dict(self.lane_store(source[0]))
         for h, u in enumerate(self.units_of(s.src)):
             store[(s.lane, h)] = self.at(u)
         for u in vunits:

@@ -128,6 +128,7 @@ SIDE_EFFECT_PREFIXES = (
     "GLOBAL_", "FLAT_", "SCRATCH_", "DS_", "INLINEASM",
 )
 _NOT_PURE_PREFIXES = SIDE_EFFECT_PREFIXES + ("DBG_",)
+_LANE_READS = frozenset({"V_READFIRSTLANE_B32", "V_READLANE_B32"})
 
 
 def is_pure(ins: Instruction, allocated: bool, fixed: bool = False) -> bool:
@@ -140,6 +141,8 @@ def is_pure(ins: Instruction, allocated: bool, fixed: bool = False) -> bool:
     """
     if ins.opcode in MOVE_OPCODES or is_spill_code(ins) or ins.opcode.startswith(_NOT_PURE_PREFIXES):
         return False
+    if ins.opcode in _LANE_READS:
+        return False  # which lane it reads depends on $exec: not the same anywhere
     if ins.mem is not None and ("invariant load" not in ins.mem or "store" in ins.mem):
         return False
     defs = [op for op in ins.operands if op.kind == "reg" and op.is_def and not (allocated and is_liveness_note(op))]

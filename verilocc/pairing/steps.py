@@ -26,7 +26,8 @@ The kinds, in the manner of regalloc2's checker:
 - `PostImplicitDef`: the defined locations hold nothing.
 - `SpillToSlot` (`SI_SPILL_*_SAVE`): the stack slot takes the value of `src`.
 - `ReloadFromSlot` (`SI_SPILL_*_RESTORE`): `dst` takes the value of the stack slot.
-- `SpillToLane` (`SI_SPILL_S32_TO_VGPR`): lane `lane` of the VGPR `vgpr` takes `src`'s value.
+- `SpillToLane` (`SI_SPILL_S32_TO_VGPR`): the VGPR `vgpr` is its tied input `vgpr_in` with lane
+  `lane` replaced by `src`'s value.
 - `RestoreFromLane` (`SI_RESTORE_S32_FROM_VGPR`): `dst` takes lane `lane` of `vgpr`.
 - `RematCopy` (post only): a rematerialised copy of a pure definition of the virtual program.
 - `RematOrigin` (pre only): a pure or dead definition the allocator deleted.
@@ -133,9 +134,14 @@ class ReloadFromSlot(OneSided):
 
 @dataclass(frozen=True)
 class SpillToLane(OneSided):
+    """`$vgpr = SI_SPILL_S32_TO_VGPR $sgpr, lane, $vgpr_in`: `vgpr` is `vgpr_in` with lane
+    `lane` replaced by `src` (the two are tied by the instruction's definition; None when the
+    instruction names no input)."""
+
     src: Operand
     vgpr: Operand
     lane: int
+    vgpr_in: Operand | None = None
 
 
 @dataclass(frozen=True)
@@ -246,7 +252,8 @@ def _decode_spill(step: Step, ins: Instruction, stack_pointers: frozenset[str]) 
         if len(regs) < 2 or imm is None:
             return Unsupported(step, ins, SPILL_CODE, "missing register or lane operand")
         if op in ("SI_SPILL_S32_TO_VGPR", "V_WRITELANE_B32"):
-            return SpillToLane(step, ins, src=regs[1], vgpr=regs[0], lane=int(imm.text))
+            vgpr_in = regs[2] if len(regs) > 2 and not regs[2].is_def else None
+            return SpillToLane(step, ins, src=regs[1], vgpr=regs[0], lane=int(imm.text), vgpr_in=vgpr_in)
         return RestoreFromLane(step, ins, dst=regs[0], vgpr=regs[1], lane=int(imm.text))
     if slot is not None and (bad := _slot_address_error(ins, slot, stack_pointers)):
         return Unsupported(step, ins, SPILL_CODE, bad)

@@ -34,14 +34,16 @@ from typing import Any
 from verilocc.pairing.alignment import FunctionAlignment, is_liveness_note, is_pure, paired_operands, value_inputs
 from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
-from verilocc.analysis.operands import VReg
+from verilocc.analysis.operands import VReg, physreg_at
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction, Operand
 from verilocc.semantics.ops import Semantics, has_side_effects, reads_memory
 from verilocc.semantics.terms import ToZ3
 from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker, untouched
 from verilocc.smt.solver import Answer, check_z3_terms
-from verilocc.target import RegisterClass, Target
+from verilocc.target import RegFile, RegisterClass, Target
+
+_VECTOR_FILES = frozenset({RegFile.VGPR, RegFile.AGPR})
 
 LAYER = "equivalence"
 
@@ -387,6 +389,13 @@ class _BlockRun:
         lanes = [self.pget(t) for t in self.eq.vf.tags_of(src)] if src is not None else \
             [None] * len(self.eq.vf.tags_of(s.source))
         width = len(self.eq.vf.tags_of(s.dst))
+        if self.eq.vector_to_scalar(self.eq.pre, s.dst, s.source):
+            # Not a copy (`verilocc.smt.physical.copy_problem`): an unknown function of the source.
+            known = tuple(v for v in lanes if v is not None)
+            terms = self.eq.sem.terms
+            self.pre_write(s.dst, [terms.apply(f"COPY.to-scalar.{k}", known, 16) if known else None
+                                   for k in range(width)])
+            return
         self.pre_write(s.dst, (lanes + [None] * width)[:width])  # a widened 16-bit source: high half undefined
 
     def pre_implicit_def(self, s: ps.PreImplicitDef) -> None:
@@ -402,6 +411,9 @@ class _BlockRun:
         dunits = self.eq.vf.units_of(s.dst)
         lanes += [self.qget(u) for u in dunits[len(lanes):]]  # a widened 16-bit source: the high half stays
         stores = [self.lanes_store(u) if (u in self.qlanes or u in self.entry.lanes) else None for u in sunits]
+        if self.eq.vector_to_scalar(self.eq.post, s.dst, s.source):
+            self.post_write(s.dst, [])  # not a copy (`verilocc.smt.physical.copy_problem`): an unknown value
+            return
         self.post_write(s.dst, lanes)
         for d, store in zip(self.eq.vf.units_of(s.dst), stores):
             if store:
@@ -421,7 +433,8 @@ class _BlockRun:
 
     def spill_to_lane(self, s: ps.SpillToLane) -> None:
         vunits = self.eq.vf.units_of(s.vgpr)
-        store = dict(self.lanes_store(vunits[0]))
+        source = self.eq.vf.units_of(s.vgpr_in) if s.vgpr_in is not None else vunits
+        store = dict(self.lanes_store(source[0]))  # the tied input's lanes, one replaced
         for h, v in enumerate(self.post_read(s.src)):
             store[(s.lane, h)] = v
         for u in vunits:
@@ -658,6 +671,20 @@ class EquivalenceChecker:
             self._classes[block] = parent
             self._find[block] = find
         return self._find[block](tag)
+
+    def vector_to_scalar(self, fn: Function, dst: Operand, src: Operand) -> bool:
+        """Whether `dst = COPY src` moves a vector register (one value per thread lane) into a
+        scalar one (one per wave): not a copy, LLVM cannot lower it
+        (`verilocc.smt.physical.copy_problem`)."""
+        return bool(self._files(fn, src) & _VECTOR_FILES) and not self._files(fn, dst) & _VECTOR_FILES
+
+    def _files(self, fn: Function, op: Operand) -> frozenset[RegFile]:
+        if op.vreg is not None:
+            cls = self.classes.get(op.vreg)
+            return frozenset(cls.files) if cls is not None else frozenset()
+        if op.phys is None:
+            return frozenset()
+        return frozenset({physreg_at(fn, op, op.phys).file})
 
     def oblige(self, place: Place, what: Any, lhs: list[Any], rhs: list[Any], *args: Any) -> None:
         """The obligation lhs == rhs; `what` is a sentence, or a function formatting one from

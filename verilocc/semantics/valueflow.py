@@ -541,8 +541,10 @@ class _Walker:
         pass
 
     def spill_to_lane(self, s: ps.SpillToLane) -> None:
+        """The lane store of the tied input, one lane replaced, is the result's."""
         vunits = self.c.units_of(s.vgpr)
-        store = dict(self.s.lanes.get(vunits[0], {}))
+        source = self.c.units_of(s.vgpr_in) if s.vgpr_in is not None else vunits
+        store = dict(self.s.lanes.get(source[0], {}))
         for h, u in enumerate(self.c.units_of(s.src)):
             store[(s.lane, h)] = held = self.s.holds(u)
             self.c.lane_tags.update(held)
