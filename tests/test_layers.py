@@ -39,22 +39,22 @@ LAYERS: dict[str, int] = {
 }
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    rel = path.relative_to(root).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path, package: Path = PACKAGE) -> set[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("verilocc"):
             out.add(node.module)
             for alias in node.names:  # `from verilocc.target import subregs` imports a module
-                if (PACKAGE / Path(*node.module.split(".")[1:]) / f"{alias.name}.py").exists():
+                if (package / Path(*node.module.split(".")[1:]) / f"{alias.name}.py").exists():
                     out.add(f"{node.module}.{alias.name}")
         elif isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.startswith("verilocc"))
@@ -102,3 +102,51 @@ def test_the_check_rejects_an_upward_import(tmp_path: Path) -> None:
     probe.write_text("def f():\n    from verilocc.verify import Options\n")
     assert "verilocc.verify" in _imports(probe)
     assert LAYERS[_layer_of("verilocc.verify")] > LAYERS[_layer_of("verilocc.mir.parser")]
+
+
+# --- the fuzzer's oracles do not use what they judge ------------------------------------------
+# The concrete interpreter decides whether an allocation computes what its program computes,
+# and the reference allocator and the generator make the "correct" answers; a shared helper
+# with a bug would hide it on both sides (DESIGN.md, "Evidence stays independent"). They, and
+# every module of `verilocc.fuzz` they import, directly or inside a function, import nothing
+# from the verifier's checks. Both sides read MIR with `verilocc.mir` (what keeps a parser bug
+# from hiding there: docs/fuzz.md).
+ORACLES = ("verilocc.fuzz.interpret", "verilocc.fuzz.refalloc", "verilocc.fuzz.generate")
+JUDGED = ("verilocc.semantics", "verilocc.smt", "verilocc.analysis", "verilocc.pairing")
+
+
+def _judged_imports(package: Path, roots: tuple[str, ...] = ORACLES) -> dict[str, list[str]]:
+    """For each module an oracle reaches through `verilocc.fuzz` imports, what it imports from
+    the verifier's checks."""
+    root = package.parent
+    imports = {_module_name(p, root): _imports(p, package) for p in sorted((package / "fuzz").rglob("*.py"))}
+    seen, todo = set(roots), list(roots)
+    while todo:
+        for dep in imports.get(todo.pop(), ()):
+            if dep in imports and dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    bad = {m: sorted(d for d in imports[m] if d.startswith(JUDGED)) for m in sorted(seen) if m in imports}
+    return {m: deps for m, deps in bad.items() if deps}
+
+
+def test_fuzz_oracles_share_nothing_with_the_verifier() -> None:
+    assert set(ORACLES) <= {_module_name(p) for p in (PACKAGE / "fuzz").glob("*.py")}
+    assert not _judged_imports(PACKAGE), _judged_imports(PACKAGE)
+
+
+def test_the_oracle_check_sees_a_planted_import(tmp_path: Path) -> None:
+    """The check is not vacuous: a copy of `verilocc/fuzz` where a helper the interpreter
+    imports reaches into `verilocc.semantics` inside a function (what the interpreter once did
+    for its bit-precise re-runs) is caught, through the import, and so is a direct one."""
+    fuzz = tmp_path / "verilocc" / "fuzz"
+    fuzz.mkdir(parents=True)
+    for p in (PACKAGE / "fuzz").glob("*.py"):
+        (fuzz / p.name).write_text(p.read_text())
+    assert not _judged_imports(tmp_path / "verilocc")
+    helper = fuzz / "meanings.py"
+    helper.write_text(helper.read_text() + "\n\ndef real(ins):\n    from verilocc.semantics import bitvector\n"
+                      "    return bitvector.meaning(ins)\n")
+    assert _judged_imports(tmp_path / "verilocc") == {"verilocc.fuzz.meanings": ["verilocc.semantics"]}
+    (fuzz / "interpret.py").write_text((fuzz / "interpret.py").read_text() + "\nimport verilocc.pairing.steps\n")
+    assert _judged_imports(tmp_path / "verilocc")["verilocc.fuzz.interpret"] == ["verilocc.pairing.steps"]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from verilocc.fuzz.program import ProgramBuilder
 
 _VREG = re.compile(r"(?P<undef>undef )?%(?P<id>\d+)(?P<sub>\.sub[\w]*)?(?P<cls>:\w+)?")
-_TIED = ("V_FMAC_F32_e32", "_mac_e64", "_mac_vgprcd_e64", "V_MAC_F32_e32")
+_TIED = ("V_FMAC_F32_e32", "_mac_e64", "_mac_vgprcd_e64", "V_MAC_F32_e32", "V_WRITELANE_B32")
 
 
 def split_components(g: ProgramBuilder, mark_dead: bool) -> None:

@@ -408,6 +408,43 @@ class InstructionTemplates(ProgramBuilder):
             self.emit(f"%{v.id}:{cls} = {op}_mac{suffix}_e64 {b}, {a}, %{v.id}{self.tie}, 0, 0, 0, implicit $mode, implicit $exec")
         return True
 
+    def t_readlane(self) -> bool:
+        """One lane of a VGPR into an SGPR, whatever EXEC is: the lane must hold a value in
+        every path, so the source is defined in every lane of the wave. Only at full EXEC:
+        under a narrowed EXEC the lane may be one a reload did not restore (a vector reload
+        writes the active lanes), which the reference allocator would get wrong, as LLVM's
+        exec-masked spills would."""
+        srcs = [x for x in self.pieces("v", 1) if int(x[1:].split(".")[0]) in self.wave_full]
+        if not srcs or self.divergence:
+            return False
+        a = self.src.choice(srcs)
+        lane = self.src.integer(0, self.p.lanes - 1)
+        d, v, lanes = self.dest("s", 1, "sreg_32_xm0")  # SReg_32_XM0 (llc-22's machine verifier)
+        self.emit(f"{d} = V_READLANE_B32 {a}, {lane}")
+        self.define(v, lanes)
+        return True
+
+    def t_writelane(self) -> bool:
+        """One lane of a VGPR written from an SGPR or a constant, whatever EXEC is; the other
+        lanes are the tied input's (the same register). Only at full EXEC: a write to an
+        inactive lane breaks the premise of allocating by the CFG's liveness (inactive lanes
+        keep their values), so the reference allocator could give the register to a value
+        whose other lanes are live."""
+        accs = sorted(vid for vid in self.env if self.vars[vid].cls == "vgpr_32" and self.full(self.vars[vid])
+                      and vid not in self.counters)
+        if not accs or self.divergence:
+            return False
+        acc = self.src.choice(accs)
+        value = self.ssrc() or str(self.src.integer(-16, 64))
+        if not value.startswith("%") and not -16 <= int(value) <= 64:
+            value = str(self.src.integer(0, 64))  # an inline constant (no literal before gfx10)
+        lane = str(self.src.integer(0, self.p.lanes - 1))
+        if self.src.chance(0.3) and not value.startswith("%"):  # an SGPR lane select (one SGPR on gfx9)
+            sel = self.value("s", 1)
+            lane = sel if sel is not None else lane
+        self.emit(f"%{acc}:vgpr_32 = V_WRITELANE_B32 {value}, {lane}, %{acc}{self.tie}")
+        return True
+
     def t_kill(self) -> bool:
         local = sorted(vid for vid in self.fresh_here if vid in self.env and self.full(self.vars[vid])
                        and vid not in self.counters)
@@ -416,13 +453,15 @@ class InstructionTemplates(ProgramBuilder):
         vid = self.src.choice(local)
         self.emit(f"KILL %{vid}")
         del self.env[vid]
+        self.wave_full.discard(vid)
         return True
 
     TEMPLATES: tuple[tuple[str, int], ...] = (
         ("t_valu_e32", 10), ("t_valu_e64", 6), ("t_valu_3", 4), ("t_vmov", 4), ("t_fmac", 3), ("t_cndmask", 2),
         ("t_vcmp", 2), ("t_readfirstlane", 2), ("t_add64", 2), ("t_lshl64", 2), ("t_salu", 7), ("t_salu64", 2),
         ("t_smov", 3), ("t_cselect", 2), ("t_sadd64", 1), ("t_sload", 3), ("t_gload", 3), ("t_store", 4),
-        ("t_copy", 6), ("t_tuple", 4), ("t_accvgpr", 2), ("t_mfma", 2), ("t_kill", 1),
+        ("t_copy", 6), ("t_tuple", 4), ("t_accvgpr", 2), ("t_mfma", 2), ("t_kill", 1), ("t_readlane", 1),
+        ("t_writelane", 2),
     )
 
     def random_instruction(self) -> None:

@@ -14,8 +14,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from verilocc.mir.model import Function, Instruction, Module, Operand
 from verilocc.errors import TargetError
+from verilocc.fuzz import isa
+from verilocc.mir.model import Function, Instruction, Module, Operand
 from verilocc.target import RegFile, parse_physreg
 
 # Opcodes with the same operands and a different meaning, for `change_opcode`.
@@ -233,6 +234,166 @@ def copy_wrong_source(module: Module, rng: random.Random) -> Mutant | None:
                            _renamable_uses, first=True)
 
 
+# -- the thread dimension --------------------------------------------------------------------
+def _numbered_units(name: str) -> tuple[str, ...] | None:
+    try:
+        units = isa.physical_units(name)
+    except isa.Unsupported:
+        return None
+    return units if all(isa.NUMBERED.match(u) for u in units) else None
+
+
+def _register_names(fn: Function) -> set[str]:
+    names = {op.phys for b in fn.blocks for i in b.instructions for op in i.operands
+             if op.kind == "reg" and op.phys is not None}
+    names.update(r.lstrip("$") for b in fn.blocks for r, _ in b.liveins)
+    return names
+
+
+def _call_registers(fn: Function) -> set[str]:
+    """The 32-bit registers calls name (arguments, results, return address): the ABI's."""
+    out: set[str] = set()
+    for b in fn.blocks:
+        for i in b.instructions:
+            if i.opcode.startswith("SI_CALL"):
+                callee = next((o for o in i.operands if o.kind == "reg" and not o.is_def and not o.is_implicit), None)
+                for o in i.operands:
+                    if o.kind == "reg" and o.phys and o is not callee:
+                        out.update(_numbered_units(o.phys) or ())
+    return out
+
+
+def _rename_everywhere(fn: Function, old: str, new: str) -> int:
+    count = 0
+    for b in fn.blocks:
+        b.liveins = [((r[:len(r) - len(r.lstrip("$"))] + new) if r.lstrip("$") == old else r, m) for r, m in b.liveins]
+        for i in b.instructions:
+            for op in i.operands:
+                if op.kind == "reg" and op.phys == old:
+                    _retarget(op, new)
+                    count += 1
+    return count
+
+
+def other_file(module: Module, rng: random.Random) -> Mutant | None:
+    """A register moves to a free register of another file: a VGPR or AGPR (or VGPR pair) into
+    SGPRs, an SGPR (or SGPR pair) into VGPRs, at every place it is named. Only the file is
+    wrong: the new register is named nowhere else, and preserved by calls where the old one
+    was. What the hardware makes of it (a VALU result cannot go to an SGPR, a COPY from a VGPR
+    to an SGPR cannot be lowered, an SGPR copied into a VGPR in some lanes is not the value
+    in the others) is for the interpreter to say."""
+    m = copy.deepcopy(module)
+    sites = []
+    for fi, fn in enumerate(m.functions):
+        names = _register_names(fn)
+        used_units = {u for reg in names for u in (_numbered_units(reg) or ())}
+        fixed = {u for r, _ in fn.liveins for u in (_numbered_units(r) or ())} | _call_registers(fn) | {"sgpr32"}
+        by_unit: dict[str, set[str]] = {}
+        for reg in names:
+            for u in _numbered_units(reg) or ():
+                by_unit.setdefault(u, set()).add(reg)
+        for reg in sorted(names):
+            units = _numbered_units(reg)
+            if not units or len(units) > 2 or any(u in fixed or by_unit[u] != {reg} for u in units):
+                continue
+            if units[0].startswith("ttmp"):
+                continue
+            sites.append((fi, reg, units, used_units))
+    if not sites:
+        return None
+    fi, name, units, used_units = rng.choice(sites)
+    fn = m.functions[fi]
+    to = "sgpr" if units[0].startswith(("vgpr", "agpr")) else "vgpr"
+    n = len(units)
+    masks = {o.text for b in fn.blocks for i in b.instructions for o in i.operands if o.kind == "regmask"}
+    kept = [isa.preserved_units(mask) or frozenset() for mask in masks]
+    was_kept = any(u in k for k in kept for u in units)
+    top = 100 if to == "sgpr" else 256
+    choices = []
+    for first in range(4 if to == "sgpr" else 0, top - n + 1, 2 if (to == "sgpr" and n == 2) else 1):
+        new_units = [f"{to}{k}" for k in range(first, first + n)]
+        if any(u in used_units or u == "sgpr32" for u in new_units):
+            continue
+        if was_kept and not all(u in k for k in kept for u in new_units):
+            continue
+        choices.append("_".join(new_units))
+    if not choices:
+        return None
+    new = rng.choice(choices[:24])
+    count = _rename_everywhere(fn, name, new)
+    block = next((b for b in fn.blocks if any(o.kind == "reg" and o.phys == new for i in b.instructions
+                                              for o in i.operands)), None)
+    if block is None:
+        return None  # named only in live-in lists: no instruction to mutate
+    idx, ins = next((k, i) for k, i in enumerate(block.instructions)
+                    if any(o.kind == "reg" and o.phys == new for o in i.operands))
+    return _mutant(m, fn, block.number, idx, ins, "other-file",
+                   f"${name} ({count} operands, first at line {ins.line}) moved to ${new}, another register file")
+
+
+def lane_write_tie(module: Module, rng: random.Random) -> Mutant | None:
+    """A lane write (V_WRITELANE_B32, SI_SPILL_S32_TO_VGPR) keeps the other lanes of another
+    VGPR than the one it writes: its `vdst_in` no longer is its def."""
+    got = _pick(module, rng, lambda i: i.opcode in ("V_WRITELANE_B32", "SI_SPILL_S32_TO_VGPR") and
+                len(isa.explicit_operands(i)[1]) > 2 and isa.explicit_operands(i)[1][2].kind == "reg"
+                and isa.explicit_operands(i)[1][2].phys is not None)
+    if got is None:
+        return None
+    m, fn, b, ins, idx = got
+    tied = isa.explicit_operands(ins)[1][2]
+    old = tied.phys
+    named = sorted(n for n in _register_names(fn) if n.startswith("vgpr") and n != old and _numbered_units(n)
+                   and len(_numbered_units(n) or ()) == 1)
+    new = rng.choice(named) if named and rng.random() < 0.7 else f"vgpr{rng.randrange(0, 64)}"
+    if new == old:
+        return None
+    _retarget(tied, new)
+    if not tied.tie_implied:
+        tied.tied_def = None  # a printed `tied-def` goes; a tie the definition implies stays, as a re-read gives
+    return _mutant(m, fn, b, idx, ins, "lane-write-tie",
+                   f"{ins.opcode} at line {ins.line} keeps the lanes of ${new} instead of ${old}")
+
+
+def _exec_update(i: Instruction) -> bool:
+    """S_*_SAVEEXEC_*, or an instruction that puts EXEC back (`$exec = S_OR_B64 $exec, ...`,
+    `$exec = S_MOV_B64 $sgprN` after a waterfall loop): not a terminator."""
+    if isa.saveexec(i.opcode):
+        return True
+    return not i.opcode.endswith("_term") and any(
+        o.kind == "reg" and o.is_def and not o.is_implicit and o.phys in ("exec", "exec_lo") for o in i.operands)
+
+
+def drop_exec_update(module: Module, rng: random.Random) -> Mutant | None:
+    """A SAVEEXEC or an EXEC restore is missing."""
+    got = _pick(module, rng, _exec_update)
+    if got is None:
+        return None
+    m, fn, b, ins, idx = got
+    block = next(x for x in fn.blocks if x.number == b)
+    del block.instructions[idx]
+    return _mutant(m, fn, b, idx, ins, "drop-exec-update", f"{ins.opcode} at line {ins.line} (EXEC) is dropped")
+
+
+def move_exec_update(module: Module, rng: random.Random) -> Mutant | None:
+    """A SAVEEXEC or an EXEC restore moves inside its block, before or after other
+    instructions (never past the terminators)."""
+    got = _pick(module, rng, _exec_update)
+    if got is None:
+        return None
+    m, fn, b, ins, idx = got
+    block = next(x for x in fn.blocks if x.number == b)
+    body = [k for k, i in enumerate(block.instructions)
+            if not (i.opcode.endswith("_term") or i.opcode.startswith(("S_BRANCH", "S_CBRANCH", "S_ENDPGM", "SI_RETURN")))]
+    places = [k for k in body if k != idx]
+    if not places:
+        return None
+    to = rng.choice(places)
+    del block.instructions[idx]
+    block.instructions.insert(to, ins)
+    return _mutant(m, fn, b, to, ins, "move-exec-update",
+                   f"{ins.opcode} at line {ins.line} (EXEC) moves {'up' if to < idx else 'down'} by {abs(to - idx)}")
+
+
 OPERATORS: dict[str, Operator] = {
     "wrong-use": wrong_use,
     "clobber-def": clobber_def,
@@ -243,4 +404,8 @@ OPERATORS: dict[str, Operator] = {
     "change-opcode": change_opcode,
     "swap-operands": swap_operands,
     "copy-wrong-source": copy_wrong_source,
+    "other-file": other_file,
+    "lane-write-tie": lane_write_tie,
+    "drop-exec-update": drop_exec_update,
+    "move-exec-update": move_exec_update,
 }

@@ -61,6 +61,36 @@ class Profile:
     def lane_mask_dwords(self) -> int:
         return 1 if self.wave32 else 2
 
+    # EXEC as SILowerControlFlow writes it (llc-19 -stop-before=greedy): `$exec`, the _B64
+    # opcodes and sreg_64 copies on wave64; `$exec_lo`, _B32 and sreg_32 on wave32.
+    @property
+    def exec_reg(self) -> str:
+        return "$exec_lo" if self.wave32 else "$exec"
+
+    @property
+    def wave_bits(self) -> str:
+        return "B32" if self.wave32 else "B64"
+
+    @property
+    def exec_copy_class(self) -> str:
+        return "sreg_32" if self.wave32 else "sreg_64"
+
+    @property
+    def lanes(self) -> int:
+        return 32 if self.wave32 else 64
+
+    @property
+    def calls(self) -> bool:
+        """Whether programs may call (gfx9 and later: the kernels whose call sequences llc-19 and
+        llc-22 were checked to compile here)."""
+        return self.generation >= 9
+
+    @property
+    def call_mask(self) -> str:
+        """The register mask of a call (SIRegisterInfo::getCallPreservedMask: the _GFX90AInsts
+        list where the subtarget has gfx90a's instructions)."""
+        return "csr_amdgpu_gfx90ainsts" if self.aligned else "csr_amdgpu"
+
     # Opcodes by generation (LLVM 19 VOP2/VOP3/FLAT/MUBUF instruction definitions, checked with
     # `llc-19 -verify-machineinstrs -run-pass=none` on generated programs for each target).
     @property

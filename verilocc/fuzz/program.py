@@ -3,8 +3,10 @@
 `ProgramBuilder` holds what the generator knows while it writes a program: the virtual
 registers (`Var`) with class, file and width; the blocks in layout order (`LayoutBlock`: MIR
 lines, terminators that name blocks by object, successors); the current block; and the
-environment (`Env`), for every virtual register the lanes defined on every path reaching the
-current point. The generator only reads what the environment holds, which is what makes its
+environment (`Env`), for every virtual register the lanes (32-bit pieces) defined on every
+path reaching the current point, and the registers defined in every thread lane of the wave
+(`wave_full`: outside divergent control flow, every register of the environment; inside,
+those defined before it). The generator only reads what the environment holds, which is what makes its
 programs well-formed. It also chooses operands (`pieces`, `value`, `vsrc`, `ssrc`) and def
 targets (`dest`) from that environment; every choice is a draw of its `Source`.
 """
@@ -86,11 +88,15 @@ class ProgramBuilder:
         self.cur = self._open()
         self.inputs: list[tuple[str, int]] = []
         self.self_copies = True  # `%3 = COPY %3`: legal, and coalescers delete it
-        self.counters: set[int] = set()  # loop counters: only their latch redefines them
+        # Loop counters and EXEC masks: only their construct redefines them.
+        self.counters: set[int] = set()
         self.pending = 0  # blocks of open constructs not laid out yet
         self.tie = ""  # "(tied-def 0)" to write the ties of V_FMAC / *_mac_e64 out (llc infers them)
         self.constant_redefs = True  # moves of immediates may redefine existing registers
         self.rsrc = -1  # gfx6: the buffer resource descriptor (sgpr_128) of global memory accesses
+        self.divergence = 0  # divergent constructs (EXEC narrowed) around the current point
+        self.wave_full: set[int] = set()  # registers defined in every lane of the wave
+        self.calls = 0  # calls written (the function header then says it has calls)
 
     # -- infrastructure ----------------------------------------------------------------------
     def _open(self) -> LayoutBlock:
@@ -113,6 +119,11 @@ class ProgramBuilder:
         self.cur.instrs.append(line)
         self.count += 1
 
+    def scaffold(self, line: str) -> None:
+        """A line of a construct's fixed shape (EXEC bookkeeping, a call sequence): not counted
+        against the instructions a region draws."""
+        self.cur.instrs.append(line)
+
     def full(self, v: Var) -> bool:
         return len(self.env.get(v.id, ())) == v.n
 
@@ -120,7 +131,17 @@ class ProgramBuilder:
         new = frozenset(range(v.n) if lanes is None else lanes)
         if v.id not in self.env:
             self.fresh_here.add(v.id)
+            if self.divergence:  # defined in the active lanes only
+                self.wave_full.discard(v.id)
         self.env[v.id] = new if undef or lanes is None else self.env.get(v.id, frozenset()) | new
+        if not self.divergence and len(self.env[v.id]) == v.n:
+            self.wave_full.add(v.id)
+
+    def converge(self) -> None:
+        """After a divergent construct: back at full EXEC, every register of the environment is
+        defined in every lane (each lane took one arm, or every iteration it ran)."""
+        if not self.divergence:
+            self.wave_full = {vid for vid in self.env if self.full(self.vars[vid])}
 
     def room(self) -> bool:
         return self.count < self.max_instrs
@@ -192,7 +213,7 @@ class ProgramBuilder:
                 return f"%{v.id}:{v.cls}", v, None
         if not fresh_only and r < 35:
             tuples = sorted(vid for vid in self.env if self.vars[vid].file == file and self.vars[vid].n > n
-                            and self.full(self.vars[vid]))
+                            and self.full(self.vars[vid]) and vid not in self.counters)
             if tuples:
                 v = self.vars[self.src.choice(tuples)]
                 k = self.src.integer(0, v.n // n - 1) * n

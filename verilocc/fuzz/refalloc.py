@@ -14,13 +14,20 @@ VGPR, SGPR and AGPR classes) without splitting or coalescing:
    inside a register budget, avoiding reserved registers ($sgpr32 the stack pointer, the
    private segment buffer $sgpr0-3 where the target has one: `Profile.reserved_sgprs`) and
    overlapping no interfering register.
-4. A VGPR or SGPR register of up to 128 bits that does not fit (colouring keeps
+4. A VGPR or SGPR register of up to 128 bits (any register live across a call) that does not fit (colouring keeps
    `SPILL_RESERVE` registers per file free) is spilled everywhere: it lives in a stack slot,
    each instruction that reads it is preceded by an `SI_SPILL_*_RESTORE` into a temporary
    that is free at that instruction, and each instruction that writes it is followed by an
    `SI_SPILL_*_SAVE`. When something does not fit anyway, that file's budget grows and
    allocation restarts, up to the target's register file (`Profile.registers`: 104 SGPRs on
    gfx6/gfx7); beyond it the program is not allocated (AllocationError).
+5. Calls: a virtual register live across a call (live after it and not one of its results)
+   gets only registers the call's mask preserves (`isa.preserved_units`, the SGPRs every LLVM
+   from 15 to 22 preserves), or is spilled (AGPRs too, which gfx908's calls clobber). A value
+   that is dead at the call by the CFG (the result copied out of `$vgpr0` in a waterfall
+   loop, the pointer after its IMPLICIT_DEF) may sit in a clobbered register: the callee only
+   writes the lanes active at the call, and those lanes of the value are dead. This is
+   LLVM's own reasoning, which the interpreter checks lane by lane.
 
 `permute` renames the registers of an allocated program consistently (keeping tuple
 alignment and the input registers) to give another correct allocation.
@@ -36,7 +43,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from verilocc.fuzz.interpret import Unsupported, class_dwords, physical_units, subreg_lanes
+from verilocc.fuzz.isa import Unsupported, class_dwords, physical_units, preserved_units, subreg_lanes
 from verilocc.fuzz.profiles import PROFILES, Profile
 from verilocc.fuzz.render import SpillSlot, ir_document, post_ra_header, render_body
 from verilocc.mir.model import Function, Instruction, Module, Operand
@@ -136,6 +143,7 @@ class _Ins:
     defs: set[Item]
     kills: set[Item]  # items whose whole old value dies here (full defs)
     early: set[Item]  # early-clobber defs
+    preserved: frozenset[str] | None = None  # a call: the 32-bit registers its mask preserves
 
 
 class _Analysis:
@@ -194,7 +202,9 @@ class _Analysis:
                 kills |= names
             elif not op.has("undef"):
                 uses |= names
-        return _Ins(bi, ins, uses, defs, kills, early)
+        mask = next((op.text for op in ins.operands if op.kind == "regmask"), None)
+        preserved = preserved_units(mask) if mask is not None else None
+        return _Ins(bi, ins, uses, defs, kills, early, preserved)
 
     def _liveness(self) -> None:
         n = len(self.blocks)
@@ -269,6 +279,14 @@ class _Allocator:
         self.a = _Analysis(fn)
         self.reserved: set[Unit] = {("s", 32)} | {("s", k) for k in prof.reserved_sgprs}
         self.color: dict[Item, Unit] = {}  # item -> first unit
+        # Virtual registers live across a call -> the registers every call they cross preserves.
+        self.across: dict[object, frozenset[str]] = {}
+        for row in self.a.rows():
+            if row.preserved is None:
+                continue
+            for x in self.a.after[id(row)] - row.defs:
+                if not isinstance(x, str):
+                    self.across[x] = self.across.get(x, row.preserved) & row.preserved
         self.spilled: dict[object, int] = {}
         for it in self._all_items():
             if isinstance(it, str):
@@ -292,17 +310,21 @@ class _Allocator:
         return [k for k in range(0, top - n + 1, al)
                 if not any((file, k + j) in self.reserved for j in range(n))]
 
-    def pick(self, file: str, n: int, taken: set[Unit], keep: int = 0) -> int | None:
+    def pick(self, file: str, n: int, taken: set[Unit], keep: int = 0,
+             preserved: frozenset[str] | None = None) -> int | None:
         """A free register; `keep` registers at the top of the budget stay free (for spill
-        temporaries, so that spilling, not growing the budget, answers pressure)."""
+        temporaries, so that spilling, not growing the budget, answers pressure); `preserved`:
+        only registers among these (a value live across calls)."""
         top = self.budget.size(file) - keep
-        free = [k for k in self.candidates(file, n, top) if not any((file, k + j) in taken for j in range(n))]
+        free = [k for k in self.candidates(file, n, top) if not any((file, k + j) in taken for j in range(n))
+                and (preserved is None or all(f"{_PREFIX[file]}{k + j}" in preserved for j in range(n)))]
         if not free:
             return None
         return free[0] if self.rng.random() < 0.6 else self.rng.choice(free)
 
     def spillable(self, v: object) -> bool:
-        if not self.allow_spill or self.a.file[v] == "a" or self.a.width[v] > 4:
+        crosses = v in self.across  # may not fit in the registers calls preserve (8-wide stripes)
+        if not self.allow_spill or (not crosses and (self.a.file[v] == "a" or self.a.width[v] > 4)):
             return False
         for row in self.a.rows():
             for op in row.ins.operands:
@@ -322,8 +344,8 @@ class _Allocator:
             for w in edges.get(v, ()):
                 if w in self.color:
                     taken.update(self.units(w))
-            keep = SPILL_RESERVE if self.allow_spill and self.a.file[v] in "vs" else 0
-            k = self.pick(self.a.file[v], self.a.width[v], taken, keep)
+            keep = SPILL_RESERVE if self.allow_spill and (self.a.file[v] in "vs" or self.across) else 0
+            k = self.pick(self.a.file[v], self.a.width[v], taken, keep, self.across.get(v))
             if k is None:
                 if can_spill[v]:
                     self.spilled[v] = len(self.spilled)
@@ -521,6 +543,9 @@ def permute(post_text: str, rng: random.Random, tuples: Iterable[str] | None = N
     With `misalign`, VGPR/AGPR clusters holding a tuple move by an odd offset instead: the
     values still flow right, but on gfx90a/gfx942 such tuples do not exist in hardware, so
     this is a wrong allocation (the text is returned unchanged when nothing can move).
+
+    Around calls, the registers a call names (its arguments, results and return address) stay,
+    and a register its mask preserves only moves to one it preserves too.
     """
     head, sep, body = post_text.partition("\nbody:")
     if not sep:
@@ -530,6 +555,19 @@ def permute(post_text: str, rng: random.Random, tuples: Iterable[str] | None = N
     fixed_names = set(re.findall(r"reg: '\$([\w]+)'", head.split("frameInfo:")[0]))
     ranges: dict[str, list[tuple[int, int]]] = {"v": [], "s": [], "a": []}
     fixed: dict[str, set[int]] = {"v": set(), "s": {32, *prof.reserved_sgprs}, "a": set()}
+    kept: set[str] | None = None  # registers every call preserves
+    for line in body.split("\n"):
+        if "SI_CALL" not in line:
+            continue
+        mask = re.search(r"\b(csr_\w+|CustomRegMask\([^)]*\))", line)
+        got = (preserved_units(mask.group(1)) if mask else None) or frozenset()
+        kept = set(got) if kept is None else kept & got
+        call_regs = re.findall(r"\$((?:vgpr|sgpr|agpr)\d+(?:_(?:vgpr|sgpr|agpr)\d+)*)\b", line)
+        callee = re.search(r"SI_CALL\w* (?:killed |renamable )*\$(\w+)", line)
+        for name in call_regs:
+            if callee and name == callee.group(1):
+                continue  # the callee's address is an ordinary value
+            fixed_names.add(name)
     for name in set(_REG_TOKEN.findall(body)) | fixed_names | {t.lstrip("$") for t in tuples or ()}:
         units = _units_of_phys(name)
         if not units:
@@ -562,7 +600,9 @@ def permute(post_text: str, rng: random.Random, tuples: Iterable[str] | None = N
         for lo, hi in movable:
             size = hi - lo + 1
             starts = [s for s in range(lo % step, limit - size + 1, step)
-                      if not any(k in occupied for k in range(s, s + size))]
+                      if not any(k in occupied for k in range(s, s + size))
+                      and (kept is None or all(f"{_PREFIX[f]}{k - lo + s}" in kept
+                                               for k in range(lo, hi + 1) if f"{_PREFIX[f]}{k}" in kept))]
             if odd:  # tuples to odd places, single registers anywhere
                 tuple_here = any(a >= lo and b <= hi and b > a for a, b in rs)
                 starts = [s for s in starts if (s - lo) % 2 == 1] if tuple_here else starts

@@ -61,8 +61,11 @@ def function_header(
     liveins: Sequence[tuple[str, int | None]],
     stack: Sequence[SpillSlot] = (),
     name: str = "f",
+    calls: bool = False,
 ) -> str:
-    """The YAML of one machine function up to `body:`. `stack` holds (id, size, stack-id)."""
+    """The YAML of one machine function up to `body:`. `stack` holds (id, size, stack-id);
+    `calls`: the function calls (llc's machine verifier wants `adjustsStack` with the call
+    frame pseudos)."""
     p = PROFILES[target]
     lines = [
         "---",
@@ -77,7 +80,10 @@ def function_header(
         lines.append("registers:       []")
     lines.append("liveins:")
     lines.extend(f"  - {{ reg: '${r}', virtual-reg: '{'' if v is None else f'%{v}'}' }}" for r, v in liveins)
-    lines += ["frameInfo:", "  maxAlignment:    1", "fixedStack:      []"]
+    lines += ["frameInfo:", "  maxAlignment:    1"]
+    if calls:
+        lines += ["  adjustsStack:    true", "  hasCalls:        true"]
+    lines += ["fixedStack:      []"]
     lines += stack_yaml(stack)
     args = [f"    kernargSegmentPtr: {{ reg: '${p.kernarg}' }}",
             f"    workGroupIDX:    {{ reg: '${p.group_ids[0]}' }}",
