@@ -138,3 +138,20 @@ def test_which_copies_llvm_lowers(dst: str, src: str, legal: bool) -> None:
 def test_vcc_from_a_vgpr_is_a_lane_mask_not_a_copy() -> None:
     why = copy_problem(parse_physreg("vcc"), parse_physreg("vgpr0"))
     assert why is not None and "V_CMP_NE_U32" in why
+
+
+@pytest.mark.parametrize(("name", "opcode", "reg"), [
+    ("gfx908-40-mutant-other-file", "SI_SPILL_S64_RESTORE", "$vgpr21_vgpr22"),
+    ("gfx942-45-mutant-other-file", "SI_SPILL_V32_SAVE", "$sgpr33"),
+    ("gfx1100-11-mutant-other-file", "SI_SPILL_V64_SAVE", "$sgpr58_sgpr59"),
+])
+def test_a_spill_pseudo_names_a_register_of_its_file(name: str, opcode: str, reg: str) -> None:
+    """An SGPR spill reloaded into VGPRs, or a VGPR spill of SGPRs, moves a value across
+    register files as an illegal COPY does: layer 1 says so at the spill, in llc's words."""
+    post = FIXTURES / "fuzz" / "found" / f"{name}.post.mir"
+    report = verify_modules(read_module(str(post)), read_module(str(post.with_name(f"{name}.pre.mir"))), Options())
+    assert report.verdict is Verdict.REJECTED
+    found = [f for f in _errors(report, "class") if opcode in f.message and reg in f.message]
+    assert found and "Illegal physical register for instruction" in found[0].message
+    line = next(k for k, text in enumerate(post.read_text().splitlines(), 1) if opcode in text and reg in text)
+    assert found[0].place.line == line

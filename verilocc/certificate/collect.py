@@ -37,7 +37,7 @@ PYTHON_ONLY = (
      "not reserved; tied operands share a register, the ties the instruction's definition implies "
      "(verilocc.target.opcodes) included; early-clobber defs do not overlap uses (post-only checks)")),
     ("constraints", ("every COPY is one LLVM can lower: none from a vector register (one value per thread lane) into a "
-     "scalar one (illegal copies)")),
+     "scalar one (illegal copies); every spill pseudo's data operand is in a file its definition takes")),
     ("constraints", "no register is read before some path defines it (undefined reads)"),
     ("constraints", ("class membership of the homes of split, spilled or rematerialised virtual registers (they have "
      "no variable in the SMT obligation)")),
