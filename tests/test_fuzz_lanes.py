@@ -72,6 +72,21 @@ def test_vector_writes_honour_exec_and_scalar_writes_are_whole() -> None:
     assert got[2] == 12
 
 
+def test_a_copy_between_overlapping_tuples_reads_before_it_writes() -> None:
+    """`$vgpr2_vgpr3 = COPY $vgpr1_vgpr2` moves both halves: LLVM orders the pieces so that
+    none is overwritten before it is read (`SIInstrInfo::copyPhysReg`), either way round."""
+    got = _stored(_program([
+        "$vgpr1 = V_MOV_B32_e32 1, implicit $exec",
+        "$vgpr2 = V_MOV_B32_e32 2, implicit $exec",
+        "$vgpr2_vgpr3 = COPY $vgpr1_vgpr2",
+        STORE.format(v="$vgpr2"), STORE.format(v="$vgpr3"),
+        "$vgpr6 = V_MOV_B32_e32 6, implicit $exec",
+        "$vgpr7 = V_MOV_B32_e32 7, implicit $exec",
+        "$vgpr5_vgpr6 = COPY $vgpr6_vgpr7",
+        STORE.format(v="$vgpr5"), STORE.format(v="$vgpr6")]))
+    assert got == [{lane: v for lane in range(64)} for v in (1, 2, 6, 7)]
+
+
 def test_lane_masks_compares_selects_and_lane_moves() -> None:
     got = _stored(_program([
         "$vgpr1 = V_MOV_B32_e32 5, implicit $exec",

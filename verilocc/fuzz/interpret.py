@@ -557,18 +557,21 @@ class Machine:
     def _copy_into(self, dst: tuple[Loc, ...], src: list[Loc | int], what: str) -> None:
         """Copy 32-bit pieces: into a vector register in the active lanes (a broadcast from a
         scalar), into a scalar register whole; a vector piece into a scalar register cannot be
-        executed."""
+        executed. Every piece is read before any is written, as LLVM lowers a copy between
+        overlapping tuples (`SIInstrInfo::copyPhysReg` orders the pieces so that none is
+        overwritten before it is read)."""
         if len(dst) != len(src):
             raise _Stop(f"error: {what} of {len(src)} registers into {len(dst)}")
         active = -1
+        writes: list[tuple[Loc, int | list[int]]] = []
         for d, s in zip(dst, src):
             if d[0] in "sS":
                 if isinstance(s, int):
-                    self.write_scalar(d, s)
+                    writes.append((d, s))
                 elif s[0] in "sS":
                     if self.strict:
                         self.check_defined(s, 1)
-                    self.write_scalar(d, self.scalar(s))
+                    writes.append((d, self.scalar(s)))
                 else:
                     raise _Stop(f"error: illegal VGPR to SGPR copy ({_name(d)} from {_name(s)})")
                 continue
@@ -576,12 +579,17 @@ class Machine:
                 active = self.active()
             lanes = self.lanes(active)
             if isinstance(s, int):
-                self.write_lanes(d, [s] * len(lanes), lanes)
+                writes.append((d, [s] * len(lanes)))
                 continue
             if self.strict:
                 self.check_defined(s, active)
             vals = self.lane_values(s)
-            self.write_lanes(d, [vals[lane] for lane in lanes], lanes)
+            writes.append((d, [vals[lane] for lane in lanes]))
+        for d, v in writes:
+            if isinstance(v, int):
+                self.write_scalar(d, v)
+            else:
+                self.write_lanes(d, v, self.lanes(active))
 
     def _move(self, p: _Plan) -> str | None:
         if len(p.defs) != 1:
