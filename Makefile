@@ -136,7 +136,7 @@ test: install native model-install llvm
 # llc-22 on PATH allocates the known-bug reproducers, the fidelity inputs, 31 of LLVM's tests,
 # the LLVM 15/16 kernel IR, our kernels (clang-19, when $(SHARED)/kernels is there) and fuzzer
 # programs (also with the fast and basic allocators); the table goes to docs/hunt.md and
-# docs/hunt.json. Hours on 2 shared cores: `nice make hunt HUNT_JOBS=1`; after a change to the
+# bench/results/hunt.json. Hours on 2 shared cores: `nice make hunt HUNT_JOBS=1`; after a change to the
 # triage file, `make hunt HUNT_FLAGS=--retable` sorts the finished hunt again in a minute.
 HUNT_JOBS ?= 1
 HUNT_TARGETS ?= gfx90a,gfx942,gfx1100
@@ -164,7 +164,7 @@ hunt: install hunt-llvm
 	$(VERILOCC) hunt tests/fixtures/hunt/known tests/fixtures/fidelity tests/fixtures/llvm/15/ll \
 	  tests/fixtures/llvm/16/ll $(addprefix tests/fixtures/llvm-tests/ll/,$(addsuffix .ll,$(HUNT_TESTS))) \
 	  $(HUNT_HIP) --fuzz 5 --targets $(HUNT_TARGETS) --regalloc greedy --mir-regalloc greedy,fast,basic \
-	  --reduce --out build/hunt --markdown docs/hunt.md --json docs/hunt.json --command-name "make hunt" \
+	  --reduce --out build/hunt --markdown docs/hunt.md --json bench/results/hunt.json --command-name "make hunt" \
 	  -j $(HUNT_JOBS) $(HUNT_FLAGS) || [ $$? -eq 1 ]  # 1: candidate LLVM bugs in the table, not a failure of the hunt
 
 # LLVM's tests through llc-16 (docs/hunt-llvm-tests.md; llvm-tests.md has llc-19 and llc-22).

@@ -5,7 +5,7 @@ One command: make the pairs with ``scripts/llvm_tests_corpus.py`` (or take a dir
 them with ``--pairs``), verify every pair (``verilocc.verify.verify_modules`` in worker
 processes, one pair at a time per worker, each under ``--pair-timeout``), and write
 
-* ``docs/llvm-tests.json``: one record per function (version, target, test, mode, function,
+* ``bench/results/llvm-tests.json``: one record per function (version, target, test, mode, function,
   verdict, cause, first finding) and the pairs that could not be read or verified;
 * the section of ``docs/llvm-tests.md`` between ``<!-- sweep:begin -->`` and
   ``<!-- sweep:end -->`` (the rest of the file is left as it is): per LLVM version and target the
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--pair-timeout", type=float, default=600.0,
                     help="seconds for verifying one pair (default %(default)s)")
-    ap.add_argument("--json", type=Path, default=REPO_ROOT / "docs" / "llvm-tests.json")
+    ap.add_argument("--json", type=Path, default=REPO_ROOT / "bench" / "results" / "llvm-tests.json")
     ap.add_argument("--markdown", type=Path, default=REPO_ROOT / "docs" / "llvm-tests.md")
     ap.add_argument("--keep-fixtures", type=Path, default=None, metavar="DIR",
                     help="also copy a small selection of the pairs to DIR (with pairs.tsv)")
