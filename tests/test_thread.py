@@ -10,7 +10,6 @@ fixtures and how each was made: tests/fixtures/thread/README.md."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
