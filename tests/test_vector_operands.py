@@ -31,6 +31,12 @@ def test_memory_data_takes_either_file_and_addresses_do_not() -> None:
     assert takes_file(buffer, 0, A, True) and not takes_file(buffer, 1, A, True)
     ds = _ins("DS_WRITE_B32_gfx9 $vgpr4, $vgpr2, 0, 0, implicit $exec")
     assert takes_file(ds, 1, A, True) and not takes_file(ds, 0, A, True)
+    # A scratch store's data comes first in every form, before the VGPR and SGPR addresses.
+    scratch = _ins("SCRATCH_STORE_DWORD_SADDR $agpr8, $sgpr0, 0, 0, implicit $exec, implicit $flat_scr")
+    assert takes_file(scratch, 0, V, True) and not takes_file(scratch, 1, A, True)
+    svs = _ins("SCRATCH_STORE_DWORDX2_SVS $vgpr2_vgpr3, $vgpr1, $sgpr0, 0, 0, implicit $exec, implicit $flat_scr")
+    assert takes_file(svs, 0, A, True) and not takes_file(svs, 1, A, True)
+    assert not takes_file(scratch, 0, V, False)  # gfx908 has no AV memory operands
 
 
 def test_operands_that_must_share_a_file_take_only_their_own() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from verilocc import __version__
 from verilocc.pairing.alignment import FunctionAlignment, align_functions, is_spill_code
+from verilocc.pairing.fixed_objects import with_fixed_objects_named
 from verilocc.pairing.blocks import pair_blocks, renumbered, renumbering_note
 from verilocc.analysis.calls import call_mask, expand_calls, sgpr_striped
 from verilocc.analysis.cfg import CFG, build_cfg
@@ -200,9 +201,11 @@ class Layer1:
 
 
 def prepare_pair(post: Function, pre: Function, target: Target) -> PreparedPair:
-    """Read both programs as they execute (`executed`), pair blocks by structure, renumber,
-    expand calls (one rule for both programs), align."""
+    """Read both programs as they execute (`executed`), call fixed stack objects by
+    the virtual program's ids for the same memory, pair blocks by structure, renumber, expand calls
+    (one rule for both programs), align."""
     post, pre = executed(post), executed(pre)
+    pre, post = with_fixed_objects_named(pre, post)
     pairing = pair_blocks(pre, post)
     striped = sgpr_striped(post) or sgpr_striped(pre)
     post = expand_calls(renumbered(post, pairing), target, striped)

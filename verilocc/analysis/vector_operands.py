@@ -12,9 +12,9 @@ operand constrains nothing when it is implicit or belongs to `COPY`, `KILL` or `
 of a given vector file. It answers True only where llc's machine verifier (`-verify-machineinstrs`,
 LLVM 19 and 22, gfx908 to gfx950) accepts that file, and False wherever that is not known
 (`scripts/vector_operands_probe.py` and `tests/test_vector_operands.py` check it against llc):
-- memory instructions (`GLOBAL_`, `FLAT_`, `BUFFER_`, `DS_`; of `SCRATCH_`, loads only): the
-  loaded value (the def of a load), and the data of a store or of an atomic that returns
-  nothing; never an address. llc refuses the other file for the two data operands of
+- memory instructions (`GLOBAL_`, `FLAT_`, `BUFFER_`, `DS_`, `SCRATCH_`): the loaded value
+  (the def of a load), and the data of a store or of an atomic that returns nothing; never an
+  address. llc refuses the other file for the two data operands of
   `DS_WRITE2*` and compare-and-swap and for any operand of an atomic that returns a value,
   even with all of them in it; so does this, and for the `DS_` permutes, appends, `ADDTID`
   and transposing (`_TR`) forms;
@@ -24,7 +24,7 @@ LLVM 19 and 22, gfx908 to gfx950) accepts that file, and False wherever that is 
 - `AV_MOV_B32_IMM_PSEUDO` and `AV_MOV_B64_IMM_PSEUDO` (LLVM 22): the result takes either file;
 - inline assembly: the files of the class its operand flag names (`/* reguse:AReg_64 */`), which
   LLVM 22 may change from the virtual register's when it rewrites an MFMA into its AGPR form;
-- anything else (VALU, SALU, `V_ACCVGPR_*`, scratch stores, `SMFMAC`): only the class's own file.
+- anything else (VALU, SALU, `V_ACCVGPR_*`, `SMFMAC`): only the class's own file.
 """
 
 from __future__ import annotations
@@ -90,7 +90,9 @@ def takes_file(ins: Instruction, position: int, file: RegFile, av_operands: bool
     if not av_operands:
         return False
     if opcode.startswith("SCRATCH_LOAD_") and "_LDS" not in opcode:
-        return op.is_def and k == 0  # where a scratch store's data stands varies by form
+        return op.is_def and k == 0
+    if opcode.startswith("SCRATCH_STORE_") and "_LDS" not in opcode:
+        return not op.is_def and k == 0  # the data comes first in every form (then vaddr, saddr)
     if not opcode.startswith(_VECTOR_MEMORY) or "ADDTID" in opcode or "_LDS" in opcode or "_TR" in opcode:
         return False
     regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]

@@ -155,11 +155,12 @@ def assignment_from_allocation(pre: Module, post: Module, target_name: str | Non
     instead. (The result is an assignment to verify, not a verified one.)
     """
     from verilocc.pairing.alignment import align_functions
+    from verilocc.pairing.fixed_objects import with_fixed_objects_named
     from verilocc.pairing.homes import collect_homes, home_of
     from verilocc.analysis.operands import physreg_at, vreg_classes
     from verilocc.target import get_target
 
-    pf, qf = pre.functions[0], post.functions[0]
+    pf, qf = with_fixed_objects_named(pre.functions[0], post.functions[0])
     target = get_target(target_name or pf.target_cpu or "")
     classes = vreg_classes(pf)
     alignment = align_functions(pf, qf)
