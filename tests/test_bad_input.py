@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import random
 import re
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from verilocc import cli
 from verilocc.errors import InputError
 from verilocc.mir import parser as mir_parser
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, have
 from .conftest import KERNELS as CORPUS  # the corpus, or examples/: the same small kernels
 
 VADD_PRE = CORPUS / "gfx90a" / "vadd.pre.mir"
@@ -222,7 +223,14 @@ CASES = [
     Case("truncated-mid-instruction", "post", truncate_after("renamable $vgpr5, dead renamable $vcc = V_ADDC_U32_e64 killed $vgpr5, $vg"),
          at=None),
     Case("nul-byte", "post", sub("S_BRANCH %bb.1", "S_BRANCH %bb\x00.1"), at="\x00", at_col=True),
+    # What llc refuses to read is bad input too (`LLC_REFUSES` below checks llc says the same).
+    Case("key-given-twice", "post", sub("alignment:       1\n", "alignment:       1\nname:            other\n"),
+         at="name:            other", at_col=True),
+    Case("flow-key-given-twice", "post", sub("- { reg: '$vgpr0', virtual-reg: '' }", "- { reg: '$vgpr0', reg: '$vgpr1', virtual-reg: '' }"),
+         at="reg: '$vgpr1'", at_col=True),
+    Case("unknown-instruction-name", "post", sub("S_BRANCH %bb.1", "V_FROB_XYZ %bb.1"), at="V_FROB_XYZ", at_col=True),
 ]
+LLC_REFUSES = ("key-given-twice", "flow-key-given-twice", "unknown-instruction-name")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -239,6 +247,23 @@ def test_malformed_mir(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture
     line = line_of(text, case.at) if case.at is not None else None
     col = col_of(text, case.at) if case.at is not None and case.at_col else None
     assert_bad_input(res, bad, line, col)
+
+
+@pytest.mark.llc
+@pytest.mark.parametrize("case", [c for c in CASES if c.id in LLC_REFUSES], ids=lambda c: c.id)
+def test_llc_refuses_the_same_input_at_the_same_place(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file llc's MIR reader refuses is bad input here, at the line and column llc names."""
+    if not have("llc-19"):
+        pytest.skip("llc-19 is not installed (make test installs it)")
+    bad = tmp_path / "vadd.post.mir"
+    bad.write_text(case.edit(VADD_POST.read_text(encoding="utf-8")), encoding="utf-8")
+    proc = subprocess.run(["llc-19", "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-run-pass=none", "-o", "/dev/null", str(bad)],
+                          capture_output=True, text=True, check=False)
+    theirs = re.search(r"error: (?:YAML|[^:]+):(\d+):(\d+): (.*)", proc.stderr)
+    assert proc.returncode != 0 and theirs is not None, proc.stderr
+    res = run(capsys, ["verify", str(bad), "--pre", str(VADD_PRE)])
+    ours = assert_bad_input(res, bad)
+    assert (ours["line"], ours["col"]) == (theirs[1], theirs[2]) and ours["msg"] == theirs[3]
 
 
 def test_unknown_registers_class_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,6 +26,7 @@ from verilocc.analysis.operands import VReg, check_header_registers, resolve_ope
 from verilocc.analysis.undefined import undefined_reads
 from verilocc.errors import InputError, TargetError
 from verilocc.findings import LAYERS, Finding, FunctionResult, Place, Report, Verdict
+from verilocc.mir.as_read import as_llc_reads
 from verilocc.mir.model import Function, Module
 from verilocc.mir.parser import read_module
 from verilocc.semantics.calleesaved import CalleeSavedChecker
@@ -201,10 +202,11 @@ class Layer1:
 
 
 def prepare_pair(post: Function, pre: Function, target: Target) -> PreparedPair:
-    """Read both programs as they execute (`executed`), call fixed stack objects by
-    the virtual program's ids for the same memory, pair blocks by structure, renumber, expand calls
-    (one rule for both programs), align."""
-    post, pre = executed(post), executed(pre)
+    """Read both programs as llc reads them (`as_llc_reads`) and as they execute (`executed`),
+    call fixed stack objects by the virtual program's ids for the same memory, pair blocks by
+    structure, renumber, expand calls (one rule for both programs), align."""
+    wave32 = target.wavefront_size == 32
+    post, pre = executed(as_llc_reads(post, wave32)), executed(as_llc_reads(pre, wave32))
     pre, post = with_fixed_objects_named(pre, post)
     pairing = pair_blocks(pre, post)
     striped = sgpr_striped(post) or sgpr_striped(pre)
@@ -220,6 +222,9 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
     for f in (post, pre):
         if f is not None:
             check_header_registers(f, target)
+    wave32 = target.wavefront_size == 32
+    post = as_llc_reads(post, wave32)
+    pre = as_llc_reads(pre, wave32) if pre is not None else None
     post_classes = vreg_classes(post)
     post = executed(post, post_classes)
     pre = executed(pre) if pre is not None else None

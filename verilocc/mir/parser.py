@@ -35,6 +35,7 @@ from verilocc.mir.model import (
     VRegDecl,
 )
 from verilocc.target import parse_physreg
+from verilocc.target.opcode_names import is_known_opcode
 from verilocc.target.opcodes import tie_constraints
 
 # Larger inputs are refused with one line instead of exhausting memory.
@@ -374,16 +375,29 @@ def _load_yaml(text: str, file: str, first_line_index: int, source_lines: list[i
         return (source_lines[k] if k < len(source_lines) else (source_lines[-1] + 1 if source_lines else first_line_index)) + 1
 
     try:
-        # libyaml's event parser keeps its own stack: measure the depth before composing.
+        # libyaml's event parser keeps its own stack: measure the depth before composing. Keys
+        # of each mapping are seen here too: YAML reads a key given twice as its last value,
+        # llc's reader refuses it.
         depth = 0
+        mappings: list[tuple[set[str], list[bool]] | None] = []  # per open collection: keys, expecting a key
         for ev in yaml.parse(text, Loader=_YAML_LOADER):
+            if isinstance(ev, yaml.NodeEvent) and mappings and (top := mappings[-1]) is not None:
+                keys, expecting = top
+                if expecting[0] and isinstance(ev, yaml.ScalarEvent):
+                    if ev.value in keys:
+                        mark = ev.start_mark
+                        raise InputError(f"duplicated mapping key '{ev.value}'", file, place(mark.line), mark.column + 1)
+                    keys.add(ev.value)
+                expecting[0] = not expecting[0]
             if isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                mappings.append((set(), [True]) if isinstance(ev, yaml.MappingStartEvent) else None)
                 depth += 1
                 if depth > _MAX_YAML_DEPTH:
                     mark = ev.start_mark
                     raise InputError(f"YAML nests more than {_MAX_YAML_DEPTH} levels deep", file,
                                      place(mark.line), mark.column + 1)
             elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                mappings.pop()
                 depth -= 1
             elif isinstance(ev, yaml.AliasEvent):
                 # llc never writes them, and they expand to arbitrarily large values.
@@ -682,6 +696,8 @@ class _BodyParser:
         op_at = rest.index(opcode, consumed)
         if not _OPCODE.match(opcode):
             raise self.error(f"expected an opcode, found `{opcode}`", lineno, rest_col + op_at)
+        if not is_known_opcode(opcode):
+            raise self.error(f"unknown machine instruction name '{opcode}'", lineno, rest_col + op_at)
         pos = rest_col + op_at
         operands: list[Operand] = []
         for text, ocol in defs_text:
