@@ -273,9 +273,9 @@ def test_mfma_rewritten_to_its_agpr_form_is_the_same_operation() -> None:
     assert "V_MFMA_F64_4X4X4F64_vgprcd_e64" in pre.read_text() and post.count("V_MFMA_F64_4X4X4F64_e64") == 6
     mfma = "renamable $agpr0_agpr1 = V_MFMA_F64_4X4X4F64_e64 killed $vgpr0_vgpr1, killed $vgpr2_vgpr3, killed $agpr0_agpr1"
     assert post.count(mfma) >= 1
-    verdict, findings = _verify(post.replace(mfma, mfma.replace("_F64_4X4X4F64_e64", "_F64_4X4X4F64_mac_e64"), 1), pre)
+    verdict, findings = _verify(post.replace(mfma, mfma.replace("_F64_4X4X4F64_e64", "_F64_16X16X4F64_e64"), 1), pre)
     assert verdict is Verdict.REJECTED
-    assert any("V_MFMA_F64_4X4X4F64_mac_e64" in f for f in findings), findings
+    assert any("V_MFMA_F64_16X16X4F64_e64" in f for f in findings), findings
 
 
 def test_copy_of_an_undefined_value_leaves_its_destination_undefined() -> None:

@@ -121,7 +121,7 @@ def test_early_clobber_against_untied_uses_on_their_defined_lanes() -> None:
         %1:vgpr_32 = V_MOV_B32_e32 0, implicit $exec
         %2:vgpr_32 = V_MOV_B32_e32 0, implicit $exec
         early-clobber %3:vgpr_32 = V_MAC_F32_e32 %0.sub0, %1, %2(tied-def 0), implicit $exec
-        early-clobber %4:vreg_64_align2 = V_FOO %0, implicit $exec
+        early-clobber %4:vreg_64_align2 = V_LSHLREV_B64_e64 1, %0, implicit $exec
         S_ENDPGM 0, implicit %3, implicit %4
     """, {0: "vreg_64_align2", 1: "vgpr_32", 2: "vgpr_32", 3: "vgpr_32", 4: "vreg_64_align2"})
     uses = [f for f in facts if f.meets == "use"]
