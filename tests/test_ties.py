@@ -385,7 +385,8 @@ def test_each_form_has_its_own_positions() -> None:
     assert _tied(parse_instruction(fmac)) == [(0, 3, True)]
     e64 = "$vgpr8 = V_FMAC_F32_e64 0, $vgpr7, 0, $vgpr5, 0, killed $vgpr8, 0, 0, implicit $mode, implicit $exec"
     assert _tied(parse_instruction(e64)) == [(0, 6, True)]
-    mac = ("$agpr0_agpr1_agpr2_agpr3 = V_MFMA_F32_4X4X1F32_mac_e64 $vgpr0, $vgpr1, $agpr0_agpr1_agpr2_agpr3, 0, 0, 0, "
+    acc = "_".join(f"agpr{k}" for k in range(16))
+    mac = (f"${acc} = V_MFMA_F32_16X16X1F32_mac_e64 $vgpr0, $vgpr1, ${acc}, 0, 0, 0, "
            "implicit $mode, implicit $exec")
     assert _tied(parse_instruction(mac)) == [(0, 3, True)]
     swap = "$vgpr0, $vgpr1 = V_SWAP_B32 $vgpr1, $vgpr0, implicit $exec"
