@@ -8,8 +8,9 @@ name llc would not read ("unknown machine instruction name").
 For each `llc-N` on PATH, the LLVM library it runs on holds the AMDGPU backend's table of
 instruction names: NUL-separated names around `V_FMAC_F32_e32`, in which a name that is the tail
 of another shares that name's bytes (TableGen's suffix-sharing string table: `S_AND_B32` lies
-inside `DS_AND_B32`, `COPY` inside a longer name). The file keeps the names seen, one per line,
-sorted, for the union of the versions; a name is known when it is one of them or a tail of one
+inside `DS_AND_B32`, `COPY` inside a longer name). The file keeps the names seen, one per line, each
+written backwards and sorted (so that the reader finds tails by bisection), for the union of
+the versions; a name is known when it is one of them or a tail of one
 (`verilocc.target.opcodes.is_known_opcode`), so no real name is refused and an unknown one is
 accepted only when it happens to be the tail of a real one. The header line says which LLVM
 versions were read. `--check` writes nothing and exits 1 when the file differs.
@@ -86,7 +87,10 @@ def main() -> int:
     if not versions:
         print("no llc-N with an AMDGPU name table on PATH", file=sys.stderr)
         return 2
-    text = f"# AMDGPU instruction names of LLVM {', '.join(versions)} (scripts/opcode_names.py)\n" + "\n".join(sorted(names)) + "\n"
+    # Each name written backwards, in sorted order: the reader looks a name's tails up by bisection
+    # without sorting anything itself (`verilocc.target.opcode_names`).
+    text = (f"# AMDGPU instruction names of LLVM {', '.join(versions)}, each backwards, sorted (scripts/opcode_names.py)\n"
+            + "\n".join(sorted(name[::-1] for name in names)) + "\n")
     data = gzip.compress(text.encode(), 9, mtime=0)
     if args.check:
         same = OUT.exists() and gzip.decompress(OUT.read_bytes()).decode() == text

@@ -69,7 +69,7 @@ def main() -> int:
                 pre, post = args.out / f"{name}.pre.mir", args.out / f"{name}.post.mir"
                 why = make(f"llc-{major}", major, cpu, LL / f"{test}.ll", pre, post)
                 if why is None:
-                    rows.append(f"{post} {pre}")
+                    rows.append(f"{post.name} {pre.name}")  # relative to the manifest
                 else:
                     print(f"{name}: not made: {why[:120]}", file=sys.stderr)
     (args.out / "manifest.txt").write_text("".join(r + "\n" for r in rows))

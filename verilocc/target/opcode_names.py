@@ -2,7 +2,7 @@
 
 `data/opcode-names.txt.gz` holds the names the AMDGPU backend of LLVM 13 to 22 knows, as
 `scripts/opcode_names.py` reads them out of each version's library (its first line says which
-versions). That table shares the bytes of a name that is the tail of another (`S_AND_B32`
+versions), each written backwards and sorted, so that the tails of names are found by bisection. That table shares the bytes of a name that is the tail of another (`S_AND_B32`
 inside `DS_AND_B32`), so a name is known when it is one of the names kept or the tail of one:
 no name llc knows is refused; a made-up name is accepted only when it happens to be such a
 tail, and is then read as an instruction the verifier does not know (never a wrong verdict).
@@ -11,7 +11,6 @@ tail, and is then read as an instruction the verifier does not know (never a wro
 from __future__ import annotations
 
 import bisect
-import gzip
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,14 +19,19 @@ _DATA = Path(__file__).resolve().parent / "data" / "opcode-names.txt.gz"
 
 @lru_cache(maxsize=1)
 def _reversed_names() -> tuple[str, ...]:
+    import gzip  # here: only a process that reads MIR pays for it
+
     text = gzip.decompress(_DATA.read_bytes()).decode()
-    return tuple(sorted(name[::-1] for name in text.splitlines() if name and not name.startswith("#")))
+    return tuple(line for line in text.splitlines() if line and not line.startswith("#"))  # backwards, sorted
 
 
 def opcode_versions() -> str:
     """The LLVM versions the table was read from, as its header line says."""
+    import gzip
+
     with gzip.open(_DATA, "rt") as f:
-        return f.readline().removeprefix("# AMDGPU instruction names of LLVM ").split(" (")[0].strip()
+        header = f.readline()
+    return header.removeprefix("# AMDGPU instruction names of LLVM ").partition(", each")[0].strip()
 
 
 def is_known_opcode(name: str) -> bool:
