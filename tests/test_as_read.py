@@ -78,3 +78,40 @@ def test_a_64_bit_vcc_read_as_32_is_rejected(name: str) -> None:
     report = verify_modules(parse_module("\n".join(lines), f"{name}.post.mir"), read_module(str(VCC / f"{name}.pre.mir")), Options())
     assert report.verdict is Verdict.REJECTED
     assert any(f.place.line == k + 1 for f in report.findings if f.severity == "error")
+
+
+def _instructions(fn) -> list[tuple[object, ...]]:  # type: ignore[no-untyped-def]
+    """What llc's reading decides of each instruction: opcode, flags, every register operand
+    (register, subregister, flags, tie) and every other operand but block and fixed stack
+    references, which llc may renumber (paired by structure and by memory elsewhere)."""
+    return [(i.opcode, i.instr_flags, tuple(
+        (o.phys, o.vreg, o.subreg, tuple(sorted(o.flags)), o.tied_def) if o.kind == "reg"
+        else (o.kind,) if o.kind in ("mbb", "fixed-stack") else (o.kind, o.text) for o in i.operands))
+        for b in fn.blocks for i in b.instructions]
+
+
+@pytest.mark.llc
+@pytest.mark.parametrize("version", ["19", "22"])
+def test_llc_reads_every_instruction_as_this_does(version: str, tmp_path: Path) -> None:
+    """llc's re-print of allocated and virtual programs it wrote itself (the target fixtures of
+    its version, and the patched wave32 files) reads back, instruction by instruction, as
+    `as_llc_reads` reads the file: no other spelling llc changes when it loads a file."""
+    llc = f"llc-{version}"
+    if not have(llc):
+        pytest.skip(f"{llc} is not installed (make test installs it)")
+    from verilocc.target import target_for_function
+
+    files = sorted((FIXTURES / "targets" / f"llvm{version}").glob("*/*.mir"))[::3]
+    files += sorted(VCC.glob(f"*.llvm{version}.*.mir"))
+    compared = 0
+    for path in files:
+        fn = read_module(str(path)).functions[0]
+        out = tmp_path / "reprint.mir"
+        proc = subprocess.run([llc, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={fn.target_cpu}", "-run-pass=none", "-o", str(out),
+                               str(path)], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            continue  # a wave32 file llc writes but does not read unpatched
+        wave32 = target_for_function(fn.target_cpu or "", fn.target_features or "").wavefront_size == 32
+        assert _instructions(as_llc_reads(fn, wave32)) == _instructions(read_module(str(out)).functions[0]), path.name
+        compared += 1
+    assert compared >= 10
