@@ -20,6 +20,7 @@ MODEL  ?= build/model
 # The quick tier: examples only (VERILOCC_CORPUS empty), no llc, no torch; under a minute on 2 cores.
 CHECK_TESTS := tests/test_layers.py tests/test_examples.py tests/test_mir.py tests/test_analysis.py \
                tests/test_reports.py tests/test_target.py tests/test_bad_input.py tests/test_wrong_allocations.py \
+               tests/test_fixed_stack.py tests/test_as_read.py \
                tests/test_native.py::test_the_package_type_checks
 
 .PHONY: install native model-install llvm hunt-llvm hunt hunt-llvm-tests demo check test bench clean dataset model model-marks model-eval
