@@ -20,7 +20,6 @@ not show up when a file is printed back.
 from __future__ import annotations
 
 import dataclasses
-import mmap
 import re
 import shutil
 import subprocess
@@ -34,9 +33,10 @@ from verilocc.findings import Verdict
 from verilocc.mir.model import Function, Instruction, Operand
 from verilocc.mir.parser import parse_instruction, parse_module, read_module
 from verilocc.mir.printer import print_instruction, print_module
+from verilocc.target.opcode_names import is_known_opcode
 from verilocc.target.opcodes import implied_ties, tie_constraints
 
-from .conftest import CORPUS, EXAMPLES, FIXTURES, verify_pair
+from .conftest import CORPUS, EXAMPLES, FIXTURES, script, verify_pair
 
 LLC_VERSIONS = ("19", "22")  # every opcode name: LLVM 15 and 16 check operand counts, which these have not
 REPOSITORY_LLCS = ("15", "16", "19", "22")
@@ -271,37 +271,15 @@ def test_every_opcode_of_the_repository_has_llcs_ties(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------------
 # Every opcode name llc knows
 # --------------------------------------------------------------------------------------------
-_NAME = re.compile(rb"[A-Z][A-Za-z0-9_]*")
 
 
 def llvm_opcode_names(llc: str) -> list[str]:
-    """The AMDGPU instruction names in the LLVM library `llc` runs on: its table of instruction
-    names, a run of NUL-separated names around `V_FMAC_F32_e32`. Names that are the tail of
-    another name share its bytes there and are not seen (`S_AND_B32` of `DS_AND_B32`)."""
-    lib_dir = Path(llc).resolve().parent.parent / "lib"
-    libs = sorted({p.resolve() for p in lib_dir.glob("libLLVM*.so*") if p.is_file()}, key=lambda p: p.stat().st_size)
-    if not libs:
-        return []
-    with libs[-1].open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        at = data.find(b"\0V_FMAC_F32_e32\0")
-        if at < 0:
-            return []
-        names = []
-        for step in (-1, 1):
-            pos, misses = at + 1, 0
-            while misses < 4 and 0 < pos < len(data):
-                if step < 0:
-                    start = data.rfind(b"\0", 0, pos - 1) + 1
-                    word, pos = data[start:pos - 1], start
-                else:
-                    end = data.find(b"\0", pos)
-                    word, pos = data[pos:end], end + 1
-                if _NAME.fullmatch(word):
-                    names.append(word.decode())
-                    misses = 0
-                else:
-                    misses += 1
-        return sorted(set(names))
+    """The AMDGPU instruction names in the LLVM library `llc` runs on, as
+    `scripts/opcode_names.py` reads them (names that are the tail of another share its bytes
+    there and are not seen: `S_AND_B32` of `DS_AND_B32`)."""
+    names = script("opcode_names")
+    library = names.library_of(llc)
+    return sorted(names.names_in(library)) if library is not None else []
 
 
 _IMPLICIT = ["$exec", "$mode", "$scc", "$vcc", "$m0", "$exec_lo", "$vcc_lo", "$flat_scr"]
@@ -467,3 +445,19 @@ def test_implied_ties_print_back_as_the_file_had_them(path: Path) -> None:
     if path.name.startswith(("sgemm", "softmax")) or path.parent == TIES:
         assert implied, "the file has implied ties (FMACs, lane spills): the test would prove nothing"
     assert print_module(module) == path.read_text()
+
+
+@pytest.mark.llc
+@pytest.mark.parametrize("version", ["13", "14", "15", "16", "19", "22"])
+def test_the_reader_knows_every_name_llc_knows(version: str) -> None:
+    """No instruction name an installed llc reads is refused as unknown
+    (`verilocc/target/data/opcode-names.txt.gz`, made by `scripts/opcode_names.py` from the
+    libraries of LLVM 13 to 22); a made-up one is."""
+    llc = _llc(version)
+    if llc is None:
+        pytest.skip(f"llc-{version} is not installed (make test installs llc-19 and llc-22)")
+    names = llvm_opcode_names(llc)
+    if len(names) < 10_000:
+        pytest.skip(f"no table of instruction names found in the library of {llc}")
+    assert [n for n in names if not is_known_opcode(n)] == []
+    assert not is_known_opcode("V_FROB_XYZ") and not is_known_opcode("V_MFMA_F32_4X4X1F32_mac_e64")
