@@ -133,7 +133,7 @@ def mir_syntax(paths: list[str]) -> dict[str, Any]:
         "detected": f"LLVM {majors.pop()} (from the embedded IR's llvm.ident; MIR does not record llc's version)"
         if len(majors) == 1 else None,
         "llvm_ident": sorted(idents),
-        "accepted": f"LLVM MIR (YAML documents and body language) of llc 15 to 22, as read by verilocc {__version__}",
+        "accepted": f"LLVM MIR (YAML documents and body language) of llc 13 to 22, as read by verilocc {__version__}",
     }
 
 
