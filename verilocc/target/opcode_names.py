@@ -10,7 +10,6 @@ tail, and is then read as an instruction the verifier does not know (never a wro
 
 from __future__ import annotations
 
-import bisect
 from functools import lru_cache
 from pathlib import Path
 
@@ -18,11 +17,12 @@ _DATA = Path(__file__).resolve().parent / "data" / "opcode-names.txt.gz"
 
 
 @lru_cache(maxsize=1)
-def _reversed_names() -> tuple[str, ...]:
+def _reversed_names() -> str:
+    """The table's names, one per line, backwards and sorted (the header line left out)."""
     import gzip  # here: only a process that reads MIR pays for it
 
     text = gzip.decompress(_DATA.read_bytes()).decode()
-    return tuple(line for line in text.splitlines() if line and not line.startswith("#"))  # backwards, sorted
+    return text[text.index("\n") + 1:] if text.startswith("#") else text
 
 
 def opcode_versions() -> str:
@@ -34,9 +34,19 @@ def opcode_versions() -> str:
     return header.removeprefix("# AMDGPU instruction names of LLVM ").partition(", each")[0].strip()
 
 
+@lru_cache(maxsize=None)
 def is_known_opcode(name: str) -> bool:
     """Whether llc (some LLVM from 13 on) knows `name` as an AMDGPU instruction."""
-    names = _reversed_names()
-    tail = name[::-1]
-    k = bisect.bisect_left(names, tail)
-    return k < len(names) and names[k].startswith(tail)
+    text, tail = _reversed_names(), name[::-1]
+    # Bisection over the lines of the text, without splitting it: `lo` is always a line's start.
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = max(text.rfind("\n", 0, mid) + 1, lo)
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if text[start:end] < tail:
+            lo = end + 1
+        else:
+            hi = start
+    return text.startswith(tail, lo)
