@@ -201,12 +201,16 @@ class Layer1:
                                                           "seconds_constraints": round(self.seconds, 3)}
 
 
+def as_read(fn: Function, target: Target) -> Function:
+    """`fn` as llc reads it for `target` (`verilocc.mir.as_read`)."""
+    return as_llc_reads(fn, target.wavefront_size == 32)
+
+
 def prepare_pair(post: Function, pre: Function, target: Target) -> PreparedPair:
-    """Read both programs as llc reads them (`as_llc_reads`) and as they execute (`executed`),
+    """Read both programs (already as llc reads them, `as_read`) as they execute (`executed`),
     call fixed stack objects by the virtual program's ids for the same memory, pair blocks by
     structure, renumber, expand calls (one rule for both programs), align."""
-    wave32 = target.wavefront_size == 32
-    post, pre = executed(as_llc_reads(post, wave32)), executed(as_llc_reads(pre, wave32))
+    post, pre = executed(post), executed(pre)
     pre, post = with_fixed_objects_named(pre, post)
     pairing = pair_blocks(pre, post)
     striped = sgpr_striped(post) or sgpr_striped(pre)
@@ -222,9 +226,8 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
     for f in (post, pre):
         if f is not None:
             check_header_registers(f, target)
-    wave32 = target.wavefront_size == 32
-    post = as_llc_reads(post, wave32)
-    pre = as_llc_reads(pre, wave32) if pre is not None else None
+    post = as_read(post, target)
+    pre = as_read(pre, target) if pre is not None else None
     post_classes = vreg_classes(post)
     post = executed(post, post_classes)
     pre = executed(pre) if pre is not None else None

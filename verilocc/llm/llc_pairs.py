@@ -239,34 +239,35 @@ _FIXED_REF = re.compile(r"%fixed-stack\.(\d+)(?!\d)")
 
 def fixed_stack_named_by_memory(text: str) -> str:
     """`text` with each function's fixed stack objects listed in one order and called by what
-    they describe (every field but the id), duplicates alike: llc lists them the other way
+    they describe (every field but the id; duplicates alike): llc lists them the other way
     round each time it reads a file, so two prints that differ only so are equal here."""
     lines = text.split("\n")
-    out = list(lines)
+    out: list[str] = []
+    done = 0
     for start, end in function_documents(lines):
         at = next((i for i in range(start, end) if lines[i] == "fixedStack:"), None)
         if at is None:
             continue
-        entries: list[tuple[str, int, list[str]]] = []
+        described: dict[int, str] = {}  # id -> the entry without it, its continuation lines joined
         i = at + 1
-        while i < end and lines[i].startswith("  - { id: "):
-            m = _FIXED_ENTRY.match(lines[i])
-            if m is None:
-                break
-            block = [m.group(2)]
-            while not block[-1].rstrip().endswith("}") and i + 1 < end:
+        while i < end and (m := _FIXED_ENTRY.match(lines[i])) is not None:
+            entry = [m.group(2)]
+            while not entry[-1].rstrip().endswith("}") and i + 1 < end:
                 i += 1
-                block.append(lines[i].strip())
-            entries.append((" ".join(block), int(m.group(1)), block))
+                entry.append(lines[i].strip())
+            described[int(m.group(1))] = " ".join(entry)
             i += 1
-        described = sorted({d for d, _, _ in entries})
-        name = {old: described.index(d) for d, old, _ in entries}
-        listed = [f"  - {{ {d}" for d in sorted(d for d, _, _ in entries)]
-        for k in range(start, end):
-            if k <= at or k >= i:
-                out[k] = _FIXED_REF.sub(lambda m: f"%fixed-stack.m{name.get(int(m.group(1)), m.group(1))}", lines[k])
-        out[at + 1:i] = listed + [""] * (i - at - 1 - len(listed))
-    return "\n".join(out)
+        order = sorted(set(described.values()))
+        name = {old: order.index(d) for old, d in described.items()}
+
+        def rename(m: re.Match[str]) -> str:
+            return f"%fixed-stack.m{name.get(int(m.group(1)), m.group(1))}"
+        out += lines[done:start]
+        out += [_FIXED_REF.sub(rename, ln) for ln in lines[start:at + 1]]
+        out += sorted(described.values())
+        out += [_FIXED_REF.sub(rename, ln) for ln in lines[i:end]]
+        done = end
+    return "\n".join(out + lines[done:])
 
 
 def drop_unused_vregs(text: str) -> tuple[str, int, int]:

@@ -23,22 +23,26 @@ from verilocc.mir.model import Function, Instruction, Operand
 _INLINE_ASSEMBLY = ("INLINEASM", "INLINEASM_BR")
 
 
-def _wave32_vcc(op: Operand) -> Operand:
-    if op.kind == "reg" and op.is_implicit and op.phys == "vcc" and op.subreg is None:
-        return dataclasses.replace(op, phys="vcc_lo", text=op.text.replace("$vcc", "$vcc_lo"))
-    return op
+def _wave32_vcc(op: Operand) -> bool:
+    return op.kind == "reg" and op.is_implicit and op.phys == "vcc" and op.subreg is None
 
 
-def _needs_fix(ins: Instruction) -> bool:
-    return ins.opcode not in _INLINE_ASSEMBLY and any(
-        op.kind == "reg" and op.is_implicit and op.phys == "vcc" and op.subreg is None for op in ins.operands)
+def _fixed(ins: Instruction) -> Instruction:
+    """`ins` with its implicit `$vcc` operands read as `$vcc_lo` (itself when it has none)."""
+    if ins.opcode in _INLINE_ASSEMBLY or not any(_wave32_vcc(op) for op in ins.operands):
+        return ins
+    return dataclasses.replace(ins, operands=[
+        dataclasses.replace(op, phys="vcc_lo", text=op.text.replace("$vcc", "$vcc_lo")) if _wave32_vcc(op) else op
+        for op in ins.operands])
 
 
 def as_llc_reads(fn: Function, wave32: bool) -> Function:
     """`fn` as llc reads it (see the module docstring); `fn` itself when nothing changes."""
-    if not wave32 or not any(_needs_fix(i) for b in fn.blocks for i in b.instructions):
+    if not wave32:
         return fn
-    blocks = [dataclasses.replace(b, instructions=[
-        dataclasses.replace(i, operands=[_wave32_vcc(op) for op in i.operands]) if _needs_fix(i) else i
-        for i in b.instructions]) for b in fn.blocks]
-    return dataclasses.replace(fn, blocks=blocks)
+    blocks = []
+    for b in fn.blocks:
+        fixed = [_fixed(i) for i in b.instructions]
+        changed = any(x is not y for x, y in zip(fixed, b.instructions))
+        blocks.append(dataclasses.replace(b, instructions=fixed) if changed else b)
+    return fn if all(x is y for x, y in zip(blocks, fn.blocks)) else dataclasses.replace(fn, blocks=blocks)

@@ -63,7 +63,7 @@ def fixed_object_names(pre: Function, post: Function) -> tuple[dict[int, int], d
             {i: first.get(d) for i, d in post_objects.items()})
 
 
-def unpaired_name(post_id: int) -> str:
+def _unpaired_name(post_id: int) -> str:
     """The name an allocated-program fixed object with no counterpart is read under."""
     return f"%fixed-stack.allocated-{post_id}"
 
@@ -74,7 +74,7 @@ def _renamed_text(text: str, names: dict[int, int] | dict[int, int | None]) -> s
         if old not in names:
             return m.group(0)  # not described by the header: read as written
         new = names[old]
-        return unpaired_name(old) if new is None else f"%fixed-stack.{new}"
+        return _unpaired_name(old) if new is None else f"%fixed-stack.{new}"
     return _REFERENCE.sub(name, text)
 
 

@@ -2,7 +2,8 @@
 
 `data/opcode-names.txt.gz` holds the names the AMDGPU backend of LLVM 13 to 22 knows, as
 `scripts/opcode_names.py` reads them out of each version's library (its first line says which
-versions), each written backwards and sorted, so that the tails of names are found by bisection. That table shares the bytes of a name that is the tail of another (`S_AND_B32`
+versions), each written backwards and sorted, so that the tails of names are found by
+bisection. That table shares the bytes of a name that is the tail of another (`S_AND_B32`
 inside `DS_AND_B32`), so a name is known when it is one of the names kept or the tail of one:
 no name llc knows is refused; a made-up name is accepted only when it happens to be such a
 tail, and is then read as an instruction the verifier does not know (never a wrong verdict).
@@ -23,15 +24,6 @@ def _reversed_names() -> str:
 
     text = gzip.decompress(_DATA.read_bytes()).decode()
     return text[text.index("\n") + 1:] if text.startswith("#") else text
-
-
-def opcode_versions() -> str:
-    """The LLVM versions the table was read from, as its header line says."""
-    import gzip
-
-    with gzip.open(_DATA, "rt") as f:
-        header = f.readline()
-    return header.removeprefix("# AMDGPU instruction names of LLVM ").partition(", each")[0].strip()
 
 
 @lru_cache(maxsize=None)

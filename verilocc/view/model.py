@@ -16,7 +16,7 @@ from verilocc.errors import InputError
 from verilocc.findings import FunctionResult, Report, Verdict
 from verilocc.mir.model import Function, Module
 from verilocc.target import Target
-from verilocc.verify import function_target, prepare_pair
+from verilocc.verify import as_read, function_target, prepare_pair
 from verilocc.view.marks import Mark, place_findings
 from verilocc.view.occupancy import Occupancy, build_occupancy
 from verilocc.view.resources import Resources, resources
@@ -70,7 +70,7 @@ def only_function(module: Module, name: str | None) -> Module:
 
 def function_view(fn: Function, pre: Function | None, result: FunctionResult | None, mcpu: str | None) -> FunctionView:
     target = function_target(fn, mcpu, fn.file)
-    pair = prepare_pair(fn, pre, target) if pre is not None else None
+    pair = prepare_pair(as_read(fn, target), as_read(pre, target), target) if pre is not None else None
     occ = build_occupancy(fn, pair)
     to_post = {v: q for q, v in pair.block_pairing.items()} if pair is not None else None
     marks = place_findings(result.findings, fn, occ, to_post) if result is not None else []
