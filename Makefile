@@ -23,7 +23,7 @@ CHECK_TESTS := tests/test_layers.py tests/test_examples.py tests/test_mir.py tes
                tests/test_fixed_stack.py tests/test_as_read.py \
                tests/test_native.py::test_the_package_type_checks
 
-.PHONY: install native model-install llvm hunt-llvm hunt hunt-llvm-tests demo check test bench clean dataset model model-marks model-eval
+.PHONY: install native model-install llvm hunt-llvm hunt hunt-random hunt-llvm-tests demo check test bench clean dataset model model-marks model-eval
 
 # The checkout on the path as a plain `.pth` line: setuptools' default editable finder costs every
 # command about 50 ms of start-up (a sixth of verifying a small kernel).
@@ -167,6 +167,19 @@ hunt: install hunt-llvm
 	  $(HUNT_HIP) --fuzz 5 --targets $(HUNT_TARGETS) --regalloc greedy --mir-regalloc greedy,fast,basic \
 	  --reduce --out build/hunt --markdown docs/hunt.md --json bench/results/hunt.json --command-name "make hunt" \
 	  -j $(HUNT_JOBS) $(HUNT_FLAGS) || [ $$? -eq 1 ]  # 1: candidate LLVM bugs in the table, not a failure of the hunt
+
+# Random programs (docs/hunt.md, "Random programs"): RANDOM_EXAMPLES seeds from RANDOM_SEED, GPU-shaped
+# ones of our own and llvm-stress's, through llc-16, llc-19 and llc-22 (greedy at -O3, fast at -O0) on
+# five targets; the table goes to bench/results/hunt-random.{md,json}. Resumable: run it again to go
+# on where it stopped; a larger RANDOM_EXAMPLES does only the new seeds.
+RANDOM_EXAMPLES ?= 100
+RANDOM_JOBS ?= 2
+RANDOM_SEED ?= 0
+hunt-random: install hunt-llvm
+	$(VERILOCC) hunt --random --examples $(RANDOM_EXAMPLES) --seed $(RANDOM_SEED) --llvm 16,19,22 \
+	  --modes one-process --pair-timeout 300 --out build/hunt-random --markdown bench/results/hunt-random.md \
+	  --json bench/results/hunt-random.json --command-name "make hunt-random" \
+	  -j $(RANDOM_JOBS) $(HUNT_FLAGS) || [ $$? -eq 1 ]
 
 # LLVM's tests through llc-16 (docs/hunt-llvm-tests.md; llvm-tests.md has llc-19 and llc-22).
 hunt-llvm-tests: install hunt-llvm

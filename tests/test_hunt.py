@@ -159,6 +159,23 @@ def test_fast_allocator_skipping_the_live_out_spill_after_a_subregister_implicit
     assert _verify("regallocfast-implicit-def-live-out.moved.llvm19.gfx900.fast").verdict is Verdict.VERIFIED
 
 
+def test_O0_lane_vgpr_implicit_def_in_a_loop_header_rejected() -> None:
+    """LLVM 22 at -O0: the VGPR holding SGPR spill lanes is IMPLICIT_DEF in the loop header,
+    so nothing reloads it there and the header's lane restores read no value of the virtual
+    program; LLVM 19 keeps those lanes in a reserved VGPR: VERIFIED (docs/llvm-bugs.md)."""
+    stem = "sgpr-spill-lane-vgpr-loop-header.llvm22.gfx1100.fast-O0"
+    report = _verify(stem)
+    assert report.verdict is Verdict.REJECTED
+    first = _errors(report)[0]
+    assert first.kind == "wrong-value" and "holds no value of the virtual program" in first.message
+    post = (KNOWN / f"{stem}.post.mir").read_text().split("\n")
+    header = next(i for i, ln in enumerate(post) if ln.strip().startswith("bb.1"))
+    implicit = next(i for i in range(header, len(post)) if post[i].strip().endswith("= IMPLICIT_DEF"))
+    lane_vgpr = post[implicit].split("=")[0].split()[-1]
+    assert any(f"SI_RESTORE_S32_FROM_VGPR {lane_vgpr}" in ln for ln in post[implicit:first.place.line])
+    assert _verify("sgpr-spill-lane-vgpr-loop-header.llvm19.gfx1100.fast-O0").verdict is Verdict.VERIFIED
+
+
 def test_fast_sgpr_stage_subregister_copy_in_mir_from_llvm16() -> None:
     """The MIR reproducer: LLVM 22's fast SGPR stage deletes the three copies, LLVM 15 keeps them."""
     bad = _verify("regallocfast-subreg-copy.mir.llvm22.gfx90a.fast")

@@ -23,7 +23,7 @@ PACKAGE = ROOT / "verilocc"
 # new one must be placed deliberately.
 LAYERS: dict[str, int] = {
     "native": -1,  # whether the compiled core runs: settled when the package is imported
-    "__init__": 0, "errors": 0, "output": 1, "findings": 1,
+    "__init__": 0, "errors": 0, "output": 1, "findings": 1, "options": 1,
     "target": 2,
     "mir": 3,
     "analysis": 4,

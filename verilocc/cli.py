@@ -220,15 +220,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 def add_runner_options(p: argparse.ArgumentParser, jobs_help: str) -> None:
     """--jobs, --dask, --scheduler and --chunk: where the work of a batch or a fuzz run goes."""
+    from verilocc.options import add_cluster_options
+
     p.add_argument("--jobs", type=int, default=1, metavar="J", help=jobs_help)
-    p.add_argument("--dask", action="store_true",
-                   help="run on a Dask LocalCluster of J worker processes (loopback only; needs the `cluster` extra: "
-                   "pip install 'verilocc[cluster]')")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                   help="run on the Dask cluster whose scheduler listens there (`dask scheduler`, `dask worker`)")
-    p.add_argument("--chunk", type=int, default=None, metavar="N",
-                   help="items per unit of work (default: 1 in local processes; on Dask enough for about four units "
-                   "per worker)")
+    add_cluster_options(p)
 
 
 def add_check_options(p: argparse.ArgumentParser) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +91,12 @@ def verify_pair(pre: str, post: str, seconds: float, base: dict[str, Any] | None
     from verilocc.verify import Options, verify_modules
 
     base = dict(base or {})
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # The time limit is a timer signal, which only the main thread may set: in a Dask worker's
+    # thread the pair runs under the solver's own time limit per query only.
+    timed = threading.current_thread() is threading.main_thread()
+    if timed:
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         pre_m, post_m = read_module(pre), read_module(post)
         report = verify_modules(post_m, pre_m, Options())
@@ -102,8 +107,9 @@ def verify_pair(pre: str, post: str, seconds: float, base: dict[str, Any] | None
     except Exception as e:  # a verifier crash is a result of the run, not of the caller
         return {**base, "error": "crash", "message": f"{type(e).__name__}: {e}"}
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
     text = Path(post).read_text(errors="replace")
     lines = {pre: Path(pre).read_text(errors="replace").split("\n"), post: text.split("\n")}
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from verilocc.options import add_cluster_options
 from verilocc.errors import InputError
 
 DEFAULT_TRIAGE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "hunt" / "triage.tsv"
@@ -22,15 +23,18 @@ def add_parser(sub: Any) -> None:
         "process, or re-reading the printed pre file): make the pre/post pair, verify it, and write one table "
         "(markdown and JSON) of the functions not VERIFIED, grouped into (a) limitations of verilocc, (b) "
         "candidate LLVM bugs and (c) harmless liveness anomalies (docs/hunt.md says how). --reduce shrinks each "
-        "(b) case with llvm-reduce. Exit codes: 0 no candidate LLVM bug, 1 some, 2 bad input.")
+        "(b) case with llvm-reduce. --random hunts with random programs instead: llvm-stress's and GPU-shaped ones "
+        "of our own, seed by seed (resumable; on Dask with --dask or --scheduler). "
+        "Exit codes: 0 no candidate LLVM bug, 1 some, 2 bad input.")
     h.add_argument("inputs", nargs="*", type=Path, metavar="INPUT",
                    help=".ll or pre-RA .mir files, or directories searched for them")
     h.add_argument("--llvm", metavar="N[,N]", help="LLVM major versions, run as llc-N (default: every llc-13 to "
                    "llc-22 on PATH)")
     h.add_argument("--targets", metavar="GFX[,GFX]", help="targets (default: every gfx processor each llc knows); an "
                    "input made for one processor (clang's IR names it, --hip, --fuzz) is allocated for that one")
-    h.add_argument("--regalloc", default="greedy", metavar="A[,A]",
-                   help="allocators: greedy, fast, basic (default greedy)")
+    h.add_argument("--regalloc", metavar="A[,A]",
+                   help="allocators: greedy, fast, basic (in llc's -O3 pipeline), fast-O0 (the -O0 pipeline, whose "
+                   "allocator is fast) (default greedy; greedy,fast-O0 with --random)")
     h.add_argument("--mir-regalloc", metavar="A[,A]",
                    help="allocators for pre-RA MIR inputs and --fuzz programs (default: --regalloc)")
     h.add_argument("--modes", default="one-process,reread", metavar="M[,M]",
@@ -41,6 +45,15 @@ def add_parser(sub: Any) -> None:
     h.add_argument("--fuzz", type=int, default=0, metavar="N",
                    help="also allocate N fuzzer programs per fuzzer target among the targets")
     h.add_argument("--fuzz-seed", type=int, default=0, metavar="S", help="first fuzzer seed (default 0)")
+    h.add_argument("--random", action="store_true",
+                   help="hunt with random programs: --examples seeds from --seed, even seeds GPU-shaped programs of "
+                   "our own (one per target), odd ones llvm-stress's cleaned by opt (see --sources); default targets "
+                   "gfx90a,gfx942,gfx950,gfx1100,gfx1200")
+    h.add_argument("--examples", type=int, default=100, metavar="N", help="random programs (seeds) to hunt with "
+                   "(default 100)")
+    h.add_argument("--seed", type=int, default=0, metavar="S", help="first seed of --random (default 0)")
+    h.add_argument("--sources", default="gpu,stress", metavar="SRC[,SRC]",
+                   help="kinds of random program: gpu, stress (default both, alternating by seed)")
     h.add_argument("--out", type=Path, default=Path("build/hunt"), help="pairs, reductions and the table "
                    "(default build/hunt)")
     h.add_argument("--markdown", type=Path, metavar="FILE",
@@ -58,7 +71,9 @@ def add_parser(sub: Any) -> None:
     h.add_argument("--machine-verifier", action="store_true",
                    help="run llc with -verify-machineinstrs (off by default: an error it finds in LLVM's bookkeeping "
                    "stops llc before it prints the allocation)")
-    h.add_argument("-j", "--jobs", type=int, default=1, help="llc runs and verifications in parallel (default 1)")
+    h.add_argument("-j", "--jobs", type=int, default=1, help="llc runs and verifications in parallel (default 1); "
+                   "with --random, seeds in parallel")
+    add_cluster_options(h)
     h.add_argument("--llc-timeout", type=float, default=300.0, metavar="SECONDS", help="per llc run (default 300)")
     h.add_argument("--pair-timeout", type=float, default=600.0, metavar="SECONDS",
                    help="per pair verified (default 600)")
@@ -72,7 +87,6 @@ def _split(s: str | None) -> list[str] | None:
 
 def cmd_hunt(args: argparse.Namespace) -> int:
     from verilocc.hunt import reduce as red
-    from verilocc.hunt.inputs import Input, file_inputs, fuzz_inputs, hip_inputs, unique_names
     from verilocc.hunt.llvm import ALLOCATORS, LlvmError, installed
     from verilocc.hunt.pairs import MODES
     from verilocc.hunt.report import case_key, markdown, to_json, write_section
@@ -80,7 +94,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     from verilocc.hunt.triage import TriageError, read_triage
     from verilocc.llm.llc_pairs import write_if_changed
 
-    allocators = _split(args.regalloc) or []
+    allocators = _split(args.regalloc) or (["greedy", "fast-O0"] if args.random else ["greedy"])
     mir_allocators = _split(args.mir_regalloc)
     modes = _split(args.modes) or []
     for a in allocators + (mir_allocators or []):
@@ -91,7 +105,6 @@ def cmd_hunt(args: argparse.Namespace) -> int:
             raise InputError(f"unknown mode '{m}' (choose from {', '.join(MODES)})", "--modes", 0, 0)
     if args.jobs < 1:
         raise InputError("--jobs must be at least 1", "--jobs", 0, 0)
-    inputs: list[Input] = file_inputs(args.inputs) if args.inputs else []
     versions = None
     if args.llvm:
         try:
@@ -111,29 +124,19 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     except TriageError as e:
         raise InputError(str(e), str(args.triage), 0, 0) from None
     targets = _split(args.targets)
-    if args.hip:
-        hip_targets = targets or ["gfx908", "gfx90a", "gfx942", "gfx1100"]
-        made, failed = hip_inputs(args.hip, args.clang, hip_targets, _split(args.kernels), args.out / "inputs" / "hip",
-                                  args.llc_timeout)
-        inputs += made
-        for f in failed:
-            print(f"note: {args.clang} failed on {f}", file=sys.stderr)
-    if args.fuzz:
-        from verilocc.fuzz.profiles import TARGETS as FUZZ_TARGETS
-
-        inputs += fuzz_inputs(args.fuzz, args.fuzz_seed, targets or list(FUZZ_TARGETS), args.out / "inputs" / "fuzz")
-    if not inputs:
-        raise InputError("nothing to hunt: give .ll/.mir inputs, --hip DIR or --fuzz N", "<args>", 0, 0)
-    inputs = unique_names(inputs)
-    config = HuntConfig(inputs, llvms, targets, allocators, modes, args.out, args.jobs, args.llc_timeout,
-                        args.pair_timeout, triage, args.machine_verifier, mir_allocators)
     known: dict[tuple[str, ...], dict[str, Any]] = {}
-    if args.retable:
-        if not (args.out / "hunt.json").is_file():
-            raise InputError("no finished hunt here (hunt.json) to sort again", str(args.out), 0, 0)
-        result, known = retable(args.out, triage)
+    if args.random:
+        inputs, result, known = _random_hunt(args, llvms, targets, allocators, modes, triage)
     else:
-        result = run_hunt(config, lambda s: print(s, file=sys.stderr, flush=True))
+        inputs = _given_inputs(args, targets)
+        config = HuntConfig(inputs, llvms, targets, allocators, modes, args.out, args.jobs, args.llc_timeout,
+                            args.pair_timeout, triage, args.machine_verifier, mir_allocators)
+        if args.retable:
+            if not (args.out / "hunt.json").is_file():
+                raise InputError("no finished hunt here (hunt.json) to sort again", str(args.out), 0, 0)
+            result, known = retable(args.out, triage)
+        else:
+            result = run_hunt(config, _log)
 
     by_name = {i.name: i for i in inputs}
     by_version = {str(l.version): l for l in llvms}
@@ -183,3 +186,69 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     print(f"{ok} of {len(result.pairs)} pairs made; {len(result.records)} function records: "
           f"(a) {groups['a']}, (b) {groups['b']}, (c) {groups['c']}; {args.out / 'hunt.md'}")
     return 1 if groups["b"] else 0
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _given_inputs(args: argparse.Namespace, targets: list[str] | None) -> list[Any]:
+    """The inputs named on the command line, the --hip kernels and the --fuzz programs."""
+    from verilocc.hunt.inputs import Input, file_inputs, fuzz_inputs, hip_inputs, unique_names
+
+    inputs: list[Input] = file_inputs(args.inputs) if args.inputs else []
+    if args.hip:
+        hip_targets = targets or ["gfx908", "gfx90a", "gfx942", "gfx1100"]
+        made, failed = hip_inputs(args.hip, args.clang, hip_targets, _split(args.kernels), args.out / "inputs" / "hip",
+                                  args.llc_timeout)
+        inputs += made
+        for f in failed:
+            print(f"note: {args.clang} failed on {f}", file=sys.stderr)
+    if args.fuzz:
+        from verilocc.fuzz.profiles import TARGETS as FUZZ_TARGETS
+
+        inputs += fuzz_inputs(args.fuzz, args.fuzz_seed, targets or list(FUZZ_TARGETS), args.out / "inputs" / "fuzz")
+    if not inputs:
+        raise InputError("nothing to hunt: give .ll/.mir inputs, --hip DIR, --fuzz N or --random", "<args>", 0, 0)
+    return unique_names(inputs)
+
+
+def _random_hunt(args: argparse.Namespace, llvms: list[Any], targets: list[str] | None, allocators: list[str],
+                 modes: list[str], triage: list[Any]) -> tuple[list[Any], Any, dict[tuple[str, ...], dict[str, Any]]]:
+    """--random: the seeds' programs, pairs and verdicts (made, or read back with --retable)."""
+    from verilocc.batch.commands import run_chunks
+    from verilocc.hunt.random_hunt import SOURCES, TARGETS, RandomPlan, gathered, record_path, run_random
+    from verilocc.hunt.run import HuntResult, compare_modes, retable
+    from verilocc.hunt.stress import StressError, tools
+    from verilocc.hunt.triage import classify
+
+    if args.inputs or args.hip or args.fuzz:
+        raise InputError("--random makes its own programs: give no INPUT, --hip or --fuzz with it", "--random", 0, 0)
+    if args.examples < 1:
+        raise InputError("--examples must be at least 1", "--examples", 0, 0)
+    sources = _split(args.sources) or []
+    for s in sources:
+        if s not in SOURCES:
+            raise InputError(f"unknown source '{s}' (choose from {', '.join(SOURCES)})", "--sources", 0, 0)
+    if not sources:
+        raise InputError("--sources names no kind of program", "--sources", 0, 0)
+    seeds = list(range(args.seed, args.seed + args.examples))
+    if args.retable:
+        import json
+
+        if not (args.out / "hunt.json").is_file():
+            raise InputError("no finished hunt here (hunt.json) to sort again", str(args.out), 0, 0)
+        records = [json.loads(p.read_text()) for p in (record_path(args.out, s) for s in seeds) if p.is_file()]
+        result, known = retable(args.out, triage)
+        return gathered(records, args.out)[0], result, known
+    if "stress" in sources:
+        try:
+            tools(min(l.version for l in llvms))
+        except StressError as e:
+            raise InputError(str(e), "--sources", 0, 0) from None
+    plan = RandomPlan(tuple(sources), tuple(llvms), tuple(targets or TARGETS), tuple(allocators), tuple(modes),
+                      args.out, args.llc_timeout, args.pair_timeout, args.machine_verifier)
+    records = run_random(plan, seeds, lambda f, items, fa: run_chunks(f, items, fa, args, largest=4), _log)
+    inputs, pairs, functions = gathered(records, args.out)
+    classify(functions, triage)
+    return inputs, HuntResult(pairs, functions, compare_modes(functions, args.out)), {}

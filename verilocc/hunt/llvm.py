@@ -7,7 +7,9 @@ Facts are asked of each llc itself, never assumed from its version number:
   stage (AMDGPU refuses plain `-regalloc`); `-opaque-pointers` lets LLVM 14 read `ptr` IR
   (LLVM 15+ read it by default, LLVM 13 not at all);
 - where allocation ends: the 0-based instance of the last `virtregrewriter` in
-  `-debug-pass=Structure` (`verilocc.llm.llc_pairs.last_rewriter_instance`), per allocator.
+  `-debug-pass=Structure` (`verilocc.llm.llc_pairs.last_rewriter_instance`), per allocator;
+  at -O0 (`fast-O0`: llc's own pipeline without optimisation, whose allocator is the fast one
+  and which has no rewriter) the last `regallocfast`.
 Standard library only.
 """
 
@@ -21,9 +23,23 @@ from functools import cached_property
 
 TRIPLE = "amdgcn-amd-amdhsa"
 VERSIONS = tuple(range(13, 23))  # the llc-N names looked for on PATH
-ALLOCATORS = ("greedy", "fast", "basic")
+# greedy, fast and basic run in the -O3 pipeline; fast-O0 is the -O0 pipeline (its own allocator is fast).
+ALLOCATORS = ("greedy", "fast", "basic", "fast-O0")
 # The pass each allocator's pipeline starts with (the pre file stops before its first instance).
-ALLOC_PASS = {"greedy": "greedy", "fast": "regallocfast", "basic": "regallocbasic"}
+ALLOC_PASS = {"greedy": "greedy", "fast": "regallocfast", "basic": "regallocbasic", "fast-O0": "regallocfast"}
+# The pass after which allocation is over, as `-debug-pass=Structure` names it (argument, name).
+REWRITER = ("virtregrewriter", "Virtual Register Rewriter")
+END_PASS = {"fast-O0": ("regallocfast", "Fast Register Allocator")}
+
+
+def opt_level(allocator: str) -> str:
+    """The llc optimisation level of an allocator's pipeline."""
+    return "-O0" if allocator == "fast-O0" else "-O3"
+
+
+def end_pass(allocator: str) -> tuple[str, str]:
+    """The pass after which `allocator`'s pipeline has allocated every register."""
+    return END_PASS.get(allocator, REWRITER)
 
 
 class LlvmError(Exception):
@@ -69,7 +85,7 @@ class Llvm:
         """The llc options that make every allocation stage use `allocator`."""
         if allocator not in ALLOCATORS:
             raise LlvmError(f"unknown allocator '{allocator}' (choose from {', '.join(ALLOCATORS)})")
-        if allocator == "greedy":
+        if allocator in ("greedy", "fast-O0"):
             return ()
         stages = [s for s in ("sgpr", "wwm", "vgpr") if f"{s}-regalloc" in self.options]
         if not {"sgpr", "vgpr"} <= set(stages):

@@ -1,8 +1,9 @@
 """Pre/post register-allocation pairs made by any installed llc, two ways.
 
 A pair is the virtual program (before the first instance of the allocator pass) and the
-allocated one (after the last `virtregrewriter`), for one input, one llc, one AMDGPU target and
-one allocator (`greedy`, `fast`, `basic`; `verilocc.hunt.llvm`). Two ways to make it:
+allocated one (after the last `virtregrewriter`; after the last `regallocfast` at -O0), for one
+input, one llc, one AMDGPU target and one allocator (`greedy`, `fast`, `basic` in the -O3
+pipeline, `fast-O0` in the -O0 one; `verilocc.hunt.llvm`). Two ways to make it:
 
 ``one-process``
     Both files come from llc runs on the input IR, without reading MIR back::
@@ -47,7 +48,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from verilocc.hunt.llvm import ALLOC_PASS, TRIPLE, Llvm
+from verilocc.hunt.llvm import ALLOC_PASS, TRIPLE, Llvm, end_pass, opt_level
 from verilocc.llm.llc_pairs import (
     Job, Llc, PairError, PairMaker, fail_message, last_rewriter_instance, read_text,
     virtual_registers_in_body, write_if_changed,
@@ -233,11 +234,13 @@ class HuntPairMaker(PairMaker):
     """`PairMaker` under the input's own triple, any allocator, and files where a hunt keeps them;
     a pre-RA MIR input is read instead of compiled."""
 
-    def __init__(self, llc: Llc, pre: Path, post: Path, triple: str, alloc_pass: str,
+    def __init__(self, llc: Llc, pre: Path, post: Path, triple: str, allocator: str,
                  extra_args: tuple[str, ...], instance: int, mir_source: str | None = None,
                  machine_verifier: bool = False):
-        super().__init__(llc, pre.parent, check_replay=False, alloc_pass=alloc_pass, extra_args=extra_args,
+        super().__init__(llc, pre.parent, check_replay=False, alloc_pass=ALLOC_PASS[allocator], extra_args=extra_args,
                          machine_verifier=machine_verifier)
+        self.opt_level = opt_level(allocator)
+        self.end_pass = end_pass(allocator)
         self.triple = triple
         self.paths = (pre, post)
         self.instance = instance
@@ -287,17 +290,17 @@ class PairFactory:
         return stem.with_name(stem.name + ".pre.mir"), stem.with_name(stem.name + ".post.mir")
 
     def last_instance(self, task: PairTask, llc: Llc, work: Path) -> int:
-        """Last rewriter instance of this llc's -O3 pipeline for the target and allocator (from a
-        tiny kernel: the pass structure does not depend on the function)."""
+        """Last instance of the pass that ends allocation in this llc's pipeline for the target
+        and allocator (from a tiny kernel: the pass structure does not depend on the function)."""
         key = (task.llvm.llc, task.target, task.allocator)
         if key not in self._instance:
             (work / "probe.ll").write_text("define amdgpu_kernel void @probe() {\n  ret void\n}\n")
-            proc = llc.run([f"-mtriple={TRIPLE}", f"-mcpu={task.target}", "-O3",
+            proc = llc.run([f"-mtriple={TRIPLE}", f"-mcpu={task.target}", opt_level(task.allocator),
                             *task.llvm.regalloc_args(task.allocator), "-debug-pass=Structure",
                             "probe.ll", "-o", "probe.s"], work, "pass structure")
             if proc.returncode != 0:
                 raise PairError(fail_message("pass structure", proc))
-            self._instance[key] = last_rewriter_instance(proc.stderr)
+            self._instance[key] = last_rewriter_instance(proc.stderr, *end_pass(task.allocator))
         return self._instance[key]
 
     def make(self, task: PairTask) -> PairOutcome:
@@ -314,7 +317,7 @@ class PairFactory:
                 with tempfile.TemporaryDirectory(prefix="verilocc_hunt_") as tmp:
                     instance = self.last_instance(task, llc, Path(tmp))
                 maker = HuntPairMaker(LocalLlc(llc.path, llc.timeout), pre_path, post_path, input_triple(text),
-                                      ALLOC_PASS[task.allocator], extra, instance, text if task.is_mir else None,
+                                      task.allocator, extra, instance, text if task.is_mir else None,
                                       self.machine_verifier)
                 res = maker.make(Job(task.target, f"{task.name}.reread", task.source))
                 if not res.ok:
@@ -333,13 +336,13 @@ class PairFactory:
         # The ModuleID of the embedded IR is the input's name: keep it the input's name.
         ll = work / task.source.name
         shutil.copyfile(task.source, ll)
-        alloc = ALLOC_PASS[task.allocator]
-        base = [f"-mtriple={input_triple(read_text(ll))}", f"-mcpu={task.target}", "-O3",
+        alloc, end = ALLOC_PASS[task.allocator], end_pass(task.allocator)[0]
+        base = [f"-mtriple={input_triple(read_text(ll))}", f"-mcpu={task.target}", opt_level(task.allocator),
                 *(["-verify-machineinstrs"] if self.machine_verifier else []), *extra]
         proc = llc.run([*base, f"-stop-before={alloc}", ll.name, "-o", "pre.mir"], work, "pre")
         if proc.returncode != 0:
             raise PairError(fail_message("pre", proc))
-        proc = llc.run([*base, f"-print-before={alloc}", f"-stop-after=virtregrewriter,{instance}",
+        proc = llc.run([*base, f"-print-before={alloc}", f"-stop-after={end},{instance}",
                         ll.name, "-o", "post.mir"], work, "post")
         if proc.returncode != 0:
             raise PairError(fail_message("post", proc))
@@ -349,9 +352,9 @@ class PairFactory:
         vregs = virtual_registers_in_body(post)
         if vregs:
             line, reg = vregs[0]
-            raise PairError(f"post (virtregrewriter,{instance}) still has {len(vregs)} virtual "
+            raise PairError(f"post ({end},{instance}) still has {len(vregs)} virtual "
                             f"register operands, first {reg} on line {line}")
         compare_dump(pre, proc.stderr)
         write_if_changed(pre_path, pre)
         write_if_changed(post_path, post)
-        return f"post virtregrewriter,{instance}; pre matches the allocator's input"
+        return f"post {end},{instance}; pre matches the allocator's input"

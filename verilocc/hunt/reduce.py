@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from verilocc.hunt.llvm import ALLOC_PASS, Llvm
+from verilocc.hunt.llvm import ALLOC_PASS, Llvm, end_pass, opt_level
 from verilocc.hunt.pairs import input_triple
 from verilocc.llm.llc_pairs import read_text
 
@@ -25,16 +25,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def rewriter_instance(note: str) -> int | None:
-    m = re.search(r"virtregrewriter,(\d+)", note)
+    m = re.search(r"(?:virtregrewriter|regallocfast),(\d+)", note)
     return int(m.group(1)) if m else None
 
 
 def commands(llvm: Llvm, target: str, allocator: str, mode: str, ll: str, instance: int | None, text: str) -> list[str]:
     """The shell commands that make the pair of a case and verify it."""
     alloc = ALLOC_PASS[allocator]
-    base = " ".join([llvm.name, f"-mtriple={input_triple(text)}", f"-mcpu={target}", "-O3",
+    base = " ".join([llvm.name, f"-mtriple={input_triple(text)}", f"-mcpu={target}", opt_level(allocator),
                      *llvm.regalloc_args(allocator), *llvm.ir_args(text)])
-    stop = f"-stop-after=virtregrewriter,{instance if instance is not None else 'N'}"
+    stop = f"-stop-after={end_pass(allocator)[0]},{instance if instance is not None else 'N'}"
     if ll.endswith(".mir"):  # a pre-RA MIR input is the pre file
         return [f"{base} -start-before={alloc} {stop} {ll} -o post.mir", f"verilocc verify post.mir --pre {ll}"]
     lines = [f"{base} -stop-before={alloc} {ll} -o pre.mir"]

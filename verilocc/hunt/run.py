@@ -106,7 +106,7 @@ def run_hunt(config: HuntConfig, log: Callable[[str], None]) -> HuntResult:
     for j in jobs:
         res = cache.get(j)
         if res is not None:
-            records.extend(_function_records(res, config.out))
+            records.extend(function_records(res, config.out))
     if len(todo_jobs) < len(jobs):
         log(f"{len(jobs) - len(todo_jobs)} pairs verified before by this verilocc ({cache.root})")
     with concurrent.futures.ProcessPoolExecutor(max_workers=config.jobs) as pool:
@@ -115,7 +115,7 @@ def run_hunt(config: HuntConfig, log: Callable[[str], None]) -> HuntResult:
             log(f"[verify {k}/{len(todo_jobs)}] llc-{res['llvm']} {res['target']} {res['allocator']} {res['mode']} "
                 f"{res['input']}: " + (res.get("error") or ", ".join(
                     f"{f['function']} {f['verdict']}" for f in res["functions"])[:200]))
-            records.extend(_function_records(res, config.out))
+            records.extend(function_records(res, config.out))
     records.sort(key=record_key)
     classify(records, config.triage)
     return HuntResult(pairs, records, compare_modes(records, config.out))
@@ -193,7 +193,7 @@ def _verify(job: tuple[str, str, float, dict[str, Any]]) -> dict[str, Any]:
     return verify_pair(pre, post, seconds, base)
 
 
-def _function_records(res: dict[str, Any], out: Path) -> list[dict[str, Any]]:
+def function_records(res: dict[str, Any], out: Path) -> list[dict[str, Any]]:
     if "error" in res:
         return [dict(res, function="(pair)", verdict=None)]
     programs = mir_functions(read_text(out / res["pre"]))

@@ -405,14 +405,16 @@ def is_wave32(ll_text: str, target: str) -> bool:
 
 # --- the pipeline for one pair ---------------------------------------------------------------
 
-def last_rewriter_instance(structure: str) -> int:
-    """0-based number of the last `virtregrewriter` in a -debug-pass=Structure listing."""
-    by_arg = sum(ln.split().count("-virtregrewriter")
+def last_rewriter_instance(structure: str, arg: str = "virtregrewriter",
+                           name: str = "Virtual Register Rewriter") -> int:
+    """0-based number of the last `virtregrewriter` (or of the pass `arg` called `name`) in a
+    -debug-pass=Structure listing."""
+    by_arg = sum(ln.split().count(f"-{arg}")
                  for ln in structure.splitlines() if ln.startswith("Pass Arguments:"))
-    by_name = sum(1 for ln in structure.splitlines() if ln.strip() == "Virtual Register Rewriter")
+    by_name = sum(1 for ln in structure.splitlines() if ln.strip() == name)
     if by_arg == 0 or by_arg != by_name:
-        raise PairError(f"cannot derive rewriter instance: {by_arg} '-virtregrewriter' pass "
-                        f"arguments, {by_name} 'Virtual Register Rewriter' passes")
+        raise PairError(f"cannot derive the instance of {arg}: {by_arg} '-{arg}' pass "
+                        f"arguments, {by_name} '{name}' passes")
     return by_arg - 1
 
 
@@ -430,9 +432,11 @@ class PairMaker:
         self.alloc_pass = alloc_pass
         self.extra_args = extra_args
         self.machine_verifier = machine_verifier
+        self.opt_level = "-O3"
+        self.end_pass = ("virtregrewriter", "Virtual Register Rewriter")  # allocation is over after it
 
     def base_args(self, target: str) -> list[str]:
-        return [f"-mtriple={TRIPLE}", f"-mcpu={target}", "-O3",
+        return [f"-mtriple={TRIPLE}", f"-mcpu={target}", self.opt_level,
                 *(["-verify-machineinstrs"] if self.machine_verifier else []), *self.extra_args]
 
     def output_paths(self, job: Job) -> tuple[Path, Path]:
@@ -446,7 +450,7 @@ class PairMaker:
         proc, _ = self.run_on_mir(job, work, name, pre,
                                   [f"-start-before={self.alloc_pass}", "-debug-pass=Structure"],
                                   opcodes, "pass structure")
-        return last_rewriter_instance(proc.stderr)
+        return last_rewriter_instance(proc.stderr, *self.end_pass)
 
     def raw_pre(self, job: Job, work: Path) -> str:
         """The virtual program as llc prints it before the first allocator pass."""
@@ -516,12 +520,12 @@ class PairMaker:
         instance = self.rewriter_instance(job, work, name, pre, opcodes)
 
         # 4. Allocate.
-        stop = [f"-start-before={self.alloc_pass}", f"-stop-after=virtregrewriter,{instance}"]
+        stop = [f"-start-before={self.alloc_pass}", f"-stop-after={self.end_pass[0]},{instance}"]
         _, post = self.run_on_mir(job, work, name, pre, stop, opcodes, "post")
         vregs = virtual_registers_in_body(post)
         if vregs:
             line, reg = vregs[0]
-            raise PairError(f"post (virtregrewriter,{instance}) still has {len(vregs)} virtual "
+            raise PairError(f"post ({self.end_pass[0]},{instance}) still has {len(vregs)} virtual "
                             f"register operands, first {reg} on line {line}")
         if self.check_replay:
             _, again = self.run_on_mir(job, work, name, pre, stop, opcodes, "replay")
@@ -539,7 +543,7 @@ class PairMaker:
         new_ops = sorted(opcodes - WAVE32_VCC_OPCODES)
         msg = (f"{declared_vregs(pre)} vregs, {rounds} rounds, {dropped_total} unused dropped, "
                f"{cleared_total} hints cleared; "
-               f"post virtregrewriter,{instance}, {spills} spill/restore lines; "
+               f"post {self.end_pass[0]},{instance}, {spills} spill/restore lines; "
                f"{'wave32' if wave32 else 'wave64'} vcc patch: {patch}"
                + (f" (learned {', '.join(new_ops)})" if new_ops else "")
                + ("; written" if any(written) else "; unchanged"))
