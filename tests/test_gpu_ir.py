@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -104,7 +105,7 @@ def functions(text: str) -> list[list[str]]:
 
 def branches_on_thread_id(body: list[str]) -> bool:
     """Whether a conditional branch or switch of `body` depends on the work-item id."""
-    defs = {}
+    defs: dict[str, str] = {}
     for line in body:
         found = re.match(r"\s+(%[\w.]+) = (.*)", line)
         if found:
@@ -123,17 +124,28 @@ def branches_on_thread_id(body: list[str]) -> bool:
     return any(depends(c, set()) for c in conditions)
 
 
-FEATURES = {
+def calls_through_selected_pointer(text: str) -> bool:
+    """Whether a call goes through a `select` between two device functions."""
+    pointers = re.findall(r"(%v\d+) = select i1 %v\d+, ptr @func\d+, ptr @func\d+\n", text)
+    return any(re.search(rf"= call .* {p}\(|call void {p}\(", text) for p in pointers)
+
+
+def most_parameters(text: str) -> int:
+    """The largest number of parameters of a device function."""
+    lists = re.findall(r"^define .*? @func\d+\((.*)\) #\d+ \{$", text, re.M)
+    return max((len(p.split(", ")) for p in lists if p), default=0)
+
+
+#: What each feature looks like in the IR text.
+FEATURES: dict[str, Callable[[str], object]] = {
     "branch on the thread id": lambda text: any(branches_on_thread_id(f) for f in functions(text)),
     "if/else with phis": lambda text: re.search(r"^join\d+:\n  %v\d+ = phi ", text, re.M),
     "loop": lambda text: re.search(r"^loop\d+:\n  %i\d+ = phi i32 \[ 0, ", text, re.M),
     "per-lane loop exit": lambda text: re.search(r"= or i1 .*\n  br i1 %v\d+, label %exit", text),
     "call": lambda text: re.search(r"call [^@%\n]*@func\d+\(", text),
-    "call with 10+ arguments": lambda text: any(
-        line.count(", ") >= 9 for line in text.splitlines() if re.match(r"define \S+ @func", line)),
+    "call with 10+ arguments": lambda text: most_parameters(text) >= 10,
     "wide result": lambda text: re.search(r"^define (<8 x i32>|\{ [^}]+ \}) @func", text, re.M),
-    "indirect call": lambda text: re.search(
-        r"(%v\d+) = select i1 %v\d+, ptr @func\d+, ptr @func\d+\n(.*\n)*.*call .* \1\(", text),
+    "indirect call": calls_through_selected_pointer,
     "LDS with a barrier": lambda text: "addrspace(3) global" in text
     and "call void @llvm.amdgcn.s.barrier()" in text,
     "readfirstlane": lambda text: "@llvm.amdgcn.readfirstlane(" in text,

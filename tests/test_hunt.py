@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from verilocc.findings import Report, Verdict
+from verilocc.hunt.check import cause_of
 from verilocc.hunt.inputs import Input, file_inputs, unique_names
 from verilocc.hunt.pairs import drop_yaml_key, input_triple
 from verilocc.hunt.report import markdown, to_json
@@ -453,3 +454,15 @@ def test_bad_usage_is_one_line(args: list[str], what: str, tmp_path: Path) -> No
         pytest.skip("llc-19 is not installed")
     assert proc.returncode == 2, proc.stderr
     assert what in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize(("source", "cause"), [
+    ("renamable $vgpr0 = nofpexcept V_ADD_F32_e64 0, $vgpr1, 0, $vgpr2, 0, 0, implicit $mode, implicit $exec", "other"),
+    ("renamable $sgpr6_sgpr7 = S_ANDN2_B64 killed renamable $sgpr6_sgpr7, $exec, implicit-def dead $scc",
+     "EXEC control flow"),
+    ("$exec = S_MOV_B64 killed renamable $sgpr4_sgpr5", "EXEC control flow"),
+    ("renamable $sgpr4_sgpr5 = S_AND_SAVEEXEC_B64 killed renamable $sgpr6_sgpr7, implicit-def $exec, "
+     "implicit-def $scc, implicit $exec", "EXEC control flow"),
+])
+def test_the_exec_every_vector_instruction_reads_is_not_exec_control_flow(source: str, cause: str) -> None:
+    assert cause_of("wrong-value", "bb.1 line 9: reads `$vgpr1` expecting %4, but it holds %5", source, False) == cause

@@ -368,3 +368,37 @@ def test_constant_rematerialised_into_a_register_the_program_also_writes_is_not_
                  STORE.format(a=ADDR, v="renamable $vgpr5"))
     report = _report(post, pre)
     assert report.verdict is Verdict.VERIFIED, [f.message for f in report.findings]
+
+
+# %3 = %1 + %1 and %4 = %1 + %3, both stored. The allocation keeps %3 in $vgpr4 and
+# rematerialises it into $vgpr5 right before %4, which reads the copy: three equal V_ADDs for
+# the virtual program's two.
+REMAT_PRE = _pre(STORE.format(a="%2", v="%3"), "%4:vgpr_32 = V_ADD_U32_e32 %1, %3, implicit $exec",
+                 STORE.format(a="%2", v="%4"))
+
+
+def _remat_post(reads: str) -> str:
+    return _post(STORE.format(a=ADDR, v="renamable $vgpr4"),
+                 "renamable $vgpr5 = V_ADD_U32_e32 $vgpr0, $vgpr0, implicit $exec",
+                 f"renamable $vgpr6 = V_ADD_U32_e32 $vgpr0, {reads}, implicit $exec",
+                 STORE.format(a=ADDR, v="renamable $vgpr6"))
+
+
+@pytest.mark.parametrize(("reads", "verdict"), [
+    ("killed $vgpr5", Verdict.VERIFIED),  # the rematerialised %3
+    ("$vgpr4", Verdict.VERIFIED),  # the original %3: the copy before it is dead
+    ("$vgpr0", Verdict.REJECTED),  # %1 where %3 is read
+])
+def test_equal_instruction_rematerialised_before_its_reader_is_not_taken_for_it(reads: str, verdict: Verdict) -> None:
+    """LLVM rematerialises a value right before the instruction that reads it, which may have
+    the same key (`V_ADD_U32 %92, %53` before `V_ADD_U32 %86, %110`, seen in llc-22's greedy
+    allocations): the reader is paired with the instruction whose inputs come from where its
+    own do, not with the first equal one, and the allocation is VERIFIED."""
+    pre, post = REMAT_PRE, _remat_post(reads)
+    steps = align_functions(parse_module(pre, "pre.mir").functions[0], parse_module(post, "post.mir").functions[0]).steps[0]
+    post_fn = parse_module(post, "post.mir").functions[0]
+    matched = {post_fn.blocks[0].instructions[s.post].operands[0].phys for s in steps if s.role is Role.MATCHED
+               and s.post is not None and post_fn.blocks[0].instructions[s.post].opcode == "V_ADD_U32_e32"}
+    if verdict is Verdict.VERIFIED:
+        assert matched == {"vgpr4", "vgpr6"}
+    assert _report(post, pre).verdict is verdict

@@ -31,8 +31,9 @@ CAUSES = (
             "V_SET_INACTIVE, WWM spills, `wwmReservedRegs`)"),
     ("calls", "the finding's instruction is a call, return or register-mask operand "
               "(SI_CALL, SI_TCRETURN, SI_RETURN, `csr_*` masks, ADJCALLSTACK*)"),
-    ("EXEC control flow", "the finding's instruction reads or writes EXEC (SI_IF/SI_ELSE/"
-                          "SI_LOOP/SI_END_CF, *_SAVEEXEC, `$exec`)"),
+    ("EXEC control flow", "the finding's instruction manipulates EXEC (SI_IF/SI_ELSE/"
+                          "SI_LOOP/SI_END_CF, *_SAVEEXEC, `$exec` other than the `implicit "
+                          "$exec` every vector instruction reads)"),
     ("16-bit registers", "a 16-bit register or a copy between 16- and 32-bit registers: finding "
                          "kind `width`, `_lo16`/`_hi16` operands"),
     ("lane anomaly", "a read of lanes never written or a partial (subregister) write: "
@@ -47,7 +48,7 @@ WWM_RE = re.compile(r"\b(STRICT_WWM|STRICT_WQM|ENTER_STRICT_\w+|EXIT_STRICT_\w+|
 CALL_RE = re.compile(r"\b(SI_CALL\w*|SI_TCRETURN\w*|SI_RETURN\w*|ADJCALLSTACK\w+|"
                      r"S_SETPC_B64_return\w*|SI_CS_CHAIN\w*)\b|csr_amdgpu")
 EXEC_RE = re.compile(r"\b(SI_IF|SI_ELSE|SI_LOOP|SI_END_CF|SI_IF_BREAK|SI_KILL\w*|"
-                     r"S_\w+_SAVEEXEC_B(32|64)|SI_INIT_EXEC\w*|SI_WATERFALL\w*)\b|\$exec")
+                     r"S_\w+_SAVEEXEC_B(32|64)|SI_INIT_EXEC\w*|SI_WATERFALL\w*)\b|(?<!implicit )\$exec")
 LANE_RE = re.compile(r"undefined-read|\bundef\b|lane|subregister|sub\d", re.I)
 
 

@@ -16,6 +16,13 @@ live at once, and kernel attributes that shrink the register budget.
 Each program draws its own subset of these features and its own size. The IR is read alike by
 LLVM 16, 19 and 22: opaque pointers, no syntax newer than LLVM 16, intrinsics whose names and
 signatures the three accept (`readfirstlane` unsuffixed, upgraded by the newer ones).
+
+Every program compiles with each of llc-16, 19 and 22 that knows its target, at -O3 and -O0, so
+the generator steers clear of what makes llc itself hang, crash or give up before register
+allocation could be looked at: vectors with constant lanes other than zero and operations on
+two literals (`Emitter.constant`), an fma whose addend is one of its factors (`fma`),
+minnum/maxnum (`float_op`), half literals that are not inline constants (`HALF_CONSTANTS`),
+and register budgets too small for calls or matrix operations (`squeeze_attributes`).
 """
 
 from __future__ import annotations
@@ -52,7 +59,9 @@ BITCAST_FROM = {"<2 x half>": "i32", "<4 x half>": "i64", "<8 x half>": "<4 x fl
                 "<16 x half>": "<8 x i32>"}
 SUFFIX = {"i16": "i16", "i32": "i32", "i64": "i64", "half": "f16", "float": "f32", "double": "f64"}
 FLOAT_CONSTANTS = ("0.0", "1.0", "-1.0", "0.5", "2.0", "-0.25", "1.5", "3.0", "-8.0")
-HALF_CONSTANTS = ("0xH0000", "0xH3C00", "0xHBC00", "0xH3800", "0xH4000", "0xH4200")
+#: Half constants are AMDGPU inline constants: a literal addend makes llc-16 select
+#: V_FMAAK_F16_t16 with operands of the wrong register classes on gfx1100.
+HALF_CONSTANTS = ("0xH0000", "0xH3C00", "0xHBC00", "0xH3800", "0xH4000", "0xH4400")
 INT_CONSTANTS = (0, 1, 2, 3, 5, 7, 8, 15, 16, 31, 63, 100, 255, 1000, -1, -7, -128)
 
 #: Types of the values a function computes with; the wide and 16-bit ones only when the
@@ -211,9 +220,10 @@ class Emitter:
     def constant(self, ty: str) -> str:
         """A literal of type `ty`; for a vector, only zero.
 
-        No vector ever has a constant lane other than zero, and no operation takes two literals
-        (whose result would be a constant): llc-16 hangs in SI Fold Operands on gfx9 when a
-        vector with literal (non-inline) lanes, such as `<4 x float>` lanes of 3.0 or `<8 x i32>`
+        No vector has a constant lane other than zero, and the first operand of every
+        arithmetic operation is a value, not a literal (so that no computed value is a
+        constant, shift amounts aside): llc-16 hangs in SI Fold Operands on gfx9 when a vector
+        with literal (non-inline) lanes, such as `<4 x float>` lanes of 3.0 or `<8 x i32>`
         lanes of 64 * 64, is used across blocks; llc-19 and llc-22 do not.
         """
         if ty in INT_BITS:
@@ -301,7 +311,9 @@ def to_i32(e: Emitter, v: Value) -> Value:
         return e.define("i32", f"{r.choice(('zext', 'sext'))} i16 {v.name} to i32", keep=False)
     if ty == "i64":
         if r.random() < 0.5:
-            v = e.define("i64", f"lshr i64 {v.name}, 32", keep=False)
+            # Bits 16 to 47, not the high half: the high half of a zext is a zero that llc-16's
+            # DAG finds late, and a half made from it crashes llc-16's Machine CSE on gfx90a.
+            v = e.define("i64", f"lshr i64 {v.name}, 16", keep=False)
         return e.define("i32", f"trunc i64 {v.name} to i32", keep=False)
     if ty in FLOAT_BITS:
         if r.random() < 0.3:
@@ -347,24 +359,40 @@ def int_op(e: Emitter, ty: str, a: str, b: str, keep: bool) -> Value:
 
 def float_op(e: Emitter, ty: str, a: str, b: str, keep: bool) -> Value:
     r = e.rng
-    kind = r.choice(("fadd", "fsub", "fmul", "fma", "fma", "select", "minmax", "fneg",
+    kind = r.choice(("fadd", "fsub", "fmul", "fma", "fma", "select", "fabs", "fneg",
                      "fdiv" if ty == "float" else "fadd"))
     if kind == "fma":
-        return e.intrinsic(f"llvm.fma.{suffix(ty)}", ty, (ty, ty, ty), [a, b, e.get(ty)], keep)
+        return fma(e, ty, a, b, keep)
     if kind == "select":
         pred = r.choice(("olt", "ogt", "oeq", "une", "uge"))
         cond = e.define("i1", f"fcmp {pred} {ty} {a}, {b}", keep=False)
         return e.define(ty, f"select i1 {cond.name}, {ty} {a}, {ty} {e.get(ty)}", keep)
-    if kind == "minmax":
-        # Operands that are not literals: llc-19's GVN crashes simplifying some minnum/maxnum
-        # of a minnum/maxnum with a constant operand.
-        name = f"llvm.{r.choice(('minnum', 'maxnum'))}.{suffix(ty)}"
-        args = [x if x.startswith("%") else e.get(ty, literal=False) for x in (a, b)]
-        return e.intrinsic(name, ty, (ty, ty), args, keep)
+    if kind == "fabs":
+        # Not minnum/maxnum: llc-19's GVN crashes (InstSimplify, getInverseMinMaxIntrinsic)
+        # on a maxnum of a maxnum and an fma once operands fold to constants.
+        absolute = e.intrinsic(f"llvm.fabs.{suffix(ty)}", ty, (ty,), [a], keep=False)
+        return e.define(ty, f"fmul {ty} {absolute.name}, {b}", keep)
     if kind == "fneg":
         neg = e.define(ty, f"fneg {ty} {a}", keep=False)
         return e.define(ty, f"fadd {ty} {neg.name}, {b}", keep)
     return e.define(ty, f"{kind} {ty} {a}, {b}", keep)
+
+
+def fma(e: Emitter, ty: str, a: str, b: str, keep: bool) -> Value:
+    """`a * b + c` with an addend `c` other than `a` and `b`.
+
+    llc (16, 19 and 22 alike) loops forever in the Two-Address instruction pass on targets
+    with V_FMAC_F32/F64 when an fma's addend is also one of its factors in a loop whose phis
+    swap values through it.
+    """
+    addend = e.get(ty)
+    for _ in range(3):
+        if addend not in (a, b):
+            break
+        addend = e.get(ty)
+    else:
+        addend = convert(e, ty).name
+    return e.intrinsic(f"llvm.fma.{suffix(ty)}", ty, (ty, ty, ty), [a, b, addend], keep)
 
 
 def vector_op(e: Emitter, ty: str, a: str, b: str, keep: bool) -> Value:
@@ -378,7 +406,7 @@ def vector_op(e: Emitter, ty: str, a: str, b: str, keep: bool) -> Value:
         return e.define(ty, f"insertelement {ty} {a}, {elem} {e.get(elem, literal=False)}, "
                             f"i32 {r.randrange(n)}", keep)
     if kind == "fma" and is_float(ty) and n <= 4:
-        return e.intrinsic(f"llvm.fma.{suffix(ty)}", ty, (ty, ty, ty), [a, b, e.get(ty)], keep)
+        return fma(e, ty, a, b, keep)
     if is_float(ty):
         op = r.choice(("fadd", "fmul", "fsub"))
     else:
@@ -863,7 +891,7 @@ def function_result(e: Emitter, sig: Signature) -> str:
 def squeeze_attributes(rng: random.Random, wide: bool) -> list[str]:
     """Kernel attributes that shrink the register budget, or none (about half the kernels).
 
-    A kernel that calls or uses MFMA/WMMA (`wide`) keeps at least 40 VGPRs, and asks for at
+    A kernel that calls or uses MFMA/WMMA (`wide`) keeps at least 48 VGPRs, and asks for at
     most 4 waves per EU (which leaves 128 VGPRs on gfx9): the calling convention passes
     arguments in v0-v31 and the work-item ids in v31, a WMMA reads 24 VGPRs at once, and with
     fewer llc runs out of registers.
@@ -872,7 +900,7 @@ def squeeze_attributes(rng: random.Random, wide: bool) -> list[str]:
         return []
     attrs = []
     if rng.random() < 0.6:
-        attrs.append(f'"amdgpu-num-vgpr"="{rng.choice(range(40 if wide else 24, 129, 8))}"')
+        attrs.append(f'"amdgpu-num-vgpr"="{rng.choice(range(48 if wide else 24, 129, 8))}"')
     if rng.random() < 0.4:
         attrs.append(f'"amdgpu-num-sgpr"="{rng.choice(range(32, 105, 8))}"')
     if rng.random() < 0.4:

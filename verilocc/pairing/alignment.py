@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from verilocc.analysis.operands import VReg, physreg_at
 from verilocc.errors import TargetError
 from verilocc.mir.model import Function, Instruction, Operand
-from verilocc.target import RegisterClass, mask_to_slots, subreg_mask
+from verilocc.target import RegisterClass, mask_to_slots, parse_physreg, subreg_mask
 
 MOVE_OPCODES = frozenset({"COPY", "KILL", "IMPLICIT_DEF"})
 
@@ -401,9 +401,205 @@ def _fixed_def(ins: Instruction) -> tuple[object, ...] | None:
     return (*instruction_key(ins), defs[0].phys)
 
 
+def _explicit_uses(ins: Instruction) -> list[Operand]:
+    return [op for op in ins.operands if op.kind == "reg" and not op.is_def and not op.is_implicit]
+
+
+def _input_origins(block: list[Instruction], index: int,
+                   def_keys: Mapping[VReg, tuple[object, ...] | None] | None) -> list[tuple[object, ...] | None]:
+    """For each explicit register use of `block[index]`, the key of the instruction that
+    defines what it reads, None where that is not one known instruction. A virtual register
+    is looked up in `def_keys` (its one defining instruction in the function); a physical
+    one is followed back within the block to its last writer (a move or spill counts as
+    unknown: it carries a value from elsewhere)."""
+    out: list[tuple[object, ...] | None] = []
+    for op in _explicit_uses(block[index]):
+        if op.vreg is not None:
+            out.append(def_keys.get(op.vreg) if def_keys is not None else None)
+            continue
+        out.append(_last_writer_key(block, index, op))
+    return out
+
+
+def _units(op: Operand) -> frozenset[int]:
+    if op.phys is None:
+        return frozenset()
+    try:
+        reg = parse_physreg(op.phys)
+        return frozenset((reg.subreg(op.subreg) if op.subreg else reg).units)
+    except TargetError:
+        return frozenset()
+
+
+def _last_writer_key(block: list[Instruction], index: int, use: Operand) -> tuple[object, ...] | None:
+    units = _units(use)
+    while units:
+        for k in range(index - 1, -1, -1):
+            ins = block[k]
+            if any(op.kind == "reg" and op.is_def and units & _units(op) for op in ins.operands):
+                break
+        else:
+            return None
+        if ins.opcode == "COPY" or is_register_move(ins):
+            # A copy passes its source's value on: follow it back.
+            source = [op for op in ins.operands if op.kind == "reg" and not op.is_def and not op.is_implicit]
+            units, index = (_units(source[0]), k) if len(source) == 1 else (frozenset(), k)
+            continue
+        if ins.opcode in MOVE_OPCODES or is_spill_code(ins):
+            return None
+        return instruction_key(ins)
+    return None
+
+
+# Above this many candidate pairings a run of equal instructions keeps the longest common
+# subsequence's pairing (in order, the first post candidate of each gap).
+MAX_RUN_CELLS = 40_000
+_CANNOT = -(1 << 30)
+
+
+def _pair_equal_runs(pairs: list[tuple[int, int]], a: list[tuple[object, ...]], b: list[tuple[object, ...]],
+                     pre: list[Instruction], post: list[Instruction], pre_real: list[int], post_real: list[int],
+                     def_keys: Mapping[VReg, tuple[object, ...] | None]) -> list[tuple[int, int]]:
+    """Re-pair each run of consecutive pairs of one rematerialisable key.
+
+    Where the allocated block has more instructions of a key than the virtual one (LLVM
+    rematerialised some), the longest common subsequence may pair any of them: in a run of
+    equal `V_ADD_F32`s it may take a rematerialised copy for the original and shift every
+    later pair by one. Within the run (every instruction of that key between the pairs
+    around it), the pairing kept is the one in order that pairs as many as before and
+    agrees best on where each paired instruction's inputs come from (`_input_origins`: a
+    copy of `%110 = V_ADD %92, %53` rematerialised right before the original
+    `%141 = V_ADD %86, %110` reads other kinds of value than %141 does) and on which
+    registers they read (`_homes`: the registers the block's unambiguous pairs give each
+    virtual register), and among those the one taking the earliest post instructions: LLVM
+    puts a rematerialised copy after its original, right before its readers."""
+    runs: list[tuple[int, int, list[int], list[int], bool]] = []
+    n = 0
+    while n < len(pairs):
+        key = a[pairs[n][0]]
+        end = n + 1
+        while end < len(pairs) and a[pairs[end][0]] == key:
+            end += 1
+        lo_a = pairs[n - 1][0] if n else -1
+        lo_b = pairs[n - 1][1] if n else -1
+        hi_a = pairs[end][0] if end < len(pairs) else len(a)
+        hi_b = pairs[end][1] if end < len(pairs) else len(b)
+        xs = [x for x in range(lo_a + 1, hi_a) if a[x] == key]
+        ys = [y for y in range(lo_b + 1, hi_b) if b[y] == key]
+        ambiguous = not (len(ys) == end - n and len(xs) == end - n) and len(xs) * len(ys) <= MAX_RUN_CELLS \
+            and all(is_pure(pre[pre_real[x]], allocated=False) for x in xs)
+        runs.append((n, end, xs, ys, ambiguous))
+        n = end
+    if not any(r[4] for r in runs):
+        return pairs
+    homes = _homes([(pre[pre_real[ai]], post[post_real[bi]]) for n, end, _, _, amb in runs if not amb
+                    for ai, bi in pairs[n:end]])
+    out: list[tuple[int, int]] = []
+    for n, end, xs, ys, ambiguous in runs:
+        if not ambiguous:
+            out.extend(pairs[n:end])
+            continue
+        want = [_input_origins(pre, pre_real[x], def_keys) for x in xs]
+        got = [_input_origins(post, post_real[y], None) for y in ys]
+        score = [[_agreement(w, g) + _home_agreement(pre[pre_real[x]], post[post_real[y]], homes)
+                  for g, y in zip(got, ys)] for w, x in zip(want, xs)]
+        if len(xs) <= len(ys):
+            out.extend((xs[i], ys[j]) for i, j in _best_in_order(score))
+        else:
+            flipped = [[score[i][j] for i in range(len(xs))] for j in range(len(ys))]
+            out.extend(sorted((xs[i], ys[j]) for j, i in _best_in_order(flipped)))
+    return out
+
+
+def _homes(pairs: list[tuple[Instruction, Instruction]]) -> dict[tuple[VReg, str | None], set[str]]:
+    """The physical registers each virtual register (and subregister) has in these pairs."""
+    homes: dict[tuple[VReg, str | None], set[str]] = {}
+    for p, q in pairs:
+        ps = [op for op in p.operands if op.kind == "reg" and not op.is_implicit]
+        qs = [op for op in q.operands if op.kind == "reg" and not op.is_implicit]
+        for po, qo in zip(ps, qs):
+            if po.vreg is not None and qo.phys is not None:
+                homes.setdefault((po.vreg, po.subreg), set()).add(qo.phys)
+    return homes
+
+
+def _home_agreement(p: Instruction, q: Instruction, homes: Mapping[tuple[VReg, str | None], set[str]]) -> int:
+    """Uses of `p` whose virtual register has a known home: how many of `q`'s registers are
+    one of them, less how many are not."""
+    total = 0
+    for po, qo in zip(_explicit_uses(p), _explicit_uses(q)):
+        known = homes.get((po.vreg, po.subreg)) if po.vreg is not None else None
+        if known and qo.phys is not None:
+            total += 1 if qo.phys in known else -1
+    return total
+
+
+def _best_in_order(score: list[list[int]]) -> list[tuple[int, int]]:
+    """Each row i paired, in order, with a column j (no fewer columns than rows): the pairing
+    of the highest total score, and among those the one taking the earliest columns."""
+    nx, ny = len(score), len(score[0]) if score else 0
+    # best[i][j]: the best total pairing all rows from i with columns from j.
+    best = [[_CANNOT] * (ny + 1) for _ in range(nx + 1)]
+    best[nx] = [0] * (ny + 1)
+    for i in range(nx - 1, -1, -1):
+        for j in range(ny - nx + i, -1, -1):
+            after = best[i + 1][j + 1]
+            take = after + score[i][j] if after != _CANNOT else _CANNOT
+            best[i][j] = max(take, best[i][j + 1])
+    out: list[tuple[int, int]] = []
+    j = 0
+    for i in range(nx):
+        while best[i + 1][j + 1] == _CANNOT or best[i + 1][j + 1] + score[i][j] != best[i][j]:
+            j += 1
+        out.append((i, j))
+        j += 1
+    return out
+
+
+def _agreement(want: list[tuple[object, ...] | None], got: list[tuple[object, ...] | None]) -> int:
+    """Inputs whose origins are known on both sides: the number that agree less the number
+    that do not."""
+    return sum((1 if w == g else -1) for w, g in zip(want, got) if w is not None and g is not None)
+
+
+def vreg_def_keys(fn: Function) -> dict[VReg, tuple[object, ...] | None]:
+    """The key of the instruction each virtual register's value comes from, through copies;
+    None where that is not one instruction (several defs, a copy of a physical register or
+    of a subregister)."""
+    defs: dict[VReg, list[Instruction]] = {}
+    for block in fn.blocks:
+        for ins in block.instructions:
+            for op in ins.operands:
+                if op.kind == "reg" and op.is_def and op.vreg is not None:
+                    defs.setdefault(op.vreg, []).append(ins)
+    keys: dict[VReg, tuple[object, ...] | None] = {}
+    for vreg in defs:
+        seen: list[VReg] = []
+        current: VReg | None = vreg
+        key: tuple[object, ...] | None = None
+        while current is not None and current not in keys and current not in seen and len(defs.get(current, [])) == 1:
+            seen.append(current)
+            ins = defs[current][0]
+            current = None
+            if ins.opcode == "COPY":
+                source = [op for op in ins.operands if op.kind == "reg" and not op.is_def and not op.is_implicit]
+                if len(source) == 1 and source[0].vreg is not None and not source[0].subreg:
+                    current = source[0].vreg
+            elif ins.opcode not in MOVE_OPCODES:
+                key = instruction_key(ins)
+        if current is not None and current in keys:
+            key = keys[current]
+        for v in seen or [vreg]:
+            keys[v] = key
+    return keys
+
+
 def align_block(pre: list[Instruction], post: list[Instruction],
-                known_keys: set[tuple[object, ...]] | None = None) -> list[Step]:
-    """Pair the real instructions of two versions of one block; keep program order."""
+                known_keys: set[tuple[object, ...]] | None = None,
+                def_keys: Mapping[VReg, tuple[object, ...] | None] | None = None) -> list[Step]:
+    """Pair the real instructions of two versions of one block; keep program order.
+    `def_keys` (`vreg_def_keys` of the virtual program) tells equal rematerialisable
+    instructions apart by where their inputs come from."""
     pre_real = [i for i, ins in enumerate(pre) if ins.opcode not in MOVE_OPCODES and not is_constant_def(ins, False)]
     # A constant the virtual program writes to a physical register it marks renamable
     # (`renamable $sgpr0 = S_MOV_B32 0`, as some MIR tests write it) is an instruction of the
@@ -436,15 +632,8 @@ def align_block(pre: list[Instruction], post: list[Instruction],
                 wider = common_subsequence(ca, cb)
                 if len(wider) > len(pairs):
                     pairs, a, b = wider, ca, cb
-    pair_of_pre: dict[int, int] = {}
-    prev_b = -1
-    for ai, bi in pairs:
-        if is_pure(pre[pre_real[ai]], allocated=False):
-            # Among equal rematerialisable instructions in the same gap, the original is the
-            # first: LLVM puts rematerialised copies after it, right before their readers.
-            bi = next(k for k in range(prev_b + 1, bi + 1) if b[k] == b[bi])
-        pair_of_pre[pre_real[ai]] = post_real[bi]
-        prev_b = bi
+    pairs = _pair_equal_runs(pairs, a, b, pre, post, pre_real, post_real, def_keys or {})
+    pair_of_pre = {pre_real[ai]: post_real[bi] for ai, bi in pairs}
     steps: list[Step] = []
     j = 0  # next post instruction to emit
     for i, ins in enumerate(pre):
@@ -537,10 +726,11 @@ def align_functions(pre: Function, post: Function) -> FunctionAlignment:
     post_blocks = {b.number: b for b in post.blocks}
     pre_blocks = {b.number: b for b in pre.blocks}
     known = {instruction_key(ins) for b in pre.blocks for ins in b.instructions}
+    def_keys = vreg_def_keys(pre)
     steps: dict[int, list[Step]] = {}
     for num, pb in pre_blocks.items():
         if num in post_blocks:
-            steps[num] = align_block(pb.instructions, post_blocks[num].instructions, known)
+            steps[num] = align_block(pb.instructions, post_blocks[num].instructions, known, def_keys)
     return FunctionAlignment(
         steps=steps,
         missing_blocks=sorted(set(pre_blocks) - set(post_blocks)),
