@@ -78,6 +78,34 @@ def test_every_meaning_is_well_formed() -> None:
         out = m.fn(z3, values)
         assert out, name
         for key, value in out.items():
-            assert key in ("d0", "scc", "vcc"), name
-            if key in ("scc", "vcc"):
+            assert key in ("d0", "d1", "scc", "vcc"), name
+            if key in ("d1", "scc", "vcc"):
                 assert value.size() == 1, name
+
+
+def _mad(carry: str) -> tuple[Instruction, dict[int, int]]:
+    """`%0, CARRY = V_MAD_U64_U32_e64 %1(32), %2(32), %3(64), 0`."""
+    ins, bits = _ins("V_MAD_U64_U32_e64", "r32", "r32", "r64", "0", scc=None)
+    flags = frozenset({"def", "dead"}) if carry == "dead" else frozenset({"def"})
+    second = Operand(kind="reg", text=carry, line=1, column=1, phys="sgpr_null" if carry == "$sgpr_null" else None,
+                     vreg=None if carry == "$sgpr_null" else 9, flags=flags)
+    ins.operands.insert(1, second)
+    return ins, {k + 1: v for k, v in bits.items()}
+
+
+@pytest.mark.parametrize(("carry", "observed", "expected"), [
+    ("$sgpr_null", {"d0": 0xFFFF_FFFF}, True),  # only the low half of the sum is read
+    ("dead", {"d0": 0xFFFF_FFFF}, True),
+    ("$sgpr_null", None, False),  # the high half of the sum is read
+    ("$sgpr_null", {"d0": 0xFFFF_0000_0000}, False),
+    ("live", {"d0": 0xFFFF_FFFF}, False),  # the carry-out depends on the addend's high half
+])
+def test_a_result_counts_only_on_the_bits_the_program_reads(carry: str, observed: dict[str, int] | None,
+                                                            expected: bool) -> None:
+    """The addend's high half of `V_MAD_U64_U32` changes the sum's high half and the carry,
+    never the low half: when nothing reads those, a wrong high half is harmless."""
+    ins, bits = _mad(carry)
+    assert MEANINGS.get("V_MAD_U64_U32_gfx11_e64") is MEANINGS["V_MAD_U64_U32_e64"]
+    addend = max(bits)
+    assert ignores_slots(ins, addend, [2, 3], bits, observed=observed) is expected
+    assert ignores_slots(ins, addend, [0], bits, observed=observed) is False  # the low half is read

@@ -466,3 +466,13 @@ def test_bad_usage_is_one_line(args: list[str], what: str, tmp_path: Path) -> No
 ])
 def test_the_exec_every_vector_instruction_reads_is_not_exec_control_flow(source: str, cause: str) -> None:
     assert cause_of("wrong-value", "bb.1 line 9: reads `$vgpr1` expecting %4, but it holds %5", source, False) == cause
+
+
+def test_a_value_restored_from_a_lane_an_implicit_def_left_undefined_is_a_candidate_bug() -> None:
+    undefined = _rec(message="bb.20 line 3235: reads `$sgpr2` expecting %1219, but it holds no value of the virtual "
+                             "program (restored at line 3200 from lane 0 of `$vgpr187`, which `IMPLICIT_DEF` at line "
+                             "3199 left undefined)")
+    plain = _rec(message="bb.20 line 3235: reads `$sgpr2` expecting %1219, but it holds no value of the virtual program")
+    classify([undefined, plain], [])
+    assert undefined["group"] == "b" and "IMPLICIT_DEF" in undefined["reason"]
+    assert plain["group"] == "a"

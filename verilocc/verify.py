@@ -377,8 +377,8 @@ def anomaly_findings(anomalies: list[Anomaly], post: Function) -> list[Finding]:
     """Each LLVM liveness anomaly as a warning: the lane, and what the proof rests on."""
     return [
         Finding("liveness-anomaly", "value-flow", Place(post.file, post.name, a.block, a.post_index, a.line, a.column),
-                f"bb.{a.block} line {a.line}: LLVM liveness anomaly: `{a.opcode}` {a.what}; its results do not depend "
-                f"on those lanes (bit-precise semantics of {a.opcode}, verilocc.semantics.bitvector), so the "
+                f"bb.{a.block} line {a.line}: LLVM liveness anomaly: `{a.opcode}` {a.what}; the bits of its results "
+                f"that the program reads do not depend on those lanes (bit-precise semantics of {a.opcode}, verilocc.semantics.bitvector), so the "
                 "allocation computes the same values although the virtual program reads them",
                 severity="warning")
         for a in anomalies

@@ -17,18 +17,22 @@ rule that applies):
 2. UNKNOWN, and REJECTED by a finding that is about verilocc's reading rather than the
    allocation (`LIMITATION_KINDS`: an added, dropped or unsupported instruction, blocks that do
    not pair, a layer that did not finish...), is (a).
-3. A finding about values (`VALUE_KINDS`: wrong value, not equivalent, interference, an
+3. A wrong value that the allocated block shows undefined by itself (`UNDEFINED_LANE`: an
+   SGPR restored from a lane of a VGPR that an `IMPLICIT_DEF` earlier in the block left
+   undefined, with no spill to that lane since) is (b): the allocated program reads a value
+   no instruction wrote, whatever verilocc's model of the virtual one.
+4. A finding about values (`VALUE_KINDS`: wrong value, not equivalent, interference, an
    early-clobber, tied, class, alignment or budget fault, a callee-saved register lost) is (b)
    when another allocation of *the same virtual program* made the same way is VERIFIED for the
    same function: another allocator of the same llc and target whose pre file has the same
    instruction sequence. verilocc then reads every construct of that program; what differs is
    the allocation.
-4. Such a finding with a VERIFIED allocation only from the other way of making the pair (one
+5. Such a finding with a VERIFIED allocation only from the other way of making the pair (one
    process against reread) is (a): LLVM's liveness in memory and the printed MIR differ there,
    typically a lane the instruction does not read (`V_PK_FMA_F32` with `op_sel_hi` 0 reads the
    low half of a 64-bit operand only), which verilocc cannot discharge without that opcode's
    semantics. The one-process/reread section lists each for a human.
-5. Anything else is (a): no allocation of that virtual program is VERIFIED, so the finding
+6. Anything else is (a): no allocation of that virtual program is VERIFIED, so the finding
    may well be a construct verilocc does not model. Functions VERIFIED by another LLVM
    version or target are listed as evidence but do not decide (their virtual programs differ).
 """
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +54,10 @@ VALUE_KINDS = frozenset({
     "wrong-value", "not-equivalent", "interference", "early-clobber", "tied", "illegal-copy", "class", "alignment", "bounds",
     "budget", "reserved", "fixed-register", "callee-saved-lost", "undefined-read", "width",
 })
+# What value flow adds to a wrong value read from a lane an IMPLICIT_DEF left undefined
+# (`verilocc.semantics.valueflow.ValueFlowChecker.undefined_lane`).
+UNDEFINED_LANE = re.compile(r"restored at line \d+ from lane \d+ of `\$vgpr\d+`, which `IMPLICIT_DEF` at line \d+ "
+                            r"left undefined")
 GROUPS = {"a": "limitation of verilocc", "b": "candidate LLVM bug", "c": "harmless anomaly"}
 TRIAGE_HEADER = ("input", "function", "llvm", "target", "allocator", "mode", "kind", "message", "group", "reason")
 
@@ -147,6 +156,10 @@ def classify(records: list[dict[str, Any]], triage: list[TriageRow]) -> None:
         elif verdict == "UNKNOWN" or kind in LIMITATION_KINDS or "error" in r:
             r.update(group="a", reason="not decided: " + ("UNKNOWN (a proof did not finish)" if verdict == "UNKNOWN"
                                                           else f"`{kind}` is about verilocc's reading of the pair"))
+        elif kind == "wrong-value" and UNDEFINED_LANE.search(r.get("message", "")):
+            r.update(group="b", reason="the allocated program restores the value from a lane of a VGPR that "
+                                       "`IMPLICIT_DEF` left undefined earlier in the block (LLVM's SGPR spill "
+                                       "lowering; docs/llvm-bugs.md)")
         elif kind in VALUE_KINDS and same_mode:
             r.update(group="b", reason="a value fault, and the same virtual program is VERIFIED when "
                                        f"{same_mode[0].split(' ', 2)[2]} allocates it")

@@ -30,7 +30,7 @@ from typing import Any
 from verilocc.mir.model import Instruction
 
 Z3 = Any
-Fn = Callable[[Any, list[Any]], dict[str, Any]]  # (z3, inputs) -> {"d0": result, "scc": bool ...}
+Fn = Callable[[Any, list[Any]], dict[str, Any]]  # (z3, inputs) -> {"d0": result, "d1": carry, "scc": bool ...}
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,16 @@ def _arith(kind: str, vector: bool = False, clamp: bool = False) -> BitMeaning:
             out["scc"] = carry
         return out
     return BitMeaning((32, 32, 1) if clamp else (32, 32), fn, vector, clamp)
+
+
+def _mad_u64_u32() -> BitMeaning:
+    """`V_MAD_U64_U32`: (src0, src1, src2, clamp) -> d0 = src0 * src1 + src2 (64 bits), and
+    d1 (the second explicit def, the carry-out lane mask) = the 64-bit sum overflows."""
+    def fn(z3: Z3, v: list[Any]) -> dict[str, Any]:
+        a, b, c = v[0], v[1], v[2]
+        r = z3.ZeroExt(32, a) * z3.ZeroExt(32, b) + c
+        return {"d0": r, "d1": _bool(z3, z3.ULT(r, c))}
+    return BitMeaning((32, 32, 64, 1), fn, True, True)
 
 
 def _minmax(kind: str, signed: bool, vector: bool = False) -> BitMeaning:
@@ -210,6 +220,7 @@ def _table() -> dict[str, BitMeaning]:
     t["V_SUB_U32_e32"], t["V_SUB_U32_e64"] = _arith("sub", True), _arith("sub", True, clamp=True)
     t["V_SUBREV_U32_e32"], t["V_SUBREV_U32_e64"] = _arith("subrev", True), _arith("subrev", True, clamp=True)
     t["V_MUL_LO_U32_e64"] = _arith("mul", True)
+    t["V_MAD_U64_U32_e64"] = t["V_MAD_U64_U32_gfx11_e64"] = _mad_u64_u32()
     t["V_MUL_HI_U32_e64"] = _arith("mulhi_u", True)
     t["V_MUL_HI_I32_e64"] = _arith("mulhi_i", True)
     for name, op in (("AND", operator.and_), ("OR", operator.or_), ("XOR", operator.xor)):
@@ -258,7 +269,8 @@ def evaluate(ins: Instruction, values: dict[int, int]) -> dict[str, int] | None:
     """The results of `ins` on concrete inputs: `values` maps the operand position of each
     register input to its value (as wide as the opcode reads it); immediates are read from
     the instruction. None when the opcode has no bit-precise meaning here. "d0" is the
-    explicit result; "scc"/"vcc" the condition bits it sets."""
+    explicit result, "d1" a second one (`V_MAD_U64_U32`'s carry-out); "scc"/"vcc" the
+    condition bits it sets."""
     import z3
 
     m = meaning(ins)
@@ -284,8 +296,13 @@ def evaluate(ins: Instruction, values: dict[int, int]) -> dict[str, int] | None:
 
 
 def _results_live(ins: Instruction) -> set[str]:
-    """Which results count: explicit defs, and `$scc`/`$vcc` implicit defs not marked dead."""
+    """Which results count: the first explicit def, any further one (`d1`, ...) not marked dead
+    nor written to `$sgpr_null`, and `$scc`/`$vcc` implicit defs not marked dead."""
     out = {"d0"}
+    explicit = [op for op in ins.operands if op.kind == "reg" and op.is_def and not op.is_implicit]
+    for k, op in enumerate(explicit[1:], 1):
+        if not op.has("dead") and op.phys != "sgpr_null":
+            out.add(f"d{k}")
     for op in ins.operands:
         if op.kind == "reg" and op.is_def and op.is_implicit and not op.has("dead"):
             if op.phys == "scc":
@@ -323,12 +340,14 @@ def unselected_slots(ins: Instruction, position: int) -> frozenset[int]:
 
 
 def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits: dict[int, int],
-                  timeout_ms: int = 2000) -> bool | None:
+                  timeout_ms: int = 2000, observed: dict[str, int] | None = None) -> bool | None:
     """Whether the results of `ins` are the same for every value of the 16-bit `slots` of the
     input at operand `position`, every other input held fixed. True: proved (unsat), or the
     slots are a packed component no result selects (`unselected_slots`, without a solver);
     False: a counterexample exists or the opcode has no bit-precise meaning here; None: the
-    solver gave up. `input_bits` gives each register input's width in bits (by operand position)."""
+    solver gave up. `input_bits` gives each register input's width in bits (by operand position).
+    `observed` narrows a result to the bits of it the program ever reads (a mask by result
+    name; a result not named is observed whole)."""
     if slots and input_bits.get(position) == 64 and set(slots) <= unselected_slots(ins, position):
         return True
     import z3
@@ -372,7 +391,17 @@ def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits:
         return False
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
-    solver.add(z3.Or([ra[k] != rb[k] for k in sorted(live)]))
+    differs = []
+    for name in sorted(live):
+        bits = (observed or {}).get(name)
+        if bits is None:
+            differs.append(ra[name] != rb[name])
+        elif bits:
+            read = z3.BitVecVal(bits & ((1 << ra[name].size()) - 1), ra[name].size())
+            differs.append(ra[name] & read != rb[name] & read)
+    if not differs:
+        return True
+    solver.add(z3.Or(differs))
     answer = solver.check()
     if answer == z3.unsat:
         return True

@@ -453,7 +453,7 @@ class _Walker:
         if bad and self.report:
             names = self.c.held_names({x for _, u in bad for x in self.s.holds(u)})
             lanes = self.c.lane_name(po, [t for t, _ in bad])
-            what = ", ".join(names) if names else "no value of the virtual program"
+            what = ", ".join(names) if names else "no value of the virtual program" + self.c.undefined_lane(block, post_index, units)
             slots = [k for k, (t, u) in enumerate(zip(tags, units)) if (t, u) in bad]
             anomaly = self.c.discharge(block, post_index, pi, qo, position, slots,
                                        f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, "
@@ -648,6 +648,21 @@ class Anomaly:
     what: str  # "reads `$sgpr2_sgpr3` where %14.sub2_sub3 (lanes 0x30) holds %45[slot 0] ..."
 
 
+_LANE_RESTORES = ("SI_RESTORE_S32_FROM_VGPR", "V_READLANE_B32")
+_LANE_SPILLS = ("SI_SPILL_S32_TO_VGPR", "V_WRITELANE_B32")
+
+
+def _lane_operands(ins: Instruction) -> tuple[Operand, int] | None:
+    """The VGPR and the lane of an SGPR lane spill or restore of the allocated program."""
+    explicit = [op for op in ins.operands if not (op.kind == "reg" and op.is_implicit)]
+    regs = [op for op in explicit if op.kind == "reg" and not op.is_def]
+    lanes = [op for op in explicit if op.kind == "imm"]
+    vgprs = [op for op in regs if (op.phys or "").startswith("vgpr")]
+    if not lanes or not vgprs or not lanes[0].text.lstrip("-").isdigit():
+        return None
+    return vgprs[-1], int(lanes[0].text)
+
+
 class ValueFlowChecker:
     def __init__(self, pre: Function, post: Function, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, cfg: CFG) -> None:
@@ -658,6 +673,7 @@ class ValueFlowChecker:
         self.cfg = cfg
         self.findings: list[Finding] = []
         self.anomalies: list[Anomaly] = []
+        self._read_slots: dict[VReg, set[int]] | None = None  # `observed_bits`
         self._units: dict[int, tuple[Operand, tuple[int, ...]]] = {}
         self._tags: dict[int, tuple[Operand, list[Tag]]] = {}
         self._ignores: dict[tuple[int, int, tuple[int, ...]], tuple[Instruction, bool]] = {}
@@ -774,6 +790,38 @@ class ValueFlowChecker:
             return f"%stack.{loc[1]}[slot {loc[2]}]"
         return repr(loc)
 
+    def undefined_lane(self, block: int, post_index: int, units: tuple[int, ...]) -> str:
+        """Why a read register holds no value, when the allocated block says so itself: it was
+        restored from a lane of a VGPR that an `IMPLICIT_DEF` earlier in the block left
+        undefined, and no spill wrote that lane since (LLVM's SGPR spill lowering at -O0,
+        docs/llvm-bugs.md). Empty otherwise."""
+        found = next((b for b in self.post.blocks if b.number == block), None)
+        if found is None:
+            return ""
+        body = found.instructions
+        read = set(units)
+        for k in range(min(post_index, len(body)) - 1, -1, -1):
+            ins = body[k]
+            if not any(op.kind == "reg" and op.is_def and op.phys is not None and read & set(self.units_of(op))
+                       for op in ins.operands):
+                continue
+            lane = _lane_operands(ins) if ins.opcode in _LANE_RESTORES else None
+            if lane is None:
+                return ""
+            vgpr, number = lane
+            for k2 in range(k - 1, -1, -1):
+                prev = body[k2]
+                if not any(op.kind == "reg" and op.is_def and op.phys == vgpr.phys for op in prev.operands):
+                    continue
+                if prev.opcode == "IMPLICIT_DEF":
+                    return (f" (restored at line {ins.line} from lane {number} of `${vgpr.phys}`, which "
+                            f"`IMPLICIT_DEF` at line {prev.line} left undefined)")
+                written = _lane_operands(prev) if prev.opcode in _LANE_SPILLS else None
+                if written is None or written[1] == number:
+                    return ""
+            return ""
+        return ""
+
     def finding(self, kind: str, block: int, index: int, ins: Instruction, op: Operand | None, msg: str,
                 vregs: tuple[Operand, ...] = (), severity: str = "error", pre_line: bool = False) -> Finding:
         fn = self.pre if pre_line else self.post
@@ -851,12 +899,31 @@ class ValueFlowChecker:
         if ignored is None or ignored[0] is not pi:
             widths = {k: 16 * len(self.tags_of(op)) for k, op in enumerate(pi.operands)
                       if op.kind == "reg" and not op.is_def and not op.is_noreg}
-            ignored = self._ignores[key] = (pi, ignores_slots(pi, position, slots, widths) is True)
+            ignored = self._ignores[key] = (pi, ignores_slots(pi, position, slots, widths,
+                                                              observed=self.observed_bits(pi)) is True)
         if not ignored[1]:
             return None
         pre_index = next((st.pre for st in self.alignment.steps.get(block, ())
                           if st.post == post_index and st.pre is not None), -1)
         return Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode, qo.line, qo.column, what)
+
+    def observed_bits(self, pi: Instruction) -> dict[str, int]:
+        """For the first explicit def of `pi`, a virtual register written whole: the bits of
+        it that any use in the function reads (16-bit slots of every use operand, `undef` uses
+        read nothing). A value whose other bits no instruction reads may differ there."""
+        defs = [op for op in pi.operands if op.kind == "reg" and op.is_def and not op.is_implicit]
+        if not defs or defs[0].vreg is None or defs[0].subreg:
+            return {}
+        if self._read_slots is None:
+            read: dict[VReg, set[int]] = {}
+            for b in self.pre.blocks:
+                for ins in b.instructions:
+                    for op in ins.operands:
+                        if op.kind == "reg" and not op.is_def and op.vreg is not None and not op.has("undef"):
+                            read.setdefault(op.vreg, set()).update(cast(int, t[1]) for t in self.tags_of(op))
+            self._read_slots = read
+        slots = self._read_slots.get(defs[0].vreg, set())
+        return {"d0": sum(0xFFFF << (16 * s) for s in slots)}
 
     @property
     def discharged(self) -> dict[tuple[int, int, int], frozenset[int]]:
