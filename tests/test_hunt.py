@@ -25,6 +25,7 @@ end-to-end runs are marked `llc`.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -476,3 +477,27 @@ def test_a_value_restored_from_a_lane_an_implicit_def_left_undefined_is_a_candid
     classify([undefined, plain], [])
     assert undefined["group"] == "b" and "IMPLICIT_DEF" in undefined["reason"]
     assert plain["group"] == "a"
+
+
+def test_O0_lane_restored_from_an_implicit_def_in_the_same_block_says_so() -> None:
+    """LLVM 22 at -O0 (seed 37 of the random hunt, reduced): a loop header restores an SGPR from
+    a lane of a VGPR right after that VGPR's IMPLICIT_DEF. The finding names both lines, and the
+    hunt's triage sorts it (b) without a human; LLVM 19's allocation of the same IR is VERIFIED."""
+    stem = "sgpr-spill-lane-implicit-def-read"
+    report = _verify(f"{stem}.llvm22.gfx1200.fast-O0")
+    assert report.verdict is Verdict.REJECTED
+    first = _errors(report)[0]
+    post = (KNOWN / f"{stem}.llvm22.gfx1200.fast-O0.post.mir").read_text().split("\n")
+    m = re.search(r"restored at line (\d+) from lane (\d+) of `\$(vgpr\d+)`, which `IMPLICIT_DEF` at line (\d+) "
+                  r"left undefined", first.message)
+    assert first.kind == "wrong-value" and m is not None, first.message
+    restore, lane, vgpr, implicit = int(m.group(1)), m.group(2), m.group(3), int(m.group(4))
+    assert post[implicit - 1].strip() == f"${vgpr} = IMPLICIT_DEF"
+    assert f"SI_RESTORE_S32_FROM_VGPR ${vgpr}, {lane}" in post[restore - 1]
+    assert implicit < restore < first.place.line
+    record = {"input": "stress-37", "function": first.place.function, "llvm": "22", "target": "gfx1200",
+              "allocator": "fast-O0", "mode": "one-process", "verdict": "REJECTED", "kind": first.kind,
+              "message": first.message, "program": "p"}
+    classify([record], [])
+    assert record["group"] == "b"
+    assert _verify(f"{stem}.llvm19.gfx1200.fast-O0").verdict is Verdict.VERIFIED
