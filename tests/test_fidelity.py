@@ -292,3 +292,23 @@ def test_copy_of_an_undefined_value_leaves_its_destination_undefined() -> None:
                             parse_module(pre_text.replace(pre_copy, "    $sgpr6_sgpr7 = COPY %0\n"), "p.pre.mir"), Options())
     assert report.verdict is Verdict.REJECTED
     assert any("$sgpr6_sgpr7" in f.message for f in report.findings if f.severity == "error")
+
+
+def test_a_mad_whose_result_high_half_nobody_reads_ignores_the_addend_high_half() -> None:
+    """LLVM 22 (greedy, gfx1100, a GPU-shaped program of the random hunt) overwrites the high
+    half of `V_MAD_U64_U32`'s 64-bit addend before the MAD, whose users read `.sub0` only: the
+    low half of the sum does not depend on the addend's high half. VERIFIED with the anomaly
+    named; the same pair with the result's high half read is REJECTED at the MAD."""
+    post, pre = _pair("mad-u64-addend-high-half.llvm22.gfx1100")
+    report = verify_modules(parse_module(post, "mad.post.mir"), read_module(pre), Options())
+    assert report.verdict is Verdict.VERIFIED
+    (anomaly,) = [f for f in report.findings if f.kind == "liveness-anomaly"]
+    assert "V_MAD_U64_U32_gfx11_e64" in anomaly.message and "%299 (lanes 0xC)" in anomaly.message
+    read = ("%239:vgpr_32 = V_XOR_B32_e64 %236.sub0, %102.sub0", "renamable $vgpr21 = V_XOR_B32_e64 killed $vgpr21, $vgpr25")
+    assert read[0] in pre.read_text() and read[1] in post
+    wrong_pre = pre.read_text().replace(read[0], read[0].replace("%236.sub0", "%236.sub1"))
+    wrong_post = post.replace(read[1], read[1].replace("killed $vgpr21,", "killed $vgpr22,"))
+    report = verify_modules(parse_module(wrong_post, "mad.post.mir"), parse_module(wrong_pre, "mad.pre.mir"), Options())
+    assert report.verdict is Verdict.REJECTED
+    assert not any(f.kind == "liveness-anomaly" for f in report.findings)
+    assert any(f.kind == "wrong-value" and "%299 (lanes 0xC)" in f.message for f in report.findings)

@@ -910,7 +910,9 @@ class ValueFlowChecker:
     def observed_bits(self, pi: Instruction) -> dict[str, int]:
         """For the first explicit def of `pi`, a virtual register written whole: the bits of
         it that any use in the function reads (16-bit slots of every use operand, `undef` uses
-        read nothing). A value whose other bits no instruction reads may differ there."""
+        read nothing). A value whose other bits no instruction reads may differ there. A value
+        no instruction reads at all is compared whole: a wrong read that feeds only dead code
+        stays an error, not an anomaly."""
         defs = [op for op in pi.operands if op.kind == "reg" and op.is_def and not op.is_implicit]
         if not defs or defs[0].vreg is None or defs[0].subreg:
             return {}
@@ -923,7 +925,7 @@ class ValueFlowChecker:
                             read.setdefault(op.vreg, set()).update(cast(int, t[1]) for t in self.tags_of(op))
             self._read_slots = read
         slots = self._read_slots.get(defs[0].vreg, set())
-        return {"d0": sum(0xFFFF << (16 * s) for s in slots)}
+        return {"d0": sum(0xFFFF << (16 * s) for s in slots)} if slots else {}
 
     @property
     def discharged(self) -> dict[tuple[int, int, int], frozenset[int]]:
