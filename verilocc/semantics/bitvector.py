@@ -347,7 +347,7 @@ def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits:
     False: a counterexample exists or the opcode has no bit-precise meaning here; None: the
     solver gave up. `input_bits` gives each register input's width in bits (by operand position).
     `observed` narrows a result to the bits of it the program ever reads (a mask by result
-    name; a result not named is observed whole)."""
+    name; a result not named, or with an empty mask, is observed whole)."""
     if slots and input_bits.get(position) == 64 and set(slots) <= unselected_slots(ins, position):
         return True
     import z3
@@ -394,13 +394,11 @@ def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits:
     differs = []
     for name in sorted(live):
         bits = (observed or {}).get(name)
-        if bits is None:
+        if not bits:  # not named, or no bit read: the whole result counts
             differs.append(ra[name] != rb[name])
-        elif bits:
+        else:
             read = z3.BitVecVal(bits & ((1 << ra[name].size()) - 1), ra[name].size())
             differs.append(ra[name] & read != rb[name] & read)
-    if not differs:
-        return True
     solver.add(z3.Or(differs))
     answer = solver.check()
     if answer == z3.unsat:

@@ -648,21 +648,6 @@ class Anomaly:
     what: str  # "reads `$sgpr2_sgpr3` where %14.sub2_sub3 (lanes 0x30) holds %45[slot 0] ..."
 
 
-_LANE_RESTORES = ("SI_RESTORE_S32_FROM_VGPR", "V_READLANE_B32")
-_LANE_SPILLS = ("SI_SPILL_S32_TO_VGPR", "V_WRITELANE_B32")
-
-
-def _lane_operands(ins: Instruction) -> tuple[Operand, int] | None:
-    """The VGPR and the lane of an SGPR lane spill or restore of the allocated program."""
-    explicit = [op for op in ins.operands if not (op.kind == "reg" and op.is_implicit)]
-    regs = [op for op in explicit if op.kind == "reg" and not op.is_def]
-    lanes = [op for op in explicit if op.kind == "imm"]
-    vgprs = [op for op in regs if (op.phys or "").startswith("vgpr")]
-    if not lanes or not vgprs or not lanes[0].text.lstrip("-").isdigit():
-        return None
-    return vgprs[-1], int(lanes[0].text)
-
-
 class ValueFlowChecker:
     def __init__(self, pre: Function, post: Function, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, cfg: CFG) -> None:
@@ -795,31 +780,29 @@ class ValueFlowChecker:
         restored from a lane of a VGPR that an `IMPLICIT_DEF` earlier in the block left
         undefined, and no spill wrote that lane since (LLVM's SGPR spill lowering at -O0,
         docs/llvm-bugs.md). Empty otherwise."""
-        found = next((b for b in self.post.blocks if b.number == block), None)
-        if found is None:
+        pre_blocks, post_blocks, _ = self._blocks()
+        if block not in pre_blocks or block not in post_blocks:
             return ""
-        body = found.instructions
+        post = post_blocks[block].instructions
+        decoded = [ps.decode(st, pre_blocks[block], post_blocks[block], self.alignment.stack_pointers)
+                   for st in self.alignment.steps.get(block, ()) if st.post is not None and st.post < post_index]
         read = set(units)
-        for k in range(min(post_index, len(body)) - 1, -1, -1):
-            ins = body[k]
-            if not any(op.kind == "reg" and op.is_def and op.phys is not None and read & set(self.units_of(op))
-                       for op in ins.operands):
-                continue
-            lane = _lane_operands(ins) if ins.opcode in _LANE_RESTORES else None
-            if lane is None:
-                return ""
-            vgpr, number = lane
-            for k2 in range(k - 1, -1, -1):
-                prev = body[k2]
-                if not any(op.kind == "reg" and op.is_def and op.phys == vgpr.phys for op in prev.operands):
+        restore: ps.RestoreFromLane | None = None
+        for d in reversed(decoded):
+            writes = {u for op in post[d.step.post or 0].operands
+                      if op.kind == "reg" and op.is_def and op.phys is not None for u in self.units_of(op)}
+            if restore is None:
+                if not writes & read:
                     continue
-                if prev.opcode == "IMPLICIT_DEF":
-                    return (f" (restored at line {ins.line} from lane {number} of `${vgpr.phys}`, which "
-                            f"`IMPLICIT_DEF` at line {prev.line} left undefined)")
-                written = _lane_operands(prev) if prev.opcode in _LANE_SPILLS else None
-                if written is None or written[1] == number:
+                if not isinstance(d, ps.RestoreFromLane):
                     return ""
-            return ""
+                restore, read = d, set(self.units_of(d.vgpr))
+            elif writes & read:
+                if isinstance(d, ps.PostImplicitDef):
+                    return (f" (restored at line {restore.ins.line} from lane {restore.lane} of "
+                            f"`{restore.vgpr.register_text}`, which `IMPLICIT_DEF` at line {d.ins.line} left undefined)")
+                if not isinstance(d, ps.SpillToLane) or d.lane == restore.lane:
+                    return ""
         return ""
 
     def finding(self, kind: str, block: int, index: int, ins: Instruction, op: Operand | None, msg: str,
