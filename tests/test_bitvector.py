@@ -112,3 +112,20 @@ def test_a_result_counts_only_on_the_bits_the_program_reads(carry: str, observed
     got = ignores_slots(ins, addend, [2, 3], bits, observed=observed)
     assert got is True if expected else got is not True
     assert ignores_slots(ins, addend, [0], bits, observed=observed) is not True  # the low half is read
+
+
+@pytest.mark.parametrize(("mods0", "mods1", "position", "slots", "expected"), [
+    # `V_PK_MOV_B32 12, %a, 8, %b` is <%a.hi, %b.lo>: %a's low and %b's high component are unread.
+    ("12", "8", 2, [0, 1], True),
+    ("12", "8", 2, [2, 3], False),
+    ("12", "8", 4, [2, 3], True),
+    ("12", "8", 4, [0, 1], False),
+    # LLVM's own 64-bit copy (`8, %s, 12, %s`) reads the low component of src0, the high of src1.
+    ("8", "12", 2, [2, 3], True),
+    ("8", "12", 4, [0, 1], True),
+    ("8", "12", 2, [1, 2], False),  # a slot of each component: the low one is read
+])
+def test_a_packed_move_reads_one_component_of_each_source(mods0: str, mods1: str, position: int,
+                                                          slots: list[int], expected: bool) -> None:
+    ins, bits = _ins("V_PK_MOV_B32", mods0, "r64", mods1, "r64", "0", "0", "0", "0", "0", scc=None)
+    assert ignores_slots(ins, position, slots, bits) is expected

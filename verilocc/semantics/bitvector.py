@@ -315,9 +315,11 @@ def _results_live(ins: Instruction) -> set[str]:
 # Packed FP32 (VOP3P, gfx90a and later): each source is a pair of 32-bit components, and each
 # result component c reads, of every source, the component its modifiers select (OP_SEL_0 for
 # c = 0, OP_SEL_1 for c = 1; SIDefines.h SISrcMods). Whatever the arithmetic, a component no
-# result selects is not read. (V_PK_MOV_B32 reads src0 for one result and src1 for the other:
-# not listed.)
+# result selects is not read. V_PK_MOV_B32 is a shuffle: the low result is the component of src0
+# that src0's OP_SEL_0 selects, the high result the component of src1 that src1's OP_SEL_0
+# selects (`V_PK_MOV_B32 12, %a, 8, %b` is <%a.hi, %b.lo>; LLVM's 64-bit copy is `8, %s, 12, %s`).
 PACKED_F32 = frozenset({"V_PK_FMA_F32", "V_PK_MUL_F32", "V_PK_ADD_F32"})
+PACKED_MOVE = "V_PK_MOV_B32"
 OP_SEL_0, OP_SEL_1 = 1 << 2, 1 << 3
 
 
@@ -325,17 +327,22 @@ def unselected_slots(ins: Instruction, position: int) -> frozenset[int]:
     """The 16-bit slots of the source at operand `position` that `ins` never reads: for a
     packed FP32 instruction, the 32-bit component its modifiers (the immediate before the
     source) select for neither result (`V_PK_FMA_F32 8, %a, 0, %b, ...`: 0 broadcasts the
-    low component of %b, whose high one is not read)."""
-    if ins.opcode not in PACKED_F32 or position < 1 or ins.operands[position].kind != "reg":
+    low component of %b, whose high one is not read); for `V_PK_MOV_B32`, the component of each
+    source that its OP_SEL_0 does not select."""
+    if ins.opcode not in PACKED_F32 and ins.opcode != PACKED_MOVE:
+        return frozenset()
+    if position < 1 or ins.operands[position].kind != "reg":
         return frozenset()
     mods = ins.operands[position - 1]
-    if mods.kind != "imm" or ins.operands[position].is_def:
+    if mods.kind != "imm" or ins.operands[position].is_def or ins.operands[position].is_implicit:
         return frozenset()
     try:
         m = int(mods.text, 0)
     except ValueError:
         return frozenset()
-    read = {1 if m & OP_SEL_0 else 0, 1 if m & OP_SEL_1 else 0}
+    read = {1 if m & OP_SEL_0 else 0}
+    if ins.opcode != PACKED_MOVE:
+        read.add(1 if m & OP_SEL_1 else 0)
     return frozenset(s for c in (0, 1) if c not in read for s in (2 * c, 2 * c + 1))
 
 

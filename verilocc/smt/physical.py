@@ -33,8 +33,8 @@ def post_only_checks(fn: Function, target: Target, classes: dict[VReg, RegisterC
     findings: list[Finding] = []
     budget_warned: dict[RegFile, Finding] = {}
     seen_v: set[VReg] = set()
-    # (register, subregister, renamable, a move) -> the register and its problem: a register
-    # is named many times, and its problem depends on nothing else.
+    # (register, subregister, renamable, free of alignment: a move or an implicit operand) -> the
+    # register and its problem: a register is named many times, and its problem depends on nothing else.
     checked: dict[tuple[str, str | None, bool, bool], tuple[PhysReg, tuple[str, str] | None]] = {}
     for b in fn.blocks:
         for idx, ins in enumerate(b.instructions):
@@ -54,7 +54,10 @@ def post_only_checks(fn: Function, target: Target, classes: dict[VReg, RegisterC
                     regs.append((op, None))
                     continue
                 renamable = op.has("renamable")
-                key = (op.phys, op.subreg, renamable, ins.opcode in MOVE_OPCODES)
+                # An implicit operand has no operand class (SIInstrInfo::verifyInstruction checks
+                # the explicit ones): the rewriter's `implicit-def $vgpr41_vgpr42` of a tuple's
+                # live lanes may start at an odd register.
+                key = (op.phys, op.subreg, renamable, ins.opcode in MOVE_OPCODES or op.is_implicit)
                 got = checked.get(key)
                 if got is None:
                     got = checked[key] = _register_check(fn, op, target, limits, renamable, key[3])
@@ -84,7 +87,7 @@ def post_only_checks(fn: Function, target: Target, classes: dict[VReg, RegisterC
 
 
 def _register_check(fn: Function, op: Operand, target: Target, limits: Limits, renamable: bool,
-                    move: bool) -> tuple[PhysReg, tuple[str, str] | None]:
+                    any_alignment: bool) -> tuple[PhysReg, tuple[str, str] | None]:
     """The register an operand names and why it may not be there (kind, sentence), if so."""
     assert op.phys is not None
     reg = physreg_at(fn, op, op.phys)
@@ -96,10 +99,10 @@ def _register_check(fn: Function, op: Operand, target: Target, limits: Limits, r
     problem = register_problem(reg, None, target, limits if renamable else UNLIMITED)
     if problem is not None and problem[0] == "bounds" and not renamable:
         problem = None
-    if problem is not None and problem[0] == "alignment" and reg.file is not RegFile.SGPR and move:
-        # Generic opcodes (COPY expands register by register in copyPhysReg) have no alignment
-        # constraint, and LLVM makes odd ones. Spill pseudos do: the machine verifier says
-        # "Subtarget requires even aligned vector registers".
+    if problem is not None and problem[0] == "alignment" and reg.file is not RegFile.SGPR and any_alignment:
+        # Generic opcodes (COPY expands register by register in copyPhysReg) and implicit
+        # operands have no alignment constraint, and LLVM makes odd ones. Spill pseudos do: the
+        # machine verifier says "Subtarget requires even aligned vector registers".
         problem = None
     return reg, problem
 
