@@ -165,7 +165,7 @@ def _llc(text: str, target: str, version: int = 19) -> str:
     VGPR allocation runs in two stages): "ok" or its first error line.
     Wave32 `$vcc_lo` operands llc's parser wants as `$vcc` are patched as the pair maker does."""
     from verilocc.hunt.pairs import input_triple
-    from verilocc.llm.llc_pairs import WAVE32_VCC_OPCODES, run_learning_wave32
+    from verilocc.llc.wave32 import WAVE32_VCC_OPCODES, run_learning_wave32
 
     triple = input_triple(text)  # the module's own: its OS decides the trap handler's SGPRs
     with tempfile.TemporaryDirectory() as d:

@@ -44,7 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, installed or not
 from verilocc.hunt.llvm import Llvm  # noqa: E402
 from verilocc.hunt.pairs import MODES, PairFactory, PairTask  # noqa: E402
-from verilocc.llm.llc_pairs import read_text, write_if_changed  # noqa: E402
+from verilocc.llc.text import read_text, write_if_changed  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LL_DIR = REPO_ROOT / "tests" / "fixtures" / "llvm-tests" / "ll"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from verilocc.findings import LAYERS, Verdict
-from verilocc.llm.llc_pairs import main as llc_pairs
+from verilocc.llc.corpus import main as llc_corpus
 
 from .conftest import EXAMPLES, example_pairs, have, verify_pair
 
@@ -36,7 +36,7 @@ def test_examples_remade_byte_for_byte(tmp_path: Path) -> None:
     """scripts/make_examples.py's steps, into a temporary directory: the same bytes."""
     if not (have("clang-19") and have("llc-19")):
         pytest.skip("clang-19 and llc-19 are not installed")
-    code = llc_pairs(["--llc", "llc-19", "--hip", str(EXAMPLES / "kernels"), "--clang", "clang-19",
+    code = llc_corpus(["--llc", "llc-19", "--hip", str(EXAMPLES / "kernels"), "--clang", "clang-19",
                       "--targets", "gfx90a,gfx942,gfx1100", "--out", str(tmp_path / "pairs"), "-j", "2"])
     assert code == 0
     made = sorted(p.relative_to(tmp_path / "pairs") for p in (tmp_path / "pairs").glob("*/*.mir"))

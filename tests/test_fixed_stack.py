@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from verilocc.findings import Report, Verdict
-from verilocc.llm.llc_pairs import fixed_stack_named_by_memory
+from verilocc.llc.text import fixed_stack_named_by_memory
 from verilocc.mir.parser import parse_module, read_module
 from verilocc.pairing.fixed_objects import fixed_object_names, with_fixed_objects_named
 from verilocc.verify import Options, verify_modules

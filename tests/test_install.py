@@ -56,7 +56,7 @@ def test_installed_copy_is_not_the_checkout(installed: tuple[Path, dict[str, str
     package = Path(r.stdout.strip())
     assert package.is_relative_to(venv), package
     assert (package / "llm" / "data" / "verilocc-small" / "model.safetensors").is_file()
-    assert (package / "llm" / "data" / "hip_compat.h").is_file()
+    assert (package / "llc" / "data" / "hip_compat.h").is_file()
 
 
 def test_installed_verify_and_allocate(installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
@@ -75,5 +75,5 @@ def test_installed_verify_and_allocate(installed: tuple[Path, dict[str, str]], t
 def test_installed_pair_maker_runs(installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     """What `verilocc dataset build` runs, found through the package."""
     venv, env = installed
-    r = _run([venv / "bin" / "python", "-m", "verilocc.llm.llc_pairs", "--help"], tmp_path, env)
+    r = _run([venv / "bin" / "python", "-m", "verilocc.llc.corpus", "--help"], tmp_path, env)
     assert r.returncode == 0 and "--hip DIR" in r.stdout, r.stderr

@@ -1,11 +1,12 @@
 """The packages form layers that point down only, and no modules import each other in a cycle.
 
-The order follows the data (STYLE.md): which build of the core runs, errors and findings, target facts, MIR, analyses, the
-pairing of the two programs, the three checks, certificates, `verify`, then the clients
-(allocators, the language model, the fuzzer, the viewer), the hunt for LLVM's bugs that uses
-them, and the command line on top. A
-module may import from its own package or from a lower layer; imports inside functions count
-too, because they are the same dependency made later.
+The order follows the data: which build of the core runs, errors and findings, target facts and
+the llc driver that makes the pairs (standard library only), MIR, analyses, the pairing of the
+two programs, the three checks, certificates, `verify`, then the clients (allocators, the
+language model, the fuzzer, the viewer), the hunt for LLVM's bugs that uses them, and the
+command line on top. A module may import from its own package or from a lower layer; imports
+inside functions count too, because they are the same dependency made later. Packages on one
+layer do not import each other.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ PACKAGE = ROOT / "verilocc"
 LAYERS: dict[str, int] = {
     "native": -1,  # whether the compiled core runs: settled when the package is imported
     "__init__": 0, "errors": 0, "output": 1, "findings": 1, "options": 1,
-    "target": 2,
+    "target": 2, "llc": 2,  # llc: runs llc to make pairs, for the hunt and the model's data alike
     "mir": 3,
     "analysis": 4,
     "pairing": 5,
@@ -34,7 +35,7 @@ LAYERS: dict[str, int] = {
     "verify": 9, "report": 9,
     "allocators": 10, "view": 10,
     "llm": 11, "fuzz": 11, "batch": 11,
-    "hunt": 12,  # makes pairs with llm's pair maker, allocates fuzz's programs
+    "hunt": 12,  # makes pairs with llc's pair maker, allocates fuzz's programs
     "cli": 13, "__main__": 14,
 }
 
@@ -107,10 +108,10 @@ def test_the_check_rejects_an_upward_import(tmp_path: Path) -> None:
 # --- the fuzzer's oracles do not use what they judge ------------------------------------------
 # The concrete interpreter decides whether an allocation computes what its program computes,
 # and the reference allocator and the generator make the "correct" answers; a shared helper
-# with a bug would hide it on both sides (DESIGN.md, "Evidence stays independent"). They, and
-# every module of `verilocc.fuzz` they import, directly or inside a function, import nothing
-# from the verifier's checks. Both sides read MIR with `verilocc.mir` (what keeps a parser bug
-# from hiding there: docs/fuzz.md).
+# with a bug would hide it on both sides (docs/fuzz.md, "What the oracles share with the
+# verifier"). They, and every module of `verilocc.fuzz` they import, directly or inside a
+# function, import nothing from the verifier's checks. Both sides read MIR with `verilocc.mir`
+# (what keeps a parser bug from hiding there: docs/fuzz.md).
 ORACLES = ("verilocc.fuzz.interpret", "verilocc.fuzz.refalloc", "verilocc.fuzz.generate")
 JUDGED = ("verilocc.semantics", "verilocc.smt", "verilocc.analysis", "verilocc.pairing")
 

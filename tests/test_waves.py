@@ -140,7 +140,7 @@ def _llc(version: int) -> str:
 @functools.cache
 def _last_rewriter(llc: str, cpu: str) -> int:
     """The last virtregrewriter instance of llc's -O3 pipeline for `cpu` (1 on LLVM 19, 2 on 22)."""
-    from verilocc.llm.llc_pairs import last_rewriter_instance
+    from verilocc.llc.pairs import last_rewriter_instance
 
     got = subprocess.run([llc, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-O3", "-debug-pass=Structure",
                           "-o", "/dev/null"], input="define amdgpu_kernel void @k() {\n  ret void\n}\n",
@@ -151,7 +151,7 @@ def _last_rewriter(llc: str, cpu: str) -> int:
 def _llc_occupancy(llc: str, post: Path) -> dict[str, int]:
     """llc's `; Occupancy:` per function of `post`, finished after its last rewriter."""
     from verilocc.hunt.pairs import input_triple
-    from verilocc.llm.llc_pairs import WAVE32_VCC_OPCODES, run_learning_wave32
+    from verilocc.llc.wave32 import WAVE32_VCC_OPCODES, run_learning_wave32
 
     text, cpu = post.read_text(), post.parent.name
     with tempfile.TemporaryDirectory() as d:

@@ -92,7 +92,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     from verilocc.hunt.report import case_key, markdown, to_json, write_section
     from verilocc.hunt.run import HuntConfig, retable, run_hunt
     from verilocc.hunt.triage import TriageError, read_triage
-    from verilocc.llm.llc_pairs import write_if_changed
+    from verilocc.llc.text import write_if_changed
 
     allocators = _split(args.regalloc) or (["greedy", "fast-O0"] if args.random else ["greedy"])
     mir_allocators = _split(args.mir_regalloc)

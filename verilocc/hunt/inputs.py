@@ -9,7 +9,7 @@ files and table rows) and, for inputs made for one processor (HIP kernels compil
   (`-sgpr-regalloc=fast`...) is allocated with that one too, as its test runs;
 - pre-RA `.mir` files, given one by one or as directories without `.ll` files (every
   `*.pre.mir` below): allocated from their text only;
-- `hip_inputs`: the kernels of a manifest (`verilocc.llm.llc_pairs.compile_hip`), one `.ll`
+- `hip_inputs`: the kernels of a manifest (`verilocc.llc.hip.compile_hip`), one `.ll`
   per kernel and target;
 - `fuzz_inputs`: programs of the fuzzer's generator (`verilocc.fuzz.generate`), written as
   pre-RA MIR for the fuzzer's targets among the hunt's.
@@ -111,7 +111,7 @@ def hip_inputs(hip: Path, clang: str, targets: list[str], kernels: list[str] | N
     `<kernel>@<target>`), and the kernels clang failed on."""
     import shutil
 
-    from verilocc.llm.llc_pairs import compile_hip
+    from verilocc.llc.hip import compile_hip
 
     manifest = hip / "manifest.txt"
     if not manifest.is_file():
@@ -126,7 +126,7 @@ def fuzz_inputs(count: int, seed: int, targets: list[str], out: Path) -> list[In
     written to `out/<target>-<seed>.pre.mir` (only when their text changes)."""
     from verilocc.fuzz.generate import random_program
     from verilocc.fuzz.profiles import ALL_TARGETS
-    from verilocc.llm.llc_pairs import write_if_changed
+    from verilocc.llc.text import write_if_changed
 
     made = []
     for target in [t for t in targets if t in ALL_TARGETS]:

@@ -7,7 +7,7 @@ Facts are asked of each llc itself, never assumed from its version number:
   stage (AMDGPU refuses plain `-regalloc`); `-opaque-pointers` lets LLVM 14 read `ptr` IR
   (LLVM 15+ read it by default, LLVM 13 not at all);
 - where allocation ends: the 0-based instance of the last `virtregrewriter` in
-  `-debug-pass=Structure` (`verilocc.llm.llc_pairs.last_rewriter_instance`), per allocator;
+  `-debug-pass=Structure` (`verilocc.llc.pairs.last_rewriter_instance`), per allocator;
   at -O0 (`fast-O0`: llc's own pipeline without optimisation, whose allocator is the fast one
   and which has no rewriter) the last `regallocfast`.
 Standard library only.

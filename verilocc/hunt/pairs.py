@@ -20,7 +20,7 @@ pipeline, `fast-O0` in the -O0 one; `verilocc.hunt.llvm`). Two ways to make it:
 ``reread``
     The pre file normalised to a fixed point of llc's MIR printer, then allocated from that
     text with `-start-before=P -stop-after=virtregrewriter,N`
-    (`verilocc.llm.llc_pairs.PairMaker`, which also patches wave32 `$vcc_lo` operands llc
+    (`verilocc.llc.pairs.PairMaker`, which also patches wave32 `$vcc_lo` operands llc
     cannot re-read). An input that is already pre-RA MIR (the fuzzer's programs) is made this
     way only; YAML keys an older llc does not know (`sgprForEXECCopy`, `flags:` of
     `registers:` entries...) are dropped first, one at a time as llc names them.
@@ -49,10 +49,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verilocc.hunt.llvm import ALLOC_PASS, TRIPLE, Llvm, end_pass, opt_level
-from verilocc.llm.llc_pairs import (
-    Job, Llc, PairError, PairMaker, fail_message, last_rewriter_instance, read_text,
-    virtual_registers_in_body, write_if_changed,
-)
+from verilocc.llc.pairs import Job, PairMaker, last_rewriter_instance
+from verilocc.llc.run import Llc, PairError, fail_message
+from verilocc.llc.text import read_text, virtual_registers_in_body, write_if_changed
 
 MODES = ("one-process", "reread")
 

@@ -31,7 +31,7 @@ from verilocc.hunt.inputs import Input
 from verilocc.hunt.llvm import Llvm
 from verilocc.hunt.pairs import PairFactory
 from verilocc.hunt.run import HuntConfig, VerifyCache, function_records, record_key, tasks
-from verilocc.llm.llc_pairs import read_text, write_if_changed
+from verilocc.llc.text import read_text, write_if_changed
 
 SOURCES = ("gpu", "stress")
 

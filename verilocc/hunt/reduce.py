@@ -19,7 +19,7 @@ from typing import Any
 
 from verilocc.hunt.llvm import ALLOC_PASS, Llvm, end_pass, opt_level
 from verilocc.hunt.pairs import input_triple
-from verilocc.llm.llc_pairs import read_text
+from verilocc.llc.text import read_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ from typing import Any
 from verilocc.hunt.check import CAUSES
 from verilocc.hunt.run import HuntResult, record_key, target_key
 from verilocc.hunt.triage import GROUPS
-from verilocc.llm.llc_pairs import write_if_changed
+from verilocc.llc.text import write_if_changed
 
 BEGIN, END = "<!-- hunt:begin -->", "<!-- hunt:end -->"
 

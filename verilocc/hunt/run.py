@@ -25,7 +25,7 @@ from verilocc.hunt.inputs import Input
 from verilocc.hunt.llvm import Llvm
 from verilocc.hunt.pairs import PairFactory, PairTask, mir_functions
 from verilocc.hunt.triage import TriageRow, classify, program_fingerprint
-from verilocc.llm.llc_pairs import read_text, write_if_changed
+from verilocc.llc.text import read_text, write_if_changed
 
 PAIRS_HEADER = ("input", "llvm", "target", "allocator", "mode", "status", "pre", "post", "note")
 

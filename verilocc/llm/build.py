@@ -3,7 +3,7 @@
 Sources: HIP kernels with a manifest (``manifest.txt``, as in ``examples/kernels/``: name,
 source, targets, clang flags; a source not among the kernels is looked up where its manifest
 says, relative to the manifest, with the kernels' directory on the include path), compiled
-with clang-19 for every requested target; then `verilocc.llm.llc_pairs` makes the pairs with
+with clang-19 for every requested target; then `verilocc.llc.corpus` makes the pairs with
 each llc (LLVM 19 and 22), exactly as the corpus was made. Existing pair directories
 (``<dir>/<target>/<kernel>.{pre,post}.mir``) can be added as they are. Every step skips outputs
 that already exist, so the command resumes.
@@ -100,7 +100,7 @@ def compile_ir(kernels_dir: Path, manifest: list[KernelVariant], targets: tuple[
 
 def make_pairs(ir_dir: Path, targets: tuple[str, ...], llc: str, out: Path, log: Callable[[str], None],
                jobs: int = 1) -> None:
-    """`verilocc.llm.llc_pairs` with `llc` for the targets whose pairs are not made yet."""
+    """`verilocc.llc.corpus` with `llc` for the targets whose pairs are not made yet."""
     if shutil.which(llc) is None:
         log(f"skip {llc}: not installed")
         return
@@ -113,7 +113,7 @@ def make_pairs(ir_dir: Path, targets: tuple[str, ...], llc: str, out: Path, log:
         todo = [k for k in todo if k not in failed and not (out / t / f"{k}.post.mir").exists()]
         if not todo:
             continue
-        r = subprocess.run([sys.executable, "-m", "verilocc.llm.llc_pairs", "--llc", llc, "--corpus", str(ir_dir),
+        r = subprocess.run([sys.executable, "-m", "verilocc.llc.corpus", "--llc", llc, "--corpus", str(ir_dir),
                             "--out", str(out), "--targets", t, "--kernels", ",".join(todo), "-j", str(jobs)],
                            capture_output=True, text=True, check=False)
         made = [ln for ln in r.stdout.splitlines() if " pairs made" in ln]

@@ -1,4 +1,4 @@
-// Included (-include) by verilocc.llm.llc_pairs --hip before every kernel source.  Older clangs
+// Included (-include) by verilocc.llc.hip before every kernel source it compiles.  Older clangs
 // (15, 16) lack two builtins that examples/kernels/hip_min.h uses; with clang 19 and later
 // both guards are false and this file changes nothing (the IR is byte-identical).
 #pragma once
