@@ -129,3 +129,25 @@ def test_a_packed_move_reads_one_component_of_each_source(mods0: str, mods1: str
                                                           slots: list[int], expected: bool) -> None:
     ins, bits = _ins("V_PK_MOV_B32", mods0, "r64", mods1, "r64", "0", "0", "0", "0", "0", scc=None)
     assert ignores_slots(ins, position, slots, bits) is expected
+
+
+@pytest.mark.parametrize(("opcode", "observed", "position", "slots", "expected"), [
+    # `%202 = V_PK_MUL_F32 8, %400.sub0_sub1, 8, %3.sub0_sub1` with only %202.sub1 ever read: the
+    # low components of both sources feed only the low result, which nothing reads.
+    ("V_PK_MUL_F32", {"d0": 0xFFFF_FFFF_0000_0000}, 2, [0, 1], True),
+    ("V_PK_MUL_F32", {"d0": 0xFFFF_FFFF_0000_0000}, 4, [0, 1], True),
+    ("V_PK_MUL_F32", {"d0": 0xFFFF_FFFF_0000_0000}, 2, [2, 3], False),
+    ("V_PK_MUL_F32", {"d0": 0xFFFF}, 2, [0, 1], False),
+    ("V_PK_MUL_F32", {"d0": 0}, 2, [0, 1], False),  # an empty mask is the whole result
+    ("V_PK_MUL_F32", None, 2, [0, 1], False),
+    # V_PK_MOV_B32 `8, %s, 12, %t` is <%s.lo, %t.hi>: with only the high result read, %s is unread.
+    ("V_PK_MOV_B32", {"d0": 0xFFFF_FFFF_0000_0000}, 2, [0, 1, 2, 3], True),
+    ("V_PK_MOV_B32", {"d0": 0xFFFF_FFFF_0000_0000}, 4, [2, 3], False),
+    ("V_PK_MOV_B32", {"d0": 0xFFFF_FFFF}, 4, [0, 1, 2, 3], True),
+])
+def test_a_packed_component_feeding_only_unread_results_is_unread(opcode: str, observed: dict[str, int] | None,
+                                                                  position: int, slots: list[int],
+                                                                  expected: bool) -> None:
+    mods = ("8", "12") if opcode == "V_PK_MOV_B32" else ("8", "8")
+    ins, bits = _ins(opcode, mods[0], "r64", mods[1], "r64", "0", "0", "0", "0", "0", scc=None)
+    assert ignores_slots(ins, position, slots, bits, observed=observed) is expected

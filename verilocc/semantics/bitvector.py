@@ -323,12 +323,13 @@ PACKED_MOVE = "V_PK_MOV_B32"
 OP_SEL_0, OP_SEL_1 = 1 << 2, 1 << 3
 
 
-def unselected_slots(ins: Instruction, position: int) -> frozenset[int]:
-    """The 16-bit slots of the source at operand `position` that `ins` never reads: for a
-    packed FP32 instruction, the 32-bit component its modifiers (the immediate before the
-    source) select for neither result (`V_PK_FMA_F32 8, %a, 0, %b, ...`: 0 broadcasts the
-    low component of %b, whose high one is not read); for `V_PK_MOV_B32`, the component of each
-    source that its OP_SEL_0 does not select."""
+def unselected_slots(ins: Instruction, position: int, observed: dict[str, int] | None = None) -> frozenset[int]:
+    """The 16-bit slots of the source at operand `position` that no observed result of `ins`
+    reads: for a packed FP32 instruction, the 32-bit component its modifiers (the immediate
+    before the source) select for no observed result component (`V_PK_FMA_F32 8, %a, 0, %b, ...`:
+    0 broadcasts the low component of %b, whose high one is not read); for `V_PK_MOV_B32`, the
+    component of each source that its OP_SEL_0 does not select, and the whole source when the
+    result component it feeds is not observed. `observed` is as for `ignores_slots`."""
     if ins.opcode not in PACKED_F32 and ins.opcode != PACKED_MOVE:
         return frozenset()
     if position < 1 or ins.operands[position].kind != "reg":
@@ -340,9 +341,13 @@ def unselected_slots(ins: Instruction, position: int) -> frozenset[int]:
         m = int(mods.text, 0)
     except ValueError:
         return frozenset()
-    read = {1 if m & OP_SEL_0 else 0}
-    if ins.opcode != PACKED_MOVE:
-        read.add(1 if m & OP_SEL_1 else 0)
+    mask = (observed or {}).get("d0", 0)
+    results = {c for c in (0, 1) if not mask or mask >> (32 * c) & 0xFFFF_FFFF}
+    if ins.opcode == PACKED_MOVE:
+        source = sum(1 for op in ins.operands[:position] if op.kind == "reg" and not op.is_def)
+        read = {1 if m & OP_SEL_0 else 0} if source in results else set()
+    else:
+        read = {1 if m & (OP_SEL_0 if c == 0 else OP_SEL_1) else 0 for c in results}
     return frozenset(s for c in (0, 1) if c not in read for s in (2 * c, 2 * c + 1))
 
 
@@ -355,7 +360,7 @@ def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits:
     solver gave up. `input_bits` gives each register input's width in bits (by operand position).
     `observed` narrows a result to the bits of it the program ever reads (a mask by result
     name; a result not named, or with an empty mask, is observed whole)."""
-    if slots and input_bits.get(position) == 64 and set(slots) <= unselected_slots(ins, position):
+    if slots and input_bits.get(position) == 64 and set(slots) <= unselected_slots(ins, position, observed):
         return True
     import z3
 

@@ -776,34 +776,59 @@ class ValueFlowChecker:
         return repr(loc)
 
     def undefined_lane(self, block: int, post_index: int, units: tuple[int, ...]) -> str:
-        """Why a read register holds no value, when the allocated block says so itself: it was
-        restored from a lane of a VGPR that an `IMPLICIT_DEF` earlier in the block left
-        undefined, and no spill wrote that lane since (LLVM's SGPR spill lowering at -O0,
-        docs/llvm-bugs.md). Empty otherwise."""
+        """Why a read register holds no value, when the allocated program says so itself: it was
+        restored in the block from a lane of a VGPR that an `IMPLICIT_DEF` left undefined on some
+        path to the restore, with no spill to that lane on the path (LLVM's SGPR spill lowering
+        at -O0, docs/llvm-bugs.md). Empty otherwise."""
+        read = set(units)
+        for d in reversed(self._post_steps(block, post_index)):
+            if not self._post_writes(block, d) & read:
+                continue
+            if not isinstance(d, ps.RestoreFromLane) or d.step.post is None:
+                return ""
+            line = self._implicit_def_before(block, d.step.post, set(self.units_of(d.vgpr)), d.lane)
+            if line is None:
+                return ""
+            return (f" (restored at line {d.ins.line} from lane {d.lane} of `{d.vgpr.register_text}`, "
+                    f"which `IMPLICIT_DEF` at line {line} left undefined)")
+        return ""
+
+    def _post_steps(self, block: int, before: int | None = None) -> list[ps.DecodedStep]:
+        """The decoded steps of `block` that have an allocated instruction before `before`."""
         pre_blocks, post_blocks, _ = self._blocks()
         if block not in pre_blocks or block not in post_blocks:
-            return ""
-        post = post_blocks[block].instructions
-        decoded = [ps.decode(st, pre_blocks[block], post_blocks[block], self.alignment.stack_pointers)
-                   for st in self.alignment.steps.get(block, ()) if st.post is not None and st.post < post_index]
-        read = set(units)
-        restore: ps.RestoreFromLane | None = None
-        for d in reversed(decoded):
-            writes = {u for op in post[d.step.post or 0].operands
-                      if op.kind == "reg" and op.is_def and op.phys is not None for u in self.units_of(op)}
-            if restore is None:
-                if not writes & read:
+            return []
+        return [ps.decode(st, pre_blocks[block], post_blocks[block], self.alignment.stack_pointers)
+                for st in self.alignment.steps.get(block, ())
+                if st.post is not None and (before is None or st.post < before)]
+
+    def _post_writes(self, block: int, d: ps.DecodedStep) -> set[int]:
+        ins = self._blocks()[1][block].instructions[d.step.post or 0]
+        return {u for op in ins.operands if op.kind == "reg" and op.is_def and op.phys is not None
+                for u in self.units_of(op)}
+
+    def _implicit_def_before(self, block: int, before: int, vgpr: set[int], lane: int) -> int | None:
+        """The line of an `IMPLICIT_DEF` of `vgpr` from which some path reaches instruction
+        `before` of `block` with no other write of the register but spills to lanes other than
+        `lane`; None if there is none. Blocks are searched breadth first, predecessors in order."""
+        queue: list[tuple[int, int | None]] = [(block, before)]
+        seen = {block}
+        while queue:
+            b, limit = queue.pop(0)
+            for d in reversed(self._post_steps(b, limit)):
+                if not self._post_writes(b, d) & vgpr:
                     continue
-                if not isinstance(d, ps.RestoreFromLane):
-                    return ""
-                restore, read = d, set(self.units_of(d.vgpr))
-            elif writes & read:
                 if isinstance(d, ps.PostImplicitDef):
-                    return (f" (restored at line {restore.ins.line} from lane {restore.lane} of "
-                            f"`{restore.vgpr.register_text}`, which `IMPLICIT_DEF` at line {d.ins.line} left undefined)")
-                if not isinstance(d, ps.SpillToLane) or d.lane == restore.lane:
-                    return ""
-        return ""
+                    return d.ins.line
+                if isinstance(d, ps.SpillToLane) and d.lane != lane:
+                    continue
+                break
+            else:
+                for p in self.cfg.predecessors(b):
+                    if p not in seen:
+                        seen.add(p)
+                        queue.append((p, None))
+        return None
 
     def finding(self, kind: str, block: int, index: int, ins: Instruction, op: Operand | None, msg: str,
                 vregs: tuple[Operand, ...] = (), severity: str = "error", pre_line: bool = False) -> Finding:
