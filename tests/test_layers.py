@@ -151,3 +151,88 @@ def test_the_oracle_check_sees_a_planted_import(tmp_path: Path) -> None:
     assert _judged_imports(tmp_path / "verilocc") == {"verilocc.fuzz.meanings": ["verilocc.semantics"]}
     (fuzz / "interpret.py").write_text((fuzz / "interpret.py").read_text() + "\nimport verilocc.pairing.steps\n")
     assert _judged_imports(tmp_path / "verilocc")["verilocc.fuzz.interpret"] == ["verilocc.pairing.steps"]
+
+
+# --- facts about instructions have one home ---------------------------------------------------
+# What an instruction's opcode and operands decide by themselves (a move, spill code, a pure or
+# removable definition, the inputs its value depends on) is defined once, in
+# `verilocc.analysis.instructions`, below the pairing and the checks that use it. The pairing
+# imports those names too, so `from verilocc.pairing.alignment import is_pure` would still run:
+# no module, test or script takes them that way (the pairing's own modules neither).
+FACTS = PACKAGE / "analysis" / "instructions.py"
+
+
+def _top_level_names(path: Path) -> set[str]:
+    """The names a module defines at its top level: functions, classes, assigned names."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign):
+            out.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+    return out
+
+
+def _is_pairing(module: str) -> bool:
+    return module == "verilocc.pairing" or module.startswith("verilocc.pairing.")
+
+
+def _facts_through_pairing(path: Path, facts: set[str]) -> list[str]:
+    """The facts `path` takes from `verilocc.pairing`, anywhere in it (inside functions too):
+    imported by name (`from verilocc.pairing.alignment import is_pure`) or read from an
+    imported pairing module (`from verilocc.pairing import alignment`, then
+    `alignment.is_pure`)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out: list[str] = []
+    modules: set[str] = set()  # what names a pairing module here: `alignment`, `verilocc.pairing.steps`
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and _is_pairing(node.module):
+            for alias in node.names:
+                if alias.name in facts:
+                    out.append(f"{node.module}.{alias.name}")
+                else:
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            modules.update(alias.asname or alias.name for alias in node.names if _is_pairing(alias.name))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in facts and ast.unparse(node.value) in modules:
+            out.append(f"{ast.unparse(node.value)}.{node.attr}")
+    return out
+
+
+def _facts_taken_from_pairing(root: Path = ROOT, facts: Path = FACTS) -> dict[str, list[str]]:
+    """For each Python file of the checkout at `root`, the facts of `facts` it takes from the
+    pairing."""
+    names = _top_level_names(facts)
+    files = [p for d in ("verilocc", "tests", "scripts", "bench") for p in sorted((root / d).rglob("*.py"))]
+    found = {str(p.relative_to(root)): _facts_through_pairing(p, names) for p in files}
+    return {f: hits for f, hits in found.items() if hits}
+
+
+def test_instruction_facts_are_not_taken_from_the_pairing() -> None:
+    assert {"MOVE_OPCODES", "SIDE_EFFECT_PREFIXES", "is_pure", "is_constant_def", "is_spill_code"} \
+        <= _top_level_names(FACTS)
+    assert not _facts_taken_from_pairing(), _facts_taken_from_pairing()
+
+
+def test_instruction_facts_have_one_definition() -> None:
+    """The pairing defines none of the facts again: it imports them."""
+    facts = _top_level_names(FACTS)
+    again = {p.name: sorted(facts & _top_level_names(p)) for p in sorted((PACKAGE / "pairing").rglob("*.py"))}
+    assert not any(again.values()), again
+
+
+def test_the_facts_check_sees_a_planted_import(tmp_path: Path) -> None:
+    """The check is not vacuous: an import of a fact from the pairing by name, inside a
+    function, and a fact read from an imported pairing module are each seen; a name of the
+    pairing's own is not."""
+    facts = _top_level_names(FACTS)
+    probe = tmp_path / "probe.py"
+    probe.write_text("from verilocc.pairing.alignment import Role, align_functions\n\n\n"
+                     "def f(ins):\n    from verilocc.pairing.alignment import is_pure\n    return is_pure(ins, False)\n\n\n"
+                     "def g(ins):\n    from verilocc.pairing import alignment\n"
+                     "    return ins.opcode in alignment.MOVE_OPCODES or alignment.Role\n")
+    assert _facts_through_pairing(probe, facts) == ["verilocc.pairing.alignment.is_pure", "alignment.MOVE_OPCODES"]

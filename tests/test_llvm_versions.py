@@ -4,7 +4,7 @@ of those files are REJECTED (mutated post files, an odd VGPR pair on gfx90a).
 
 LLVM 13-16 lower SGPR spills to plain `V_WRITELANE_B32`/`V_READLANE_B32` on a lane VGPR
 (LLVM 17+ print the pseudos `SI_SPILL_S32_TO_VGPR`/`SI_RESTORE_S32_FROM_VGPR`); the layers
-read them as the same spill steps (`pairing.alignment.is_lane_spill`): the pair with such spills
+read them as the same spill steps (`analysis.instructions.is_lane_spill`): the pair with such spills
 is VERIFIED, and a reload from the wrong lane, a lane VGPR overwritten between the write and the
 read, or a spill of the wrong SGPR is REJECTED."""
 
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from verilocc.analysis.instructions import is_lane_spill
 from verilocc.rewrite.assignment import Assignment, assignment_from_allocation, materialise
 from verilocc.findings import LAYERS, Finding, Report, Verdict
 from verilocc.fuzz import mutations
 from verilocc.mir.model import Instruction, Module
 from verilocc.mir.parser import read_module
-from verilocc.pairing.alignment import is_lane_spill
 from verilocc.target import PhysReg, RegFile, parse_physreg
 from verilocc.verify import Options, verify_modules
 

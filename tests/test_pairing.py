@@ -12,9 +12,9 @@ from verilocc.mir.parser import parse_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verilocc.analysis.instructions import value_inputs
 from verilocc.mir.parser import parse_instruction, read_module
-from verilocc.pairing.alignment import (Role, Step, align_functions, common_subsequence, instruction_key, recipe_key,
-                                         value_inputs)
+from verilocc.pairing.alignment import Role, Step, align_functions, common_subsequence, instruction_key, recipe_key
 from verilocc.pairing.steps import (
     MALFORMED_COPY,
     SPILL_CODE,

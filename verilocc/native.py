@@ -49,6 +49,7 @@ MODULES = (
     "verilocc.analysis.usage",
     "verilocc.analysis.vector_operands",
     "verilocc.analysis.wholewave",
+    "verilocc.analysis.instructions",
     "verilocc.pairing.steps",
     "verilocc.pairing.alignment",
     "verilocc.pairing.blocks",

@@ -15,12 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from verilocc import __version__
-from verilocc.pairing.alignment import FunctionAlignment, align_functions, is_spill_code
+from verilocc.pairing.alignment import FunctionAlignment, align_functions
 from verilocc.pairing.fixed_objects import with_fixed_objects_named
 from verilocc.pairing.blocks import pair_blocks, renumbered, renumbering_note
 from verilocc.analysis.calls import call_mask, expand_calls, sgpr_striped
 from verilocc.analysis.cfg import CFG, build_cfg
 from verilocc.analysis.executed import executed
+from verilocc.analysis.instructions import is_spill_code
 from verilocc.analysis.liveness import compute_liveness
 from verilocc.analysis.operands import VReg, check_header_registers, resolve_operand, slot_mask, vreg_classes
 from verilocc.analysis.undefined import undefined_reads

@@ -352,7 +352,7 @@ def _pressure(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> di
     for block in fn.blocks:
         for ins in block.instructions:
             if ins.opcode == "COPY":
-                regs = [op.vreg for op in ins.operands if op.kind == "reg" and not op.is_implicit]
+                regs = [op.vreg for op in ins.explicit_regs]
                 if len(regs) == 2 and regs[0] in parent and regs[1] in parent:
                     parent[root(regs[0])] = root(regs[1])  # type: ignore[index]
     must_in = _must_defined(fn, liveness)
@@ -454,7 +454,7 @@ def _copies(fn: Function, classes: dict[VReg, RegisterClass],
         for ins in b.instructions:
             if ins.opcode != "COPY":
                 continue
-            regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
+            regs = ins.explicit_regs
             if len(regs) != 2 or any(op.is_noreg for op in regs):
                 continue
             ends: list[tuple[Side, int, int]] = []  # side, slot offset, slots

@@ -71,13 +71,13 @@ from dataclasses import dataclass, field
 
 from verilocc.analysis.calls import call_mask, sgpr_striped
 from verilocc.analysis.cfg import CFG, build_cfg, loop_depths
+from verilocc.analysis.instructions import is_constant_def
 from verilocc.analysis.liveness import Liveness, compute_liveness
 from verilocc.analysis.operands import VReg, vreg_classes
 from verilocc.analysis.wholewave import wwm_vregs
 from verilocc.errors import TargetError
 from verilocc.mir.model import Function, Instruction, Operand, VRegDecl
 from verilocc.mir.parser import parse_instruction
-from verilocc.pairing.alignment import is_constant_def
 from verilocc.target import PhysReg, RegFile, RegisterClass, Target, get_class, index_for_range
 from verilocc.target.limits import Limits
 from verilocc.target.regmasks import RegMask
@@ -1010,8 +1010,8 @@ def spill_instructions(fn: Function) -> int:
                 n += 1
             elif ins.opcode == "COPY":
                 files = []
-                for op in ins.operands:
-                    if op.kind == "reg" and not op.is_implicit and op.phys:
+                for op in ins.explicit_regs:
+                    if op.phys:
                         try:
                             files.append(parse_physreg(op.phys).file)
                         except TargetError:

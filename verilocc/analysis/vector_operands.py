@@ -95,7 +95,7 @@ def takes_file(ins: Instruction, position: int, file: RegFile, av_operands: bool
         return not op.is_def and k == 0  # the data comes first in every form (then vaddr, saddr)
     if not opcode.startswith(_VECTOR_MEMORY) or "ADDTID" in opcode or "_LDS" in opcode or "_TR" in opcode:
         return False
-    regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
+    regs = ins.explicit_regs
     if opcode.startswith("DS_"):
         if opcode.startswith(_DS_OTHER):
             return False

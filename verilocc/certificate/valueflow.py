@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import hashlib
 
-from verilocc.pairing.alignment import FunctionAlignment, is_pure, paired_operands, recipe_key, value_inputs
+from verilocc.analysis.instructions import is_pure, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, paired_operands, recipe_key
 from verilocc.pairing import steps as ps
 from verilocc.certificate.obligation import ProofObligation, Uncovered
 from verilocc.certificate.smt2 import symbol

@@ -60,7 +60,7 @@ FOUND_VERIFIER_ISSUES = {
                  "(which delete the copy) were REJECTED",
     "self-copy-subreg": "the same with `%1.sub1 = COPY %1.sub1`",
     "explicit-tie": "`(tied-def 0)` written on a use in the virtual program only (llc prints it only when the "
-                    "tie is not the opcode's) made the instruction impure (pairing.alignment.is_pure): correct "
+                    "tie is not the opcode's) made the instruction impure (analysis.instructions.is_pure): correct "
                     "allocations were REJECTED",
     "odd-tuple-copy": "an odd VGPR/AGPR tuple in a COPY (LLVM's split of a vreg_512_align2 on gfx90a) was "
                       "reported as an alignment error, but COPY has no alignment constraint: LLVM's own "

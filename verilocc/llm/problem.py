@@ -216,7 +216,7 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
                     if not op.is_def and op.vreg not in reads.setdefault(n, []):
                         reads[n].append(op.vreg)
             if ins.opcode == "COPY":
-                regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
+                regs = ins.explicit_regs
                 if len(regs) == 2 and not regs[0].subreg and not regs[1].subreg:
                     a, c = regs
                     for x, y in ((a, c), (c, a)):

@@ -181,8 +181,10 @@ class Instruction:
         return [op for op in self.operands if op.kind == "reg" and not op.is_def]
 
     @property
-    def reg_operands(self) -> list[Operand]:
-        return [op for op in self.operands if op.kind == "reg"]
+    def explicit_regs(self) -> list[Operand]:
+        """The register operands that are not implicit, defs and uses, in operand order: `$vgpr0`
+        and `%1` of `$vgpr0 = V_MOV_B32_e32 %1, implicit $exec`."""
+        return [op for op in self.operands if op.kind == "reg" and not op.is_implicit]
 
 
 @dataclass

@@ -53,8 +53,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
+from verilocc.analysis.instructions import EXEC_REGISTERS, is_exec_save, is_register_move
 from verilocc.mir.model import Block, Instruction, Operand
-from verilocc.pairing.alignment import EXEC_REGISTERS, Role, Step, is_exec_save, is_register_move
+from verilocc.pairing.alignment import Role, Step
 
 # Why a step is unsupported; each layer words its finding with it ("`X` is spill code ...").
 SPILL_CODE = "spill code"
@@ -190,10 +191,6 @@ def slot_number(op: Operand) -> int | str:
     return int(head) if head.isdigit() else head
 
 
-def _explicit_regs(ins: Instruction) -> list[Operand]:
-    return [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
-
-
 def _exec_lo(op: Operand) -> Operand:
     return dataclasses.replace(op, phys="exec_lo", text="$exec_lo") if op.phys == "exec" else op
 
@@ -203,7 +200,7 @@ def _decode_move(step: Step, ins: Instruction, pre_side: bool) -> DecodedStep:
         return PreImplicitDef(step, ins) if pre_side else PostImplicitDef(step, ins)
     if ins.opcode == "KILL":
         return PreKill(step, ins) if pre_side else PostKill(step, ins)
-    regs = _explicit_regs(ins)
+    regs = ins.explicit_regs
     if not pre_side and is_exec_save(ins):
         src = next(op for op in ins.operands if op.kind == "reg" and not op.is_def and op.phys in EXEC_REGISTERS)
         others = tuple(op for op in ins.defs if op is not regs[0])
@@ -242,13 +239,13 @@ def _slot_address_error(ins: Instruction, slot: Operand, stack_pointers: frozens
 
 def _decode_spill(step: Step, ins: Instruction, stack_pointers: frozenset[str]) -> DecodedStep:
     op = ins.opcode
-    regs = _explicit_regs(ins)
+    regs = ins.explicit_regs
     slot = next((o for o in ins.operands if o.kind == "stack"), None)
     imm = next((o for o in ins.operands if o.kind == "imm"), None)
     if op in ("SI_SPILL_S32_TO_VGPR", "SI_RESTORE_S32_FROM_VGPR", "V_WRITELANE_B32", "V_READLANE_B32"):
         # `$vgpr = SI_SPILL_S32_TO_VGPR $sgpr, lane, $vgpr(tied)`;
         # `$sgpr = SI_RESTORE_S32_FROM_VGPR $vgpr, lane`; LLVM 13-16 write the same shapes
-        # with V_WRITELANE_B32 / V_READLANE_B32 (`alignment.is_lane_spill`).
+        # with V_WRITELANE_B32 / V_READLANE_B32 (`verilocc.analysis.instructions.is_lane_spill`).
         if len(regs) < 2 or imm is None:
             return Unsupported(step, ins, SPILL_CODE, "missing register or lane operand")
         if op in ("SI_SPILL_S32_TO_VGPR", "V_WRITELANE_B32"):

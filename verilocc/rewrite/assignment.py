@@ -81,7 +81,7 @@ def _rewrite_function(fn: Function, asg: Assignment, findings: list[Finding]) ->
                 if op.kind == "reg" and op.vreg is not None and op.vreg in asg.regs:
                     _rewrite_operand(fn, op, asg, findings, reported)
             if ins.opcode == "COPY":
-                regs = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
+                regs = ins.explicit_regs
                 if len(regs) == 2 and regs[0].phys and regs[0].phys == regs[1].phys and not regs[0].subreg and not regs[1].subreg:
                     continue  # an identity copy, dropped as VirtRegRewriter does
             kept.append(ins)
@@ -191,7 +191,7 @@ def assignment_from_allocation(pre: Module, post: Module, target_name: str | Non
             for ins in block.instructions:
                 if ins.opcode != "COPY":
                     continue
-                ops = [o for o in ins.operands if o.kind == "reg" and not o.is_implicit]
+                ops = ins.explicit_regs
                 if len(ops) != 2 or ops[0].subreg or ops[1].subreg:
                     continue
                 dst, src = ops

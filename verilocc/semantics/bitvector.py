@@ -299,7 +299,7 @@ def _results_live(ins: Instruction) -> set[str]:
     """Which results count: the first explicit def, any further one (`d1`, ...) not marked dead
     nor written to `$sgpr_null`, and `$scc`/`$vcc` implicit defs not marked dead."""
     out = {"d0"}
-    explicit = [op for op in ins.operands if op.kind == "reg" and op.is_def and not op.is_implicit]
+    explicit = [op for op in ins.explicit_regs if op.is_def]
     for k, op in enumerate(explicit[1:], 1):
         if not op.has("dead") and op.phys != "sgpr_null":
             out.add(f"d{k}")

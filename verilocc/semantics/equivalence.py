@@ -31,9 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from verilocc.pairing.alignment import FunctionAlignment, is_liveness_note, is_pure, paired_operands, value_inputs
+from verilocc.pairing.alignment import FunctionAlignment, paired_operands
 from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
+from verilocc.analysis.instructions import is_liveness_note, is_pure, value_inputs
 from verilocc.analysis.operands import VReg, physreg_at
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction, Operand

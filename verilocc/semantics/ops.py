@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verilocc.pairing.alignment import MOVE_OPCODES, SIDE_EFFECT_PREFIXES
+from verilocc.analysis.instructions import MOVE_OPCODES, SIDE_EFFECT_PREFIXES
 from verilocc.mir.model import Instruction
 from verilocc.semantics.terms import TermTable
 

@@ -54,10 +54,10 @@ from typing import cast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from verilocc.pairing.alignment import (FunctionAlignment, is_pure, paired_operands, recipe_key, value_inputs,
-                                         whole_register_for_subregister)
+from verilocc.pairing.alignment import FunctionAlignment, paired_operands, recipe_key, whole_register_for_subregister
 from verilocc.pairing import steps as ps
 from verilocc.analysis.cfg import CFG
+from verilocc.analysis.instructions import is_pure, value_inputs
 from verilocc.analysis.operands import VReg, physreg_at, resolve_operand
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Block, Function, Instruction, Operand
@@ -921,7 +921,7 @@ class ValueFlowChecker:
         read nothing). A value whose other bits no instruction reads may differ there. A value
         no instruction reads at all is compared whole: a wrong read that feeds only dead code
         stays an error, not an anomaly."""
-        defs = [op for op in pi.operands if op.kind == "reg" and op.is_def and not op.is_implicit]
+        defs = [op for op in pi.explicit_regs if op.is_def]
         if not defs or defs[0].vreg is None or defs[0].subreg:
             return {}
         if self._read_slots is None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import threading
 
+from verilocc.analysis.instructions import is_constant_def, is_pure
 from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
 from verilocc.analysis.liveness import Liveness
 from verilocc.analysis.operands import VReg, function_limits, physreg_at, resolve_operand, slot_mask
@@ -37,7 +38,7 @@ from verilocc.analysis.wholewave import wwm_vregs
 from verilocc.errors import TargetError
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction
-from verilocc.pairing.alignment import FunctionAlignment, Role, instruction_key, is_constant_def, is_pure
+from verilocc.pairing.alignment import FunctionAlignment, Role, instruction_key
 from verilocc.pairing.homes import HomeUse, Rerun, collect_homes, make_register
 from verilocc.smt.formulas import Disjoint, Member, Side
 from verilocc.smt.solver import Answer, Outcome, check_z3
@@ -157,7 +158,7 @@ class ConstraintChecker:
 
     def _copy_units(self, ins: Instruction, fn: Function) -> tuple[frozenset[int], frozenset[int]] | None:
         """(destination units, source units) of a COPY; virtual operands through their homes."""
-        regs = [op for op in ins.operands if op.kind == "reg" and not op.is_implicit]
+        regs = ins.explicit_regs
         if len(regs) != 2:
             return None
         out: list[frozenset[int]] = []
@@ -229,8 +230,8 @@ class ConstraintChecker:
                         gap_copies.remove(match)
                         continue
                 touched: set[int] = set()
-                for op in qi.operands:
-                    if op.kind == "reg" and op.phys is not None and not op.is_implicit:
+                for op in qi.explicit_regs:
+                    if op.phys is not None:
                         touched.update(physreg_at(self.post, op, op.phys).units)
                 wanted.setdefault(pre_idx, []).append(frozenset(touched))
             coalesced(gap_copies)

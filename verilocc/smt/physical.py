@@ -10,10 +10,10 @@ into a scalar one); on unified VGPR/AGPR files, the two files' combined size. Th
 
 from __future__ import annotations
 
+from verilocc.analysis.instructions import MOVE_OPCODES
 from verilocc.analysis.operands import VReg, function_limits, physreg_at
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction, Operand
-from verilocc.pairing.alignment import MOVE_OPCODES
 from verilocc.target import PhysReg, RegFile, RegisterClass, Target
 from verilocc.target.limits import NUMBERED_FILES, UNLIMITED, Limits, budget_warning, register_problem
 from verilocc.target.opcodes import tie_constraints

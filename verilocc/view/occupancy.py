@@ -25,13 +25,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from verilocc.analysis.cfg import build_cfg
+from verilocc.analysis.instructions import is_spill_code
 from verilocc.analysis.liveness import Effect, compute_liveness
 from verilocc.analysis.operands import VReg, vreg_classes
 from verilocc.analysis.usage import highest_registers, named_registers
 from verilocc.errors import TargetError
 from verilocc.mir.model import Function, Instruction
 from verilocc.mir.printer import print_instruction
-from verilocc.pairing.alignment import is_spill_code
 from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
 from verilocc.target import PhysReg, RegFile, file_register, parse_physreg, register_for_units, slots_to_mask
 from verilocc.verify import PreparedPair
