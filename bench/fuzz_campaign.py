@@ -34,10 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CAMPAIGN = ROOT / "bench" / "fuzz_campaign.json"
 TARGETS = 4  # gfx908, gfx90a, gfx942, gfx1100: one seed per four examples
-FUZZER = ("verilocc/fuzz/", "verilocc/batch/", "verilocc/cli.py")
+FUZZER = ("verilocc/fuzz/", "verilocc/batch/", "verilocc/cli.py", "verilocc/options.py", "verilocc/verify_command.py",
+          "verilocc/certificate/commands.py", "verilocc/rewrite/commands.py")  # the command line: table and commands
 # Packages neither the verifier nor `verilocc fuzz` imports (tests/test_layers.py keeps it so):
 # a change there cannot change what a chunk generates or what the verifier says.
-NOT_RUN = ("verilocc/allocators/", "verilocc/llm/", "verilocc/view/", "verilocc/hunt/")
+NOT_RUN = ("verilocc/allocators/", "verilocc/llm/", "verilocc/view/", "verilocc/hunt/", "verilocc/allocate_command.py")
 
 
 def changed(a: str, b: str | None) -> list[str]:

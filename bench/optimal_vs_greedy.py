@@ -75,12 +75,12 @@ def _strategy(name: str, timeout: float):  # noqa: ANN202
         import dataclasses
 
         from verilocc.allocators.optimal import SolverAllocation
-        from verilocc.llm.commands import _load
+        from verilocc.llm.lm import load_lm_or_default
         from verilocc.llm.loop import run_loop
 
         global _LM
         if _LM is None:
-            _LM = _load(None)
+            _LM = load_lm_or_default(None)
         t0 = time.perf_counter()
         res = run_loop(dataclasses.replace(module, functions=[fn]), _LM, timeout=timeout)
         got = SolverAllocation("feasible" if res.verified else "unknown", dict(res.regs), time.perf_counter() - t0,

@@ -3,10 +3,14 @@
 The order follows the data: which build of the core runs, errors and findings, target facts and
 the llc driver that makes the pairs (standard library only), MIR, analyses, the pairing of the
 two programs, the three checks, certificates, `verify`, then the clients (allocators, the
-language model, the fuzzer, the viewer), the hunt for LLVM's bugs that uses them, and the
-command line on top. A module may import from its own package or from a lower layer; imports
-inside functions count too, because they are the same dependency made later. Packages on one
-layer do not import each other.
+viewer, the batch runner, the language model, the fuzzer), the hunt for LLVM's bugs that uses
+them, and the command line on top. A module may import from its own package or from a lower
+layer; imports inside functions count too, because they are the same dependency made later.
+Packages on one layer do not import each other.
+
+Each command's options and handler live beside what it drives: a package's `commands` module,
+or a top-level `*_command` module for a command that drives several packages. `verilocc.cli`
+lists them in its table and imports them by name; nothing else imports them.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ PACKAGE = ROOT / "verilocc"
 # new one must be placed deliberately.
 LAYERS: dict[str, int] = {
     "native": -1,  # whether the compiled core runs: settled when the package is imported
-    "__init__": 0, "errors": 0, "output": 1, "findings": 1, "options": 1,
+    "__init__": 0, "errors": 0, "output": 1, "findings": 1,
     "target": 2, "llc": 2,  # llc: runs llc to make pairs, for the hunt and the model's data alike
+    "options": 2,  # the command-line options several commands share (--layers reads findings' names)
     "mir": 3,
     "analysis": 4,
     "pairing": 5,
@@ -33,9 +38,11 @@ LAYERS: dict[str, int] = {
     "semantics": 7,
     "certificate": 8,
     "verify": 9, "report": 9,
-    "allocators": 10, "view": 10,
-    "llm": 11, "fuzz": 11, "batch": 11,
+    "allocators": 10, "view": 10, "batch": 10,
+    "llm": 11, "fuzz": 11,  # fuzz: its command runs the fuzzer's chunks on batch's runner
+    "verify_command": 11,  # one pair, or a batch; a page of view on request
     "hunt": 12,  # makes pairs with llc's pair maker, allocates fuzz's programs
+    "allocate_command": 12,  # the model loop of llm, or the SMT allocator
     "cli": 13, "__main__": 14,
 }
 
@@ -67,6 +74,14 @@ def _layer_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+def _command_modules() -> set[str]:
+    """The modules of the command table of `verilocc.cli` (imported by name, not by an import
+    statement)."""
+    from verilocc.cli import COMMANDS
+
+    return {entry.split(":")[0] for entry in COMMANDS.values()}
+
+
 def _graph() -> nx.DiGraph:
     g: nx.DiGraph = nx.DiGraph()
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -75,6 +90,7 @@ def _graph() -> nx.DiGraph:
         for dep in _imports(path):
             if dep != mod:
                 g.add_edge(mod, dep)
+    g.add_edges_from(("verilocc.cli", mod) for mod in _command_modules())
     return g
 
 
@@ -95,6 +111,27 @@ def test_imports_point_down() -> None:
 def test_no_import_cycles() -> None:
     cycles = list(nx.simple_cycles(_graph()))
     assert not cycles, cycles[:5]
+
+
+def test_only_the_command_line_imports_command_modules() -> None:
+    """Every command module is in the table of `verilocc.cli` and exists, and only `verilocc.cli`
+    imports one: a command's handler calls into packages, never into another command."""
+    g = _graph()
+    named = {m for m in g.nodes if m.rsplit(".", 1)[-1] == "commands" or m.endswith("_command")}
+    assert _command_modules() == named, "list each command module in verilocc.cli.COMMANDS, and only those"
+    importers = sorted(f"{mod} -> {dep}" for mod, dep in g.edges if dep in named and mod != "verilocc.cli")
+    assert not importers, importers
+
+
+def test_the_command_table_builds_every_command() -> None:
+    """Each entry of the table adds the parser of the command it names, in the table's order."""
+    from verilocc.cli import COMMANDS, build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert list(sub.choices) == list(COMMANDS)  # type: ignore[arg-type]
+    for name in COMMANDS:
+        one = next(a for a in build_parser(name)._actions if a.dest == "command")
+        assert list(one.choices) == [name]  # type: ignore[arg-type]
 
 
 def test_the_check_rejects_an_upward_import(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from verilocc.mir.parser import read_module
 from verilocc.mir.printer import print_module
 from verilocc.pairing.alignment import Role
 from verilocc.verify import Options, function_target, prepare_pair, verify_modules
-from verilocc.view.command import report_page
+from verilocc.view.show import report_page
 from verilocc.view.model import build_side
 from verilocc.view.occupancy import build_occupancy
 from verilocc.view.resources import resources

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The exit code of bad input (docs/design.md section 3).
+EXIT_BAD_INPUT = 2
+
 
 @dataclass
 class InputError(Exception):
     """Bad input from the user: malformed MIR, unknown target, unreadable file.
 
-    The CLI prints `file:line:col: error: message` and exits with code 2.
+    The CLI prints `file:line:col: error: message` and exits with code 2 (`EXIT_BAD_INPUT`).
     """
 
     message: str

@@ -23,7 +23,7 @@ class Verdict(enum.Enum):
         return {"VERIFIED": 0, "REJECTED": 1, "UNKNOWN": 3}[self.value]
 
 
-# The layers of DESIGN.md section 2, in the order they run.
+# The layers of docs/design.md section 2, in the order they run.
 LAYERS = ("constraints", "value-flow", "equivalence")
 
 

@@ -1,12 +1,17 @@
-"""Writing what the tool produces: to stdout or atomically to a file, never over an input."""
+"""Writing what the tool produces: to stdout or atomically to a file, never over an input; and
+the console of progress and summary lines on stderr."""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from verilocc.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def write_output(path: str | None, text: str | bytes, inputs: Sequence[str | None]) -> None:
@@ -42,3 +47,14 @@ def write_output(path: str | None, text: str | bytes, inputs: Sequence[str | Non
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         raise InputError(f"cannot write the output: {e.strerror or e}", path, 0, 0) from None
+
+
+def log_console() -> Console:
+    """A console on stderr for progress and summary lines: a terminal's width, or 170 columns in
+    logs and pipes (wide enough for the eval table)."""
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    if not console.is_terminal:
+        console = Console(stderr=True, highlight=False, width=170)
+    return console

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from verilocc.llm.choices import ChoiceTables
-from verilocc.llm.commands import DEFAULT_MODEL
+from verilocc.llm import DEFAULT_MODEL
 from verilocc.llm.decode import propose_many
 from verilocc.llm.lm import load_lm
 from verilocc.llm.problem import build_problem, single_function

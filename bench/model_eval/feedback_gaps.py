@@ -91,7 +91,7 @@ def main() -> int:
     else:
         cases = sweep(args.llvm_tests, args.targets.split(","))
     if args.model != "none":
-        from verilocc.llm.commands import DEFAULT_MODEL
+        from verilocc.llm import DEFAULT_MODEL
 
         ablation(cases, args.model or str(DEFAULT_MODEL), args.rounds)
     fixed = [c for c in cases if c.get("rounds_feedback")]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from verilocc.llm.choices import NO_CHOICE, SLOTS  # noqa: E402
-from verilocc.llm.commands import DEFAULT_MODEL  # noqa: E402
+from verilocc.llm import DEFAULT_MODEL  # noqa: E402
 from verilocc.llm.lm import load_lm  # noqa: E402
 
 _ID = re.compile(r"^%(\d+)")

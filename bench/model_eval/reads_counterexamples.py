@@ -42,7 +42,8 @@ from verilocc.analysis.operands import VReg
 from verilocc.cli import build_parser
 from verilocc.findings import Verdict
 from verilocc.llm.choices import NO_CHOICE, SLOTS, ChoiceTables
-from verilocc.llm.commands import DEFAULT_MODEL, eval_cases
+from verilocc.llm import DEFAULT_MODEL
+from verilocc.llm.commands import eval_cases
 from verilocc.llm.decode import propose_many
 from verilocc.llm.evaluate import Verifier
 from verilocc.llm.lm import load_lm

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from verilocc.cli import build_parser
 from verilocc.llm.choices import ChoiceTables
-from verilocc.llm.commands import DEFAULT_MODEL, eval_cases
+from verilocc.llm import DEFAULT_MODEL
+from verilocc.llm.commands import eval_cases
 from verilocc.llm.decode import propose_many
 from verilocc.llm.evaluate import Verifier
 from verilocc.llm.lm import load_lm

@@ -1,5 +1,8 @@
-"""`verilocc hunt`: the command line around `verilocc.hunt.run` (standard library imports only
-at module level, so that building the parser stays cheap)."""
+"""`verilocc hunt`: the command line around `verilocc.hunt.run`.
+
+Module-level imports are light (the standard library and small verilocc modules), so that
+building the parser stays cheap.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from verilocc.errors import InputError
 DEFAULT_TRIAGE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "hunt" / "triage.tsv"
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     h = sub.add_parser(
         "hunt", help="let every installed llc allocate inputs and sort what verilocc does not verify",
         description="For each input (.ll or pre-RA .mir, or directories of them; HIP kernels with --hip; "
@@ -216,7 +219,7 @@ def _given_inputs(args: argparse.Namespace, targets: list[str] | None) -> list[A
 def _random_hunt(args: argparse.Namespace, llvms: list[Any], targets: list[str] | None, allocators: list[str],
                  modes: list[str], triage: list[Any]) -> tuple[list[Any], Any, dict[tuple[str, ...], dict[str, Any]]]:
     """--random: the seeds' programs, pairs and verdicts (made, or read back with --retable)."""
-    from verilocc.batch.commands import run_chunks
+    from verilocc.batch.run import run_chunks
     from verilocc.hunt.random_hunt import SOURCES, TARGETS, RandomPlan, gathered, record_path, run_random
     from verilocc.hunt.run import HuntResult, compare_modes, retable
     from verilocc.hunt.stress import StressError, tools

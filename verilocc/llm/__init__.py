@@ -1,4 +1,5 @@
-"""The model loop of DESIGN.md section 6: data, normalisation, a small LM, decoding, feedback.
+"""The model loop (docs/allocate.md, "The model loop"): data, normalisation, a small LM, decoding,
+feedback.
 
 Data flow: pre-RA MIR -> `problem` (the allocation problem: candidates, conflicts, copy hints,
 dying values from static analysis) -> `choices` (per virtual register, given the registers
@@ -10,6 +11,11 @@ marked on lines) -> `loop`; `dataset` and `evaluate` around it. Only `lm`, `kvca
 `train`, `decode`, `loop` and `evaluate` import torch/transformers, and only model commands
 import them.
 """
+
+from pathlib import Path
+
+#: The project's small allocation model, shipped inside the package (docs/allocate.md: how it was trained).
+DEFAULT_MODEL = Path(__file__).resolve().parent / "data" / "verilocc-small"
 
 # Kernel sources kept out of training (`llm.dataset`); here so that the command line's
 # defaults need not import the dataset code.

@@ -1,13 +1,14 @@
-"""The model commands of the CLI: `dataset build`, `train`, `allocate` (model strategy), `eval`.
+"""The model commands `verilocc dataset build`, `verilocc train` and `verilocc eval`
+(`verilocc allocate`, whose default strategy is the model loop, is `verilocc.allocate_command`).
 
-`verilocc.cli` only parses arguments and calls these; torch and transformers are imported
-inside the commands that need them, so `verilocc verify` never loads them.
+Module-level imports are light (the standard library and small verilocc modules), so that
+building the parsers stays cheap; torch and transformers are imported inside the commands that
+need them, so `verilocc verify` never loads them.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -15,23 +16,13 @@ from typing import TYPE_CHECKING
 
 from verilocc.errors import InputError
 from verilocc.llm import HELD_OUT_SOURCES
+from verilocc.output import log_console
 
 if TYPE_CHECKING:
     from verilocc.llm.evaluate import Case
 
-#: The project's small allocation model, shipped inside the package (docs/allocate.md: how it was trained).
-DEFAULT_MODEL = Path(__file__).resolve().parent / "data" / "verilocc-small"
 #: Kernel sources and llc pairs of the larger corpus, beside a checkout (relative to the working directory).
 SHARED = Path("..") / "shared"
-
-
-def _console():  # noqa: ANN202 - rich is imported lazily
-    from rich.console import Console
-
-    console = Console(stderr=True, highlight=False)
-    if not console.is_terminal:  # logs and pipes: wide enough for the eval table
-        console = Console(stderr=True, highlight=False, width=170)
-    return console
 
 
 def _command_line() -> str:
@@ -44,7 +35,7 @@ def cmd_dataset_build(args: argparse.Namespace) -> int:
     from verilocc.llm.build import DEFAULT_TARGETS, compile_ir, make_pairs, read_manifest, source_path
     from verilocc.llm.dataset import build_examples, find_pairs
 
-    console = _console()
+    console = log_console()
     out = Path(args.out)
     targets = tuple(t.strip() for t in args.targets.split(",") if t.strip()) if args.targets else DEFAULT_TARGETS
     kernels = Path(args.kernels)
@@ -120,89 +111,11 @@ def cmd_train(args: argparse.Namespace) -> int:
             lm.model = get_peft_model(lm.model, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, task_type="CAUSAL_LM"))
     else:
         lm = new_own_model(args.size, args.seed)
-    console = _console()
+    console = log_console()
     train(lm, data, Path(args.out), minutes=args.minutes, epochs=args.epochs, batch=args.batch, lr=args.lr,
           seed=args.seed, threads=args.threads, bf16=args.bf16, log=console.print, command=_command_line(),
           max_examples=args.max_examples, empty_rate=args.empty_rate, unlikelihood=args.unlikelihood,
           listed_loss=args.listed_loss, shift_ids=args.shift_ids, mark_answers=args.mark_answers)
-    return 0
-
-
-def _load(path: str | None):  # noqa: ANN202
-    from verilocc.llm.lm import load_lm
-
-    p = path or str(DEFAULT_MODEL)
-    if path is None and not Path(p).exists():
-        raise InputError("the default model is missing from the installed package: reinstall verilocc, run "
-                         "`make model`, or pass --model PATH", p, 0, 0)
-    return load_lm(p)
-
-
-def cmd_allocate_model(args: argparse.Namespace) -> int:
-    """The model strategy of `verilocc allocate`: writes ALLOC.mir only when it is VERIFIED."""
-    import json
-
-    import torch
-
-    from verilocc.output import write_output
-    from verilocc.mir.parser import read_module
-    from verilocc.mir.printer import print_module
-    from verilocc.llm.loop import run_loop
-
-    for name in ("samples", "rounds"):
-        if getattr(args, name) < 1:
-            raise InputError(f"--{name} must be at least 1", f"--{name}", 0, 0)
-    torch.set_num_threads(args.threads)
-    console = _console()
-    pre = read_module(args.pre)
-    if not pre.functions:
-        raise InputError("no machine function in the file", args.pre, 1, 1)
-    lm = _load(args.model)
-    # A module is allocated function by function (llc writes whole modules); the file is
-    # written only when every function is VERIFIED.
-    results = []
-    for fn in pre.functions:
-        if len(pre.functions) > 1:
-            console.print(f"function {fn.name}:")
-        single = dataclasses.replace(pre, functions=[fn])
-        results.append(run_loop(single, lm, samples=args.samples, rounds=args.rounds, constrained=args.constrained,
-                                repair=args.repair, seed=args.seed, timeout=args.timeout, temperature=args.temperature,
-                                over_budget=args.over_budget, waves=args.waves, floor=args.greedy_floor,
-                                spill=args.spill, steer=args.steer, log=console.print))
-    names = [fn.name for fn in pre.functions]
-    if args.transcript:
-        docs = [{"function": name, "verified": res.verified, "reason": res.reason, "usage": res.usage,
-                 "attempts": [{"round": a.round + 1, "sample": a.sample + 1, "verdict": a.verdict, "errors": a.errors,
-                               "seconds": round(a.seconds, 2), "prompt": a.prompt,
-                               "feedback_read_as_text": a.feedback_read, "kept_lines": a.kept,
-                               "confined_lines": a.confined, "output": a.output} for a in res.attempts]}
-                for name, res in zip(names, results)]
-        doc = {"pre": args.pre, "model": lm.path, "verified": all(r.verified for r in results),
-               **(docs[0] if len(docs) == 1 else {"functions": docs})}
-        write_output(args.transcript, json.dumps(doc, indent=2) + "\n", [args.pre])
-    for name, res in zip(names, results):
-        u = res.usage
-        if res.verified and res.post is not None:
-            spill = f"; {res.spilled.describe()}" if res.spilled is not None else ""
-            console.print(f"[green]VERIFIED[/] {name}: {res.reason}; {u['vgpr']} VGPR, {u['agpr']} AGPR, "
-                          f"{u['sgpr']} SGPR, {u['waves']} waves/SIMD{spill}; {res.seconds:.1f}s")
-        else:
-            console.print(f"[red]FAILED[/] {name}: {res.reason}")
-    if not all(r.verified and r.post is not None for r in results):
-        console.print(f"[red]FAILED[/] {args.pre}: not every function VERIFIED; nothing written")
-        return 1
-    post = dataclasses.replace(pre, functions=[r.post.functions[0] for r in results if r.post is not None])
-    write_output(args.output, print_module(post), [args.pre])
-    if args.assignment_out:
-        from verilocc.rewrite.assignment import format_assignment
-
-        text = "".join((f"# {name}\n" if len(results) > 1 else "")
-                       + (f"# with spill code: {res.spilled.describe()}; registers of that program\n"
-                          if res.spilled is not None else "") + format_assignment(res.regs)
-                       for name, res in zip(names, results))
-        write_output(args.assignment_out, text, [args.pre, args.output])
-    console.print(f"[green]VERIFIED[/] {args.pre} -> {args.output or 'stdout'}: {len(results)} function(s); "
-                  f"{sum(r.seconds for r in results):.1f}s")
     return 0
 
 
@@ -234,6 +147,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import torch
 
     from verilocc.llm.evaluate import run_eval
+    from verilocc.llm.lm import load_lm_or_default
 
     torch.set_num_threads(args.threads)
     if args.jobs < 1:
@@ -242,41 +156,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if getattr(args, name) < 0:
             raise InputError(f"--{name.replace('_', '-')} must not be negative", f"--{name}", 0, 0)
     cases = eval_cases(args)
-    lm = _load(args.model)
+    lm = load_lm_or_default(args.model)
     run_eval(cases, lm, samples=args.samples, rounds=args.rounds, temperature=args.temperature, seed=args.seed,
-             timeout=args.timeout, out=Path(args.out), console=_console(), command=_command_line(), large=args.large,
+             timeout=args.timeout, out=Path(args.out), console=log_console(), command=_command_line(), large=args.large,
              large_samples=args.large_samples, jobs=args.jobs, rounds_temperature=args.rounds_temperature,
              steer=args.steer, resume=args.resume)
     return 0
 
 
-def add_allocate_options(a: argparse.ArgumentParser) -> None:
-    """The model strategy's options of `verilocc allocate` (the default strategy; --solver is the other)."""
-    a.add_argument("--model", metavar="PATH", help="local model directory or .gguf (default: the project's small model)")
-    a.add_argument("--samples", type=int, default=1, metavar="K",
-                   help="proposals per round, decoded as one batch; the first greedy, the others sampled (default 1)")
-    a.add_argument("--temperature", type=float, default=0.7, help="sampling temperature of samples 2..K (default 0.7)")
-    a.add_argument("--rounds", type=int, default=3, metavar="R",
-                   help="rounds of counterexample feedback (default 3): a rejected proposal's findings go into the "
-                   "next prompt, the registers they blame are banned, a line whose answer named no listed choice "
-                   "picks among its listed choices, and the lines they do not blame keep their registers")
-    a.add_argument("--constrained", action=argparse.BooleanOptionalAction, default=True,
-                   help="mask registers ruled out by class, alignment and interference (default on)")
-    a.add_argument("--steer", action=argparse.BooleanOptionalAction, default=True,
-                   help="where a proposal would cost a wave per SIMD, decode it again from the last line that can "
-                   "keep the waves of a first-fit allocation, overriding answers that leave no such first fit "
-                   "(default on)")
-    a.add_argument("--repair", action=argparse.BooleanOptionalAction, default=True,
-                   help="after the rounds, let the SMT allocator keep as many model choices as possible (default on)")
-    a.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    a.add_argument("--over-budget", action="store_true",
-                   help="accept registers beyond what amdgpu-num-*/amdgpu-waves-per-eu request (verilocc warns; "
-                   "LLVM 19 reserves them, so llc-19 rejects such a file)")
-    a.add_argument("--transcript", metavar="FILE", help="write every round's prompt, output and verdict as JSON (with the lines kept from and "
-                   "confined by the last counterexample)")
-
-
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_dataset_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     d = sub.add_parser("dataset", help="build training data for the allocation model")
     dsub = d.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
     b = dsub.add_parser("build", help="compile kernels into pre/post MIR pairs and training examples",
@@ -303,6 +191,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     b.add_argument("-j", "--jobs", type=int, default=1, help="pairs compiled and examples built in parallel (default 1)")
     b.set_defaults(func=cmd_dataset_build)
 
+
+def add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     t = sub.add_parser("train", help="train the allocation model (from scratch, or fine-tune a local HF model)",
                        description="Train a causal LM on the normalised examples of `verilocc dataset build`: the "
                        "project's small Llama-style model from scratch (default), or any Hugging Face causal LM from a "
@@ -342,6 +232,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     t.add_argument("--max-examples", type=int, default=None, help=argparse.SUPPRESS)
     t.set_defaults(func=cmd_train)
 
+
+def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e = sub.add_parser("eval", help="evaluate the model loop on held-out functions against LLVM greedy",
                        description="On held-out functions (GEMM and attention kernels whose sources were never trained "
                        "on, functions of LLVM's AMDGPU tests), per target and family: the unconstrained single-shot "

@@ -25,6 +25,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")  # GGUF conversion bars
 import torch  # noqa: E402
 
 from verilocc.errors import InputError
+from verilocc.llm import DEFAULT_MODEL
 from verilocc.llm.tokenizer import Tokenizer
 
 FORMAT = "verilocc-choices-1"  # lines of listed choices, decisions `@j` (verilocc.llm.normalise)
@@ -141,6 +142,15 @@ def load_lm(path: str) -> LM:
         return LM(model.eval(), tok, False, path, meta)
     except (OSError, ValueError) as e:
         raise InputError(f"cannot load the model: {e}".split("\n")[0], path, 0, 0) from None
+
+
+def load_lm_or_default(path: str | None) -> LM:
+    """`--model PATH`, or without one the project's small model shipped in the package."""
+    p = path or str(DEFAULT_MODEL)
+    if path is None and not Path(p).exists():
+        raise InputError("the default model is missing from the installed package: reinstall verilocc, run "
+                         "`make model`, or pass --model PATH", p, 0, 0)
+    return load_lm(p)
 
 
 def _load_model(p: Path) -> Any:

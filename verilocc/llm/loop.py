@@ -1,4 +1,5 @@
-"""The feedback loop of DESIGN.md section 6: propose, verify with every layer, feed back.
+"""The feedback loop (docs/allocate.md, "The model loop"): propose, verify with every layer,
+feed back.
 
 Round r draws K proposals in one batch (the first greedy unless `first_greedy` is off, the
 others sampled with seeded generators); each is materialised and checked by layer 1, and one

@@ -16,7 +16,7 @@ partner's register, `d` a dying value's, `f` a free one, `n` one that raises the
 mark, `!` one a counterexample ruled out, each with its file letter; `-` an empty slot), `:`
 and the decision `@j`, the j-th listed choice. No register is named on a line, so the same
 decisions describe the same allocation on every target whose constraints agree; answers map
-back to `%N -> $vgpr4_vgpr5` lines (DESIGN.md section 1) by replaying the choices.
+back to `%N -> $vgpr4_vgpr5` lines (docs/design.md section 1) by replaying the choices.
 The feedback paragraph of a counterexample names registers in a per-file alphabet (`v4` is
 the tuple of the class's width starting at VGPR 4; `vcc`, `m0` by name).
 """

@@ -6,7 +6,7 @@ several places (LLVM split or spilled them) get no variable; their homes are sti
 class membership, and their interference is left to value flow (layer 2), which the verdict
 says. Fixed physical registers of the virtual program are constants.
 
-Constraints (DESIGN.md section 2, layer 1), one object each (`verilocc.smt.formulas`), so
+Constraints (docs/design.md section 2, layer 1), one object each (`verilocc.smt.formulas`), so
 that the same set is both evaluated on the allocation (for findings with places) and printed as
 SMT-LIB (the proof):
 - `Member`: the home is a register of the virtual register's class on this target, inside the

@@ -1,8 +1,8 @@
-"""The batch and cluster parts of `verilocc verify` and `verilocc fuzz`.
+"""Running the work of a batch, a fuzz run or a hunt: `verify_batch` is `verilocc verify` on a
+directory or a manifest, and `run_chunks` runs chunks of any work (the fuzz command hands it
+`verilocc.fuzz.chunks.fuzz_chunk`, the random hunt its seeds).
 
-`verilocc.cli` parses the arguments and calls these only for a batch or `verilocc fuzz`, so
-that verifying one pair never imports this package. `run_chunks` is generic: the fuzz
-command hands it `verilocc.fuzz.chunks.fuzz_chunk`.
+Only these commands import this package: verifying one pair never does.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def run_chunks(function: Callable[..., list[Any]], items: Sequence[Any], fn_args
         yield from results
 
 
-def cmd_verify_batch(args: argparse.Namespace) -> int:
+def verify_batch(args: argparse.Namespace) -> int:
     """Verify every pair of a directory or manifest; one record per pair, the worst exit code."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
