@@ -14,7 +14,7 @@ from verilocc.analysis.liveness import compute_liveness
 from verilocc.findings import Place, Verdict
 from verilocc.mir.model import Module
 from verilocc.mir.parser import parse_module, read_module
-from verilocc.smt.formulas import Disjoint, Side
+from verilocc.smt.formulas import ConstraintSide, Disjoint
 from verilocc.target import parse_physreg
 from verilocc.verify import Options, function_target, verify_modules
 
@@ -69,7 +69,7 @@ def test_copy_exempts_only_the_copied_lanes_at_the_identity() -> None:
     # As layer 1 evaluates it (home variables = first 16-bit units): the identity and a
     # disjoint place hold; a place half on sub1 does not, nor sub0's register.
     def disjoint(f: Interference) -> Disjoint:
-        return Disjoint(Side("%2", var="h2"), 0b11, Side("%0", var="h0"), f.other.slots, PLACE,
+        return Disjoint(ConstraintSide("%2", var="h2"), 0b11, ConstraintSide("%0", var="h0"), f.other.slots, PLACE,
                         f.kind, f.def_op, 0, f.identity)
 
     assert disjoint(sub1).holds({"h2": 102, "h0": 100}) and disjoint(sub1).holds({"h2": 110, "h0": 100})
@@ -98,8 +98,8 @@ def test_copy_to_a_physical_register_and_from_one() -> None:
     assert not set(parse_physreg("vgpr1").units) & rest.other.units
 
     def disjoint(f: Interference, h1: int) -> bool:
-        return Disjoint(Side("%1", var="h1"), 0b11, Side("$vgpr1", const=min(f.other.units)), 0b11, PLACE,
-                        f.kind, f.def_op, 1, f.identity).holds({"h1": h1})
+        return Disjoint(ConstraintSide("%1", var="h1"), 0b11, ConstraintSide("$vgpr1", const=min(f.other.units)), 0b11,
+                        PLACE, f.kind, f.def_op, 1, f.identity).holds({"h1": h1})
 
     vgpr1 = min(parse_physreg("vgpr1").units)
     assert disjoint(from_phys, vgpr1) and not disjoint(from_phys, vgpr1 + 1) and disjoint(from_phys, vgpr1 + 2)

@@ -33,7 +33,7 @@ from verilocc.pairing.steps import (
     RestoreFromLane,
     SpillToLane,
     SpillToSlot,
-    Unsupported,
+    UnsupportedStep,
     decode,
     walk_block,
 )
@@ -136,7 +136,7 @@ def test_each_step_kind_verified_right_and_rejected_one_edit_wrong(
         what: str, pre: str, right: str, wrong: str, kinds: tuple[type, ...]) -> None:
     decoded = {type(s) for s in _decoded(right, pre)}
     assert set(kinds) <= decoded, (what, decoded)
-    assert not decoded & {Unsupported, Added, Dropped}
+    assert not decoded & {UnsupportedStep, Added, Dropped}
     report = _report(right, pre)
     assert report.verdict is Verdict.VERIFIED, (what, report.findings)
     for layer in SEMANTIC_LAYERS:
@@ -177,7 +177,7 @@ MALFORMED = [
 
 @pytest.mark.parametrize("what, pre, post, reason", MALFORMED, ids=[c[0] for c in MALFORMED])
 def test_malformed_steps_are_unsupported_in_every_layer(what: str, pre: str, post: str, reason: str) -> None:
-    bad = [s for s in _decoded(post, pre) if isinstance(s, Unsupported)]
+    bad = [s for s in _decoded(post, pre) if isinstance(s, UnsupportedStep)]
     assert [s.reason for s in bad] == [reason], what
     assert _report(post, pre).verdict is not Verdict.VERIFIED
     for layer in SEMANTIC_LAYERS:
@@ -242,7 +242,7 @@ def test_decode_roles_without_instructions_of_their_own() -> None:
     assert isinstance(decode(Step(Role.REMAT_ORIGIN, 3, None), pre, post, SP), RematOrigin)
     assert isinstance(decode(Step(Role.REMAT, None, 1), pre, post, SP), RematCopy)
     odd = decode(Step(Role.SPILL, None, 2), pre, post, SP)  # a store is no spill code this decoder knows
-    assert isinstance(odd, Unsupported) and odd.reason == SPILL_CODE
+    assert isinstance(odd, UnsupportedStep) and odd.reason == SPILL_CODE
 
 
 def test_walk_block_calls_one_method_per_step_in_order() -> None:

@@ -184,10 +184,10 @@ def test_solver_out_of_resources_is_unknown() -> None:
 @pytest.mark.interpreted
 def test_unknown_solver_makes_function_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     import verilocc.smt.constraints as constraints
-    from verilocc.smt.solver import Outcome
+    from verilocc.smt.solver import SolverOutcome
     from verilocc.verify import Options, verify_modules
 
-    monkeypatch.setattr(constraints, "check_z3", lambda *a, **k: Outcome(Answer.UNKNOWN, "z3", 0.0, "timeout"))
+    monkeypatch.setattr(constraints, "check_z3", lambda *a, **k: SolverOutcome(Answer.UNKNOWN, "z3", 0.0, "timeout"))
     report = verify_modules(read_module(f"{VADD}.post.mir"), read_module(f"{VADD}.pre.mir"), Options())
     assert report.verdict is Verdict.UNKNOWN
     assert any(f.kind == "solver" and f.severity == "unknown" for f in report.findings)

@@ -19,8 +19,8 @@ from verilocc.allocators.problem import (
     FILES,
     SGPR_FILE,
     VGPR_FILE,
+    ConflictSide,
     Problem,
-    Side,
     locate,
     locate_low_half,
     make_register,
@@ -104,7 +104,7 @@ class Encoding:
         fv = self.f[v]
         return z3.BoolVal(fv == code, self.ctx) if isinstance(fv, int) else fv == code
 
-    def same_file(self, a: Side, b: Side) -> z3.BoolRef | bool:
+    def same_file(self, a: ConflictSide, b: ConflictSide) -> z3.BoolRef | bool:
         """Whether both sides are in one file (a Python bool when that is known)."""
         fa = self.f[a.vreg] if a.vreg is not None else a.file
         fb = self.f[b.vreg] if b.vreg is not None else b.file
@@ -116,7 +116,7 @@ class Encoding:
             return code in self.p.values[side.vreg].allowed and var == code
         return fa == fb
 
-    def at(self, s: Side, k: int) -> z3.ArithRef | int:
+    def at(self, s: ConflictSide, k: int) -> z3.ArithRef | int:
         """The 16-bit slot `k` slots above the side's first: ``2 * r_v + k``, made once per
         value and `k` (the term repeats in every conflict of the value), or a number for a
         fixed side."""
@@ -156,7 +156,8 @@ class Encoding:
             got = self._numerals[n] = z3.BitVecVal(n, _BITS, self.ctx)
         return got
 
-    def disjoint(self, a: Side, am: int, b: Side, bm: int, waiver: tuple[int, int] | None = None) -> z3.BoolRef | None:
+    def disjoint(self, a: ConflictSide, am: int, b: ConflictSide, bm: int,
+                 waiver: tuple[int, int] | None = None) -> z3.BoolRef | None:
         import z3
 
         same = self.same_file(a, b)
@@ -209,7 +210,7 @@ class Encoding:
             return None
         return z3.And(self.in_file(v, loc[0].code), self.r[v] == loc[1])
 
-    def copy_hint(self, dst: Side, doff: int, src: Side, soff: int) -> z3.BoolRef | None:
+    def copy_hint(self, dst: ConflictSide, doff: int, src: ConflictSide, soff: int) -> z3.BoolRef | None:
         import z3
 
         same = self.same_file(dst, src)

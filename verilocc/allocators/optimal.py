@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 
 from verilocc.allocators.encoding import Encoding, NoRegister
 from verilocc.analysis.calls import call_mask, sgpr_striped
-from verilocc.allocators.problem import (SGPR_FILE, VGPR_FILE, Problem, Unsupported, allocation_budget, build_problem,
-                                         greedy_assignment, register_usage, spill_fit, vreg_key)
+from verilocc.allocators.problem import (SGPR_FILE, VGPR_FILE, Problem, UnsupportedByAllocator, allocation_budget,
+                                         build_problem, greedy_assignment, register_usage, spill_fit, vreg_key)
 from verilocc.allocators.search import RLIMIT_PER_SECOND, Bound, Search, wave_limits
 from verilocc.allocators.evict import evicting_fit
 from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit, spillable_values
@@ -102,7 +102,7 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     budget = allocation_budget(fn, target, waves)
     try:
         problem = build_problem(fn, target, budget)
-    except Unsupported as e:
+    except UnsupportedByAllocator as e:
         return result("unsupported", str(e))
     striped = sgpr_striped(fn)
     if any(call_mask(ins, striped) is None for b in fn.blocks for ins in b.instructions

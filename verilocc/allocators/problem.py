@@ -110,7 +110,9 @@ class Value:
 
 
 @dataclass(frozen=True)
-class Side:
+class ConflictSide:
+    """One side of a conflict or a copy: a virtual register, or fixed physical slots."""
+
     vreg: VReg | None  # a virtual register, or
     file: int = -1  # a fixed physical run: file code and first 16-bit slot
     slot: int = 0
@@ -119,7 +121,7 @@ class Side:
 #: Two sides with 16-bit slot masks that must not share a lane, unless `waiver` = (a offset,
 #: b offset) is given and both offsets name the same slot: a COPY's destination may sit
 #: exactly on the lanes it copies (the copy becomes an identity), and nowhere else on them.
-Conflict = tuple[Side, int, Side, int, tuple[int, int] | None]
+Conflict = tuple[ConflictSide, int, ConflictSide, int, tuple[int, int] | None]
 
 
 @dataclass
@@ -129,10 +131,10 @@ class Problem:
     limits: Limits
     values: dict[VReg, Value]
     conflicts: list[Conflict]
-    copies: list[tuple[Side, int, Side, int, int]]  # (dst, dst slot offset, src, src offset, slots)
+    copies: list[tuple[ConflictSide, int, ConflictSide, int, int]]  # (dst, dst slot offset, src, src offset, slots)
     fixed_top: dict[int, int]  # file code -> highest fixed register index + 1
     pressure: dict[str, int]  # lower bounds: "vector", "sgpr", "vgpr" (VGPR-only values) live at once
-    _graph: tuple[dict[VReg, list[Neighbour]], dict[VReg, list[tuple[Side, int, int]]]] | None = field(
+    _graph: tuple[dict[VReg, list[Neighbour]], dict[VReg, list[tuple[ConflictSide, int, int]]]] | None = field(
         default=None, init=False, repr=False, compare=False)
     _orders: dict[bool, tuple[VReg, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _liveness: tuple[CFG, Liveness] | None = field(default=None, init=False, repr=False, compare=False)
@@ -153,7 +155,7 @@ class Problem:
             self._liveness = (cfg, compute_liveness(self.fn, cfg, vreg_classes(self.fn)))
         return self._liveness
 
-    def graph(self) -> tuple[dict[VReg, list[Neighbour]], dict[VReg, list[tuple[Side, int, int]]]]:
+    def graph(self) -> tuple[dict[VReg, list[Neighbour]], dict[VReg, list[tuple[ConflictSide, int, int]]]]:
         """Each value's conflicts as neighbours, and its copy partners (with my slot offset and
         theirs); made once per problem, read only."""
         if self._graph is None:
@@ -163,7 +165,7 @@ class Problem:
                     adj[a.vreg].append((b, am, bm, waiver))
                 if b.vreg is not None:
                     adj[b.vreg].append((a, bm, am, None if waiver is None else (waiver[1], waiver[0])))
-            partners: dict[VReg, list[tuple[Side, int, int]]] = {v: [] for v in self.values}
+            partners: dict[VReg, list[tuple[ConflictSide, int, int]]] = {v: [] for v in self.values}
             for dst, doff, src, soff, _ in self.copies:
                 if dst.vreg is not None:
                     partners[dst.vreg].append((src, doff, soff))
@@ -244,7 +246,7 @@ def build_problem(fn: Function, target: Target, budget: Limits | None = None) ->
         cls = classes[v]
         half = cls.width_units == 1
         if cls.width_units % 2 and not (half and cls.files == frozenset({RegFile.VGPR})):
-            raise Unsupported(f"%{v} has the 16-bit class {cls.name}; 16-bit register classes other than "
+            raise UnsupportedByAllocator(f"%{v} has the 16-bit class {cls.name}; 16-bit register classes other than "
                               "VGPR halves are not supported")
         if cls not in of_class:
             allowed: dict[int, list[int]] = {}
@@ -263,7 +265,7 @@ def build_problem(fn: Function, target: Target, budget: Limits | None = None) ->
     return Problem(fn, target, budget, values, conflicts, _copies(fn, classes, values), _fixed_top(fn), pressure)
 
 
-class Unsupported(Exception):
+class UnsupportedByAllocator(Exception):
     """A construct the allocator does not handle (reported as status "unsupported")."""
 
 
@@ -271,9 +273,9 @@ def vreg_key(v: VReg) -> tuple[int, int, str]:
     return (0, v, "") if isinstance(v, int) else (1, 0, str(v))
 
 
-def _phys_sides(units: frozenset[int] | set[int] | tuple[int, ...]) -> list[tuple[Side, int]]:
+def _phys_sides(units: frozenset[int] | set[int] | tuple[int, ...]) -> list[tuple[ConflictSide, int]]:
     """Fixed physical units as runs of slots in the allocatable files (others cannot clash)."""
-    out: list[tuple[Side, int]] = []
+    out: list[tuple[ConflictSide, int]] = []
     for u in sorted(units):
         loc = _unit_slot(u)
         if loc is None:
@@ -283,7 +285,7 @@ def _phys_sides(units: frozenset[int] | set[int] | tuple[int, ...]) -> list[tupl
             side, mask = out[-1]
             out[-1] = (side, mask | (1 << (slot - side.slot)))
         else:
-            out.append((Side(None, f.code, slot), 1))
+            out.append((ConflictSide(None, f.code, slot), 1))
     return out
 
 
@@ -292,13 +294,14 @@ def _conflicts(fn: Function, liveness: Liveness, values: dict[VReg, Value]) -> t
     the one the verifier's layer 1 checks) in the allocator's terms; and the pressure bounds."""
     seen: set[Conflict] = set()
     out: list[Conflict] = []
-    # A side's (Side, slots, sort key) list, made once per register and lanes.
-    made: dict[VirtualLanes | FixedUnits, list[tuple[Side, int, tuple[int, int, int, str]]]] = {}
+    # A side's (ConflictSide, slots, sort key) list, made once per register and lanes.
+    made: dict[VirtualLanes | FixedUnits, list[tuple[ConflictSide, int, tuple[int, int, int, str]]]] = {}
 
-    def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int, tuple[int, int, int, str]]]:
+    def sides(side: VirtualLanes | FixedUnits) -> list[tuple[ConflictSide, int, tuple[int, int, int, str]]]:
         got = made.get(side)
         if got is None:
-            runs = [(Side(side.vreg), side.slots)] if isinstance(side, VirtualLanes) else _phys_sides(side.units)
+            runs = ([(ConflictSide(side.vreg), side.slots)] if isinstance(side, VirtualLanes)
+                    else _phys_sides(side.units))
             got = made[side] = [(s, m, _side_key(s)) for s, m in runs]
         return got
 
@@ -437,7 +440,7 @@ def _must_defined(fn: Function, liveness: Liveness) -> dict[int, dict[VReg, int]
     return {b: (s or {}) for b, s in state.items()}
 
 
-def _side_key(s: Side) -> tuple[int, int, int, str]:
+def _side_key(s: ConflictSide) -> tuple[int, int, int, str]:
     if s.vreg is None:
         return (1, s.file, s.slot, "")
     k = vreg_key(s.vreg)
@@ -445,11 +448,11 @@ def _side_key(s: Side) -> tuple[int, int, int, str]:
 
 
 def _copies(fn: Function, classes: dict[VReg, RegisterClass],
-            values: dict[VReg, Value]) -> list[tuple[Side, int, Side, int, int]]:
+            values: dict[VReg, Value]) -> list[tuple[ConflictSide, int, ConflictSide, int, int]]:
     """COPYs that become identities when both sides share registers (copy hints)."""
     from verilocc.target import subreg_range
 
-    out: list[tuple[Side, int, Side, int, int]] = []
+    out: list[tuple[ConflictSide, int, ConflictSide, int, int]] = []
     for b in fn.blocks:
         for ins in b.instructions:
             if ins.opcode != "COPY":
@@ -457,11 +460,11 @@ def _copies(fn: Function, classes: dict[VReg, RegisterClass],
             regs = ins.explicit_regs
             if len(regs) != 2 or any(op.is_noreg for op in regs):
                 continue
-            ends: list[tuple[Side, int, int]] = []  # side, slot offset, slots
+            ends: list[tuple[ConflictSide, int, int]] = []  # side, slot offset, slots
             for op in regs:
                 if op.vreg is not None:
                     first, count = subreg_range(op.subreg) if op.subreg else (0, classes[op.vreg].width_units)
-                    ends.append((Side(op.vreg), first, count))
+                    ends.append((ConflictSide(op.vreg), first, count))
                 else:
                     assert op.phys is not None
                     try:
@@ -472,7 +475,7 @@ def _copies(fn: Function, classes: dict[VReg, RegisterClass],
                     loc = _unit_slot(reg.units[0])
                     if loc is None:
                         break
-                    ends.append((Side(None, loc[0].code, loc[1]), 0, len(reg.units)))
+                    ends.append((ConflictSide(None, loc[0].code, loc[1]), 0, len(reg.units)))
             if len(ends) != 2 or ends[0][2] != ends[1][2] or ends[0][2] % 2:
                 continue
             (dst, doff, n), (src, soff, _) = ends
@@ -532,7 +535,7 @@ def start_waves(fn: Function, target: Target, waves: int | None = None) -> int:
     SMT allocator starts from, and so the least its occupancy-first search returns."""
     try:
         p = build_problem(fn, target, allocation_budget(fn, target, waves))
-    except Unsupported:
+    except UnsupportedByAllocator:
         return 0
     start = greedy_assignment(p)
     return _merit(p, start)[0] if start is not None else 0
@@ -647,7 +650,7 @@ def _colouring_order(p: Problem, live: bool) -> list[VReg]:
 
 
 #: A conflict seen from one value: the other side, my slots, its slots, the identity waiver.
-Neighbour = tuple[Side, int, int, tuple[int, int] | None]
+Neighbour = tuple[ConflictSide, int, int, tuple[int, int] | None]
 
 
 @dataclass
@@ -659,7 +662,7 @@ class Colouring:
     problem: Problem
     homes: frozenset[VReg]  # values that try AGPRs first (the spiller's AGPR homes)
     adj: dict[VReg, list[Neighbour]]
-    partners: dict[VReg, list[tuple[Side, int, int]]]  # copy partner, my slot offset, its offset
+    partners: dict[VReg, list[tuple[ConflictSide, int, int]]]  # copy partner, my slot offset, its offset
     placed: dict[VReg, tuple[int, int]] = field(default_factory=dict)
     homes_first: bool = False  # homes try the AGPRs before a copy partner's register
 
@@ -668,7 +671,7 @@ class Colouring:
         adj, partners = p.graph()
         return Colouring(p, homes, adj, partners, homes_first=homes_first)
 
-    def where(self, side: Side) -> tuple[int, int] | None:
+    def where(self, side: ConflictSide) -> tuple[int, int] | None:
         """(file code, first 16-bit slot) of a side, None for a value not placed."""
         if side.vreg is None:
             return side.file, side.slot

@@ -81,7 +81,7 @@ class FixedUnits:
         return max(self.units) - min(self.units) + 1 == len(self.units)
 
 
-Side = VirtualLanes | FixedUnits
+InterferenceSide = VirtualLanes | FixedUnits
 
 
 @dataclass(init=False)
@@ -100,14 +100,14 @@ class Interference:
 
     block: int
     index: int
-    defined: Side
-    other: Side
+    defined: InterferenceSide
+    other: InterferenceSide
     meets: str
     def_op: Operand
     identity: tuple[int, int] | None = None
 
-    def __init__(self, block: int, index: int, defined: Side, other: Side, meets: str, def_op: Operand,
-                 identity: tuple[int, int] | None = None) -> None:
+    def __init__(self, block: int, index: int, defined: InterferenceSide, other: InterferenceSide, meets: str,
+                 def_op: Operand, identity: tuple[int, int] | None = None) -> None:
         self.block = block
         self.index = index
         self.defined = defined
@@ -127,13 +127,13 @@ class Interference:
         return self.other.vreg if self.meets != "def" and isinstance(self.other, VirtualLanes) else None
 
 
-def _def_side(d: RegRef) -> Side | None:
+def _def_side(d: RegRef) -> InterferenceSide | None:
     if d.vreg is not None:
         return VirtualLanes(d.vreg, slot_mask(d.mask))
     return FixedUnits(frozenset(d.units), d.phys) if d.units else None
 
 
-def _same(a: Side, b: Side) -> bool:
+def _same(a: InterferenceSide, b: InterferenceSide) -> bool:
     """Sides that never constrain each other: one virtual register, or two fixed sides."""
     if isinstance(a, VirtualLanes) and isinstance(b, VirtualLanes):
         return a.vreg == b.vreg
@@ -188,7 +188,7 @@ def interferences(fn: Function, liveness: Liveness, only: Set[VReg] | None = Non
             eff = effects[idx]
             if not eff.defs or ins.opcode in NO_INTERFERENCE_OPCODES:
                 continue
-            def_sides: list[tuple[Side, RegRef]] = []
+            def_sides: list[tuple[InterferenceSide, RegRef]] = []
             for d in eff.defs:
                 side = _def_side(d)
                 if side is not None:
@@ -243,4 +243,4 @@ def interferences(fn: Function, liveness: Liveness, only: Set[VReg] | None = Non
                         yield Interference(b, idx, a, c, "def", d.op)
 
 
-__all__ = ["FixedUnits", "Interference", "Side", "VirtualLanes", "copied_lanes", "interferences"]
+__all__ = ["FixedUnits", "Interference", "InterferenceSide", "VirtualLanes", "copied_lanes", "interferences"]

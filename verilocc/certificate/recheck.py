@@ -35,7 +35,9 @@ _ALLOWED_COMMANDS = frozenset({"set-logic", "set-info", "declare-sort", "declare
 
 
 @dataclass
-class Outcome:
+class ObligationOutcome:
+    """What rechecking one obligation of a certificate gave."""
+
     file: str
     layer: str
     answer: str  # "unsat", "sat", "unknown", "error"
@@ -47,7 +49,7 @@ class Outcome:
 class RecheckResult:
     manifest: dict[str, Any]
     problems: list[str] = field(default_factory=list)
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[ObligationOutcome] = field(default_factory=list)
     inputs_checked: int = 0
     seconds: float = 0.0
     solver: str = ""
@@ -204,7 +206,7 @@ def recheck(directory: str, *, input_root: str | None = None, overrides: dict[st
         t0 = time.perf_counter()
         answer, detail = solve_cvc5(p, timeout_s)
         seconds = time.perf_counter() - t0
-        res.outcomes.append(Outcome(ob["file"], str(ob.get("layer", "?")), answer, seconds, detail))
+        res.outcomes.append(ObligationOutcome(ob["file"], str(ob.get("layer", "?")), answer, seconds, detail))
         if answer == "sat":
             res.problems.append(f"obligation {ob['file']}: cvc5 finds it satisfiable; the claim "
                                 f"'{ob.get('claim', '?')}' does not hold")

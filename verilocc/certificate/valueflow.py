@@ -35,6 +35,7 @@ import hashlib
 from verilocc.analysis.instructions import is_pure, value_inputs
 from verilocc.pairing.alignment import FunctionAlignment, paired_operands, recipe_key
 from verilocc.pairing import steps as ps
+from verilocc.pairing.steps import Loc
 from verilocc.certificate.obligation import ProofObligation, Uncovered
 from verilocc.certificate.smt2 import symbol
 from verilocc.mir.model import Function, Instruction, Operand
@@ -48,7 +49,7 @@ class _Unsupported(Exception):
     """A step this encoding does not state; the block's claim is then not covered."""
 
 
-def _loc_symbol(loc: object) -> str:
+def _loc_symbol(loc: Loc) -> str:
     if isinstance(loc, int):
         return f"u{loc}"
     if isinstance(loc, tuple) and loc and loc[0] == "slot":
@@ -67,9 +68,9 @@ class _BlockEncoder:
         self.claims: list[str] = []
         self.val: dict[Tag, str] = {}  # virtual program: tag -> value now
         self.dfn: dict[Tag, str] = {}  # tag -> Boolean term: defined now
-        self.loc: dict[object, str] = {}  # allocated program: location -> value now
-        self.lanes: dict[object, dict[tuple[int, int], str]] = {}  # SGPR-spill lanes of a VGPR
-        self.written: set[object] = set()
+        self.loc: dict[Loc, str] = {}  # allocated program: location -> value now
+        self.lanes: dict[Loc, dict[tuple[int, int], str]] = {}  # SGPR-spill lanes of a VGPR
+        self.written: set[Loc] = set()
         self.fresh_count = 0
 
     # --- symbols and entry facts ---------------------------------------------------------
@@ -126,7 +127,7 @@ class _BlockEncoder:
         for t in sorted(tags, key=repr):
             self.facts.append(f"(assert (=> {self.defined(t)} (= {term} {self.value(t)})))")
 
-    def at(self, loc: object) -> str:
+    def at(self, loc: Loc) -> str:
         got = self.loc.get(loc)
         if got is None:
             if isinstance(loc, int) and loc not in self.entry.locs:
@@ -137,7 +138,7 @@ class _BlockEncoder:
             self.loc[loc] = got
         return got
 
-    def lane_store(self, loc: object) -> dict[tuple[int, int], str]:
+    def lane_store(self, loc: Loc) -> dict[tuple[int, int], str]:
         got = self.lanes.get(loc)
         if got is None:
             got = {}
@@ -149,7 +150,7 @@ class _BlockEncoder:
         return got
 
     # --- updates -------------------------------------------------------------------------
-    def put(self, loc: object, term: str) -> None:
+    def put(self, loc: Loc, term: str) -> None:
         self.loc[loc] = term
         self.written.add(loc)
 
@@ -195,7 +196,7 @@ class _BlockEncoder:
     def dropped(self, s: ps.Dropped) -> None:
         raise _Unsupported("dropped step")
 
-    def unsupported(self, s: ps.Unsupported) -> None:
+    def unsupported(self, s: ps.UnsupportedStep) -> None:
         what = f"{s.reason} `{s.ins.opcode}`" if s.reason == ps.SPILL_CODE else f"step `{s.ins.opcode}`, {s.reason}"
         raise _Unsupported(what)
 

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import random
 import re
 import zlib
 from collections.abc import Callable
@@ -57,13 +56,13 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from verilocc.fuzz import isa, meanings
-from verilocc.fuzz.isa import (ALIGNED_VECTOR_TUPLES, Unsupported, class_dwords, is_numbered, physical_units,
-                               subreg_lanes)
+from verilocc.fuzz.isa import (ALIGNED_VECTOR_TUPLES, UnmodelledConstruct, class_dwords, is_numbered,
+                               physical_units, subreg_lanes)
 from verilocc.mir.model import Function, Instruction, Module, Operand
 from verilocc.mir.parser import parse_module
 
-__all__ = ["ALIGNED_VECTOR_TUPLES", "Trace", "Unsupported", "class_dwords", "function_inputs", "physical_units",
-           "random_inputs", "run", "subreg_lanes"]
+__all__ = ["ALIGNED_VECTOR_TUPLES", "Trace", "UnmodelledConstruct", "class_dwords", "function_inputs",
+           "physical_units", "run", "subreg_lanes"]
 
 _M64 = (1 << 64) - 1
 _M32 = (1 << 32) - 1
@@ -120,9 +119,10 @@ _ENDS = frozenset({"S_ENDPGM", "SI_RETURN", "SI_RETURN_TO_EPILOG", "S_SETPC_B64_
 # Opcodes without encoding constraints on their registers (expanded per register).
 _GENERIC = frozenset({"COPY", "KILL", "IMPLICIT_DEF", "DBG_VALUE", "PRED_COPY"})
 
-# A location: (kind, key). Lower-case kinds are physical 32-bit registers ("s": one value
-# per wave, "v"/"a": per lane), upper-case ones lanes of virtual registers, keyed (id, dword).
-Loc = tuple[str, object]
+# A location of the `Machine`: (kind, key). Lower-case kinds are physical 32-bit registers
+# ("s": one value per wave, "v"/"a": per lane), upper-case ones lanes of virtual registers,
+# keyed (id, dword).
+MachineLoc = tuple[str, object]
 
 
 @dataclass
@@ -130,7 +130,7 @@ class _Operand:
     """A register operand, decoded once: its locations and what the instruction reads it as."""
 
     op: Operand
-    locs: tuple[Loc, ...]
+    locs: tuple[MachineLoc, ...]
     role: str  # "lane" (per-lane value), "mask" (a lane mask, one bit per lane), "scalar"
 
 
@@ -200,7 +200,7 @@ class Machine:
         base = _mix(self.seed ^ _text_hash(f"uninit:{key}"))
         return tuple(_mix(base ^ lane) & _M32 for lane in range(self.wave))
 
-    def scalar(self, loc: Loc) -> int:
+    def scalar(self, loc: MachineLoc) -> int:
         kind, key = loc
         if kind in "va" or kind in "VA":
             raise _Stop(f"error: a per-lane register ({_name(loc)}) read as one value")
@@ -211,7 +211,7 @@ class Machine:
             v = self.scalars[key] = self._initial_scalar(key)
         return v
 
-    def lane_values(self, loc: Loc) -> tuple[int, ...]:
+    def lane_values(self, loc: MachineLoc) -> tuple[int, ...]:
         """The value of `loc` in every lane: a scalar location broadcasts."""
         kind, key = loc
         if kind in "sS":
@@ -244,7 +244,7 @@ class Machine:
             out = self._lanes_of[mask] = tuple(lane for lane in range(self.wave) if (mask >> lane) & 1)
         return out
 
-    def check_defined(self, loc: Loc, mask: int) -> None:
+    def check_defined(self, loc: MachineLoc, mask: int) -> None:
         """strict: the lanes `mask` of a virtual location must hold defined values."""
         kind, key = loc
         if kind in "sva":
@@ -256,7 +256,7 @@ class Machine:
             lanes = "" if kind == "S" else f" (lanes {need & ~have:#x})"
             raise _Stop(f"error: %{vid} dword {k} is read but not defined{lanes}")
 
-    def write_scalar(self, loc: Loc, value: int) -> None:
+    def write_scalar(self, loc: MachineLoc, value: int) -> None:
         kind, key = loc
         if kind not in "sS":
             raise _Stop(f"error: one value per wave written to the per-lane register {_name(loc)}")
@@ -266,7 +266,7 @@ class Machine:
         if kind == "S":
             self.defined[key] = 1
 
-    def write_lanes(self, loc: Loc, values: list[int] | tuple[int, ...], lanes: tuple[int, ...]) -> None:
+    def write_lanes(self, loc: MachineLoc, values: list[int] | tuple[int, ...], lanes: tuple[int, ...]) -> None:
         """Write values[i] to lane lanes[i] of a vector location; the other lanes keep theirs."""
         kind, key = loc
         if kind in "sS":
@@ -286,25 +286,25 @@ class Machine:
                 m |= 1 << lane
             self.defined[key] = self.defined.get(key, 0) | m
 
-    def undefine(self, loc: Loc, mask: int) -> None:
+    def undefine(self, loc: MachineLoc, mask: int) -> None:
         if loc[0] in "VA":
             self.defined[loc[1]] = self.defined.get(loc[1], 0) & ~mask
         elif loc[0] == "S":
             self.defined[loc[1]] = 0
 
-    def read_mask(self, locs: tuple[Loc, ...]) -> int:
+    def read_mask(self, locs: tuple[MachineLoc, ...]) -> int:
         """A lane mask held in one (wave32) or two scalar locations."""
         value = 0
         for k, loc in enumerate(locs):
             value |= self.scalar(loc) << (32 * k)
         return value & self.full
 
-    def write_mask(self, locs: tuple[Loc, ...], mask: int) -> None:
+    def write_mask(self, locs: tuple[MachineLoc, ...], mask: int) -> None:
         for k, loc in enumerate(locs):
             self.write_scalar(loc, mask >> (32 * k))
 
     # -- decoding ----------------------------------------------------------------------------
-    def locs(self, op: Operand) -> tuple[Loc, ...]:
+    def locs(self, op: Operand) -> tuple[MachineLoc, ...]:
         """Storage of a register operand, one location per 32 bits."""
         if op.vreg is not None:
             w = self.widths.get(op.vreg)
@@ -312,7 +312,7 @@ class Machine:
                 w = self.widths[op.vreg] = class_dwords(op.reg_class)
                 self.files[op.vreg] = isa.class_file(op.reg_class)
             if w is None:
-                raise Unsupported(f"no class for %{op.vreg}")
+                raise UnmodelledConstruct(f"no class for %{op.vreg}")
             kind = "S" if self.files[op.vreg] == "s" else "V"
             dwords = subreg_lanes(op.subreg) if op.subreg else range(w)
             return tuple((kind, (op.vreg, k)) for k in dwords)
@@ -537,7 +537,7 @@ class Machine:
             val = self.active() != 0
             taken = val if cond == "EXECNZ" else not val
         else:
-            raise Unsupported(p.opcode)
+            raise UnmodelledConstruct(p.opcode)
         return target if taken else None
 
     def _implicit_def(self, p: _Plan) -> None:
@@ -554,7 +554,7 @@ class Machine:
                 self.undefine(loc, active)
         return None
 
-    def _copy_into(self, dst: tuple[Loc, ...], src: list[Loc | int], what: str) -> None:
+    def _copy_into(self, dst: tuple[MachineLoc, ...], src: list[MachineLoc | int], what: str) -> None:
         """Copy 32-bit pieces: into a vector register in the active lanes (a broadcast from a
         scalar), into a scalar register whole; a vector piece into a scalar register cannot be
         executed. Every piece is read before any is written, as LLVM lowers a copy between
@@ -563,7 +563,7 @@ class Machine:
         if len(dst) != len(src):
             raise _Stop(f"error: {what} of {len(src)} registers into {len(dst)}")
         active = -1
-        writes: list[tuple[Loc, int | list[int]]] = []
+        writes: list[tuple[MachineLoc, int | list[int]]] = []
         for d, s in zip(dst, src):
             if d[0] in "sS":
                 if isinstance(s, int):
@@ -614,11 +614,11 @@ class Machine:
 
     def _reg_sequence(self, p: _Plan) -> None:
         d = p.defs[0]
-        srcs: list[Loc | int] = [0] * len(d.locs)
+        srcs: list[MachineLoc | int] = [0] * len(d.locs)
         regs = [o for o in p.rest if o.kind == "reg"]
         subs = [o for o in p.rest if o.kind == "subreg"]
         if len(regs) != len(subs):
-            raise Unsupported("REG_SEQUENCE shape")
+            raise UnmodelledConstruct("REG_SEQUENCE shape")
         for r, s in zip(regs, subs):
             dwords = subreg_lanes(s.text[len("%subreg."):])
             got = self.locs(r)
@@ -700,7 +700,7 @@ class Machine:
         st = next(o for o in p.rest if o.kind == "stack")
         m = re.match(r"%stack\.(\d+)", st.text)
         if not m:
-            raise Unsupported(f"stack operand {st.text}")
+            raise UnmodelledConstruct(f"stack operand {st.text}")
         imms = [o for o in p.rest if o.kind == "imm"]
         offset = int(imms[0].text) if imms else 0
         return m.group(1), offset // 4
@@ -758,7 +758,7 @@ class Machine:
         ins = p.ins
         mask = next((o.text for o in ins.operands if o.kind == "regmask"), None)
         if mask is None:
-            raise Unsupported(f"{ins.opcode} without a register mask")
+            raise UnmodelledConstruct(f"{ins.opcode} without a register mask")
         preserved = isa.preserved_units(mask, self.callee_abi)
         active = self.active()
         lanes = self.lanes(active)
@@ -1027,7 +1027,7 @@ class Machine:
                     bi = index[target]
         except _Stop as e:
             return Trace(tuple(self.events), str(e), steps)
-        except Unsupported as e:
+        except UnmodelledConstruct as e:
             return Trace(tuple(self.events), f"error: unsupported {e}", steps)
         except (StopIteration, IndexError, ValueError, KeyError) as e:
             return Trace(tuple(self.events), f"error: malformed instruction ({type(e).__name__})", steps)
@@ -1056,7 +1056,7 @@ def _function_cache(fn: Function) -> tuple[dict[int, _Plan], dict[str, str | Non
     return got[1], got[2]
 
 
-def _name(loc: Loc) -> str:
+def _name(loc: MachineLoc) -> str:
     kind, key = loc
     if kind in "sva":
         return f"${key}"
@@ -1084,13 +1084,9 @@ def run(program: Program, inputs: dict[str, int], seed: int = 0, max_steps: int 
     fn = module.functions[0] if function is None else module.function(function)
     try:
         machine = Machine(fn, inputs, seed, max_steps, strict, exact, callee_abi)
-    except Unsupported as e:
+    except UnmodelledConstruct as e:
         return Trace((), f"error: unsupported {e}")
     return machine.run()
-
-
-def random_inputs(registers: list[str] | tuple[str, ...], rng: random.Random) -> dict[str, int]:
-    return {r: rng.getrandbits(32) for r in registers}
 
 
 def function_inputs(program: Program) -> list[str]:

@@ -34,7 +34,7 @@ import re
 from verilocc.mir.model import Instruction, Operand
 
 
-class Unsupported(Exception):
+class UnmodelledConstruct(Exception):
     """A construct the oracles do not model."""
 
 
@@ -97,7 +97,7 @@ def physical_units(name: str) -> tuple[str, ...]:
         idx = [int(m.group(2)) for m in ms if m]
         if len(kinds) == 1 and idx == list(range(idx[0], idx[0] + len(idx))):
             return tuple(parts)
-    raise Unsupported(f"register ${name}")
+    raise UnmodelledConstruct(f"register ${name}")
 
 
 def unit_file(unit: str) -> str:
@@ -123,14 +123,14 @@ def class_file(cls: str) -> str:
         return "av"
     if cls.startswith(("sgpr", "sreg", "ccr_sgpr")):
         return "s"
-    raise Unsupported(f"register class {cls}")
+    raise UnmodelledConstruct(f"register class {cls}")
 
 
 def class_dwords(cls: str) -> int:
     """Width in 32-bit registers of a register class name (`vreg_64_align2` -> 2)."""
     m = re.search(r"_(\d+)", cls)
     if not m or int(m.group(1)) % 32:
-        raise Unsupported(f"register class {cls}")
+        raise UnmodelledConstruct(f"register class {cls}")
     return int(m.group(1)) // 32
 
 
@@ -140,10 +140,10 @@ def subreg_lanes(index: str) -> tuple[int, ...]:
     out = []
     for part in index.split("_"):
         if not re.fullmatch(r"sub\d+", part):
-            raise Unsupported(f"subregister index {index}")
+            raise UnmodelledConstruct(f"subregister index {index}")
         out.append(int(part[3:]))
     if out != list(range(out[0], out[0] + len(out))):
-        raise Unsupported(f"subregister index {index}")
+        raise UnmodelledConstruct(f"subregister index {index}")
     return tuple(out)
 
 
@@ -179,7 +179,7 @@ def preserved_units(mask: str, callee_abi: str = "llvm21") -> frozenset[str] | N
                 continue  # the 32-bit register is listed too when both halves are
             try:
                 units = physical_units(reg)
-            except Unsupported:
+            except UnmodelledConstruct:
                 continue
             if len(units) == 1:
                 out.add(units[0])
@@ -195,7 +195,7 @@ def preserved_units(mask: str, callee_abi: str = "llvm21") -> frozenset[str] | N
     elif base in ("csr_amdgpu_noregs", "csr_amdgpu_cs_chainpreserve"):
         sgprs = frozenset()
     else:
-        raise Unsupported(f"register mask {mask}")
+        raise UnmodelledConstruct(f"register mask {mask}")
     if base == "csr_amdgpu_cs_chainpreserve":
         vgprs = frozenset(range(8, 256))
     elif base == "csr_amdgpu_noregs":

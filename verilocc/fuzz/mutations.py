@@ -238,7 +238,7 @@ def copy_wrong_source(module: Module, rng: random.Random) -> Mutant | None:
 def _numbered_units(name: str) -> tuple[str, ...] | None:
     try:
         units = isa.physical_units(name)
-    except isa.Unsupported:
+    except isa.UnmodelledConstruct:
         return None
     return units if all(isa.NUMBERED.match(u) for u in units) else None
 

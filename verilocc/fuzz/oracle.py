@@ -40,7 +40,7 @@ from verilocc.errors import InputError
 from verilocc.findings import Verdict
 from verilocc.fuzz.generate import random_program
 from verilocc.fuzz.interpret import Trace, function_inputs, run
-from verilocc.fuzz.profiles import PROFILES, TARGETS
+from verilocc.fuzz.profiles import PROFILES
 from verilocc.fuzz.program import Program
 from verilocc.fuzz.refalloc import Allocation, AllocationError, Budget, allocate, permute
 from verilocc.mir.model import Module
@@ -107,6 +107,8 @@ class Disagreement:
 
 @dataclass
 class Outcome:
+    """What checking one fuzz example (a target and a seed) gave."""
+
     target: str
     seed: int
     status: str  # "checked", "skipped: ..." when the example could not be built or run
@@ -420,11 +422,6 @@ def summarise(outcomes: Iterable[Outcome]) -> dict[str, object]:
             disagreements[dis.kind] += 1
     return {"examples": checked, "skipped": skipped, "verdicts": dict(sorted(verdicts.items())),
             "disagreements": dict(sorted(disagreements.items()))}
-
-
-def run_many(count: int, seed: int = 0, targets: Iterable[str] = TARGETS, **kw: object) -> list[Outcome]:
-    """`count` examples per target, seeds seed..seed+count-1."""
-    return [check_example(t, s, **kw) for s in range(seed, seed + count) for t in targets]  # type: ignore[arg-type]
 
 
 def minimise(pre_text: str, still_failing: Callable[[str], bool], max_rounds: int = 20) -> str:

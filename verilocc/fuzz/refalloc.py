@@ -43,7 +43,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from verilocc.fuzz.isa import Unsupported, class_dwords, physical_units, preserved_units, subreg_lanes
+from verilocc.fuzz.isa import UnmodelledConstruct, class_dwords, physical_units, preserved_units, subreg_lanes
 from verilocc.fuzz.profiles import PROFILES, Profile
 from verilocc.fuzz.render import SpillSlot, ir_document, post_ra_header, render_body
 from verilocc.mir.model import Function, Instruction, Module, Operand
@@ -121,7 +121,7 @@ def _units_of_phys(name: str) -> list[Unit] | None:
     """Numbered 32-bit registers of a physical register, or None for special registers."""
     try:
         parts = physical_units(name)
-    except Unsupported:
+    except UnmodelledConstruct:
         return None
     out = []
     for p in parts:

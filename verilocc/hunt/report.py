@@ -28,10 +28,6 @@ def cell(s: str, limit: int = 160) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def _norm(message: str) -> str:
-    return re.sub(r"%\d+", "%N", re.sub(r"line \d+", "line N", message))
-
-
 def _where(members: list[dict[str, Any]]) -> str:
     """`19: gfx90a gfx1100 (greedy one-process, greedy reread); 22: ...`"""
     parts = []

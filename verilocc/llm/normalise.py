@@ -32,11 +32,10 @@ from verilocc.findings import Finding, Place
 from verilocc.llm.choices import NO_CHOICE, SLOTS, Choice, ChoiceTables, State
 from verilocc.llm.problem import AllocationProblem
 from verilocc.target import PhysReg, RegisterClass, Target
-from verilocc.target.registers import RegFile, file_half, file_register, parse_physreg
+from verilocc.target.registers import RegFile, parse_physreg
 
 MAX_NUMBER = 511
 _LETTER = {RegFile.SGPR: "s", RegFile.VGPR: "v", RegFile.AGPR: "a"}
-_FILE = {v: k for k, v in _LETTER.items()}
 
 
 def class_token(cls: RegisterClass) -> str:
@@ -52,20 +51,6 @@ def reg_token(reg: PhysReg) -> str:
         half = ".h" if reg.name.endswith("_hi16") else ".l" if reg.name.endswith("_lo16") else ""
         return f"{_LETTER[reg.file]}{reg.index}{half}"
     return reg.name
-
-
-def token_register(token: str, cls: RegisterClass) -> PhysReg:
-    """The register a token names for a value of `cls`; TargetError when there is none."""
-    m = re.fullmatch(r"(av|[sva])(\d+)(\.[hl])?", token)
-    if m is None:
-        return parse_physreg(token)
-    letter, index, half = m.group(1), int(m.group(2)), m.group(3)
-    if letter == "av":
-        raise TargetError(f"'{token}' names no register file")
-    file = _FILE[letter]
-    if half:
-        return file_half(file, index, half == ".h")
-    return file_register(file, index, max(1, cls.width32))
 
 
 def header_text(target: Target, problem: AllocationProblem | None = None) -> str:

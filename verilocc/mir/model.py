@@ -124,10 +124,6 @@ class Operand:
     def is_noreg(self) -> bool:
         return self.kind == "reg" and self.vreg is None and self.phys is None
 
-    @property
-    def is_virtual(self) -> bool:
-        return self.vreg is not None
-
     def has(self, flag: str) -> bool:
         return flag in self.flags
 

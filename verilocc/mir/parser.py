@@ -1,4 +1,4 @@
-"""Read MIR files as llc 15 to 22 writes them.
+"""Read MIR files as llc 13 to 22 writes them.
 
 A MIR file is a YAML stream: an optional first document holding the LLVM IR module as a
 block scalar, then one document per machine function. The YAML keys of a function (registers,

@@ -32,8 +32,8 @@ The kinds, in the manner of regalloc2's checker:
 - `RematCopy` (post only): a rematerialised copy of a pure definition of the virtual program.
 - `RematOrigin` (pre only): a pure or dead definition the allocator deleted.
 - `Added` / `Dropped`: an instruction with no counterpart on the other side (a finding).
-- `Unsupported`: a step no layer models, with the reason. Value flow reports it with severity
-  unknown, equivalence gives UNKNOWN, the certificate leaves the block uncovered.
+- `UnsupportedStep`: a step no layer models, with the reason. Value flow reports it with
+  severity unknown, equivalence gives UNKNOWN, the certificate leaves the block uncovered.
 
 A COPY between a 16-bit and a 32-bit register (true16 targets: `%1:vgpr_16 = COPY %0:vgpr_32`,
 `$vgpr1_lo16 = COPY $vgpr1`) moves the low 16 bits; a widening one leaves the high half of the
@@ -42,9 +42,9 @@ destination undefined (SIInstrInfo::copyPhysReg). Every other COPY has equal wid
 
 Two decisions are made here and nowhere else:
 - A COPY must have exactly two explicit register operands, a def then a use (LLVM never
-  prints another shape). Anything else is `Unsupported` (malformed), never silently read.
+  prints another shape). Anything else is `UnsupportedStep` (malformed), never silently read.
 - A reload (`*_RESTORE` with a stack slot) whose first explicit register is not a def is
-  `Unsupported`: no register would receive the slot's value.
+  `UnsupportedStep`: no register would receive the slot's value.
 """
 
 from __future__ import annotations
@@ -60,6 +60,12 @@ from verilocc.pairing.alignment import Role, Step
 # Why a step is unsupported; each layer words its finding with it ("`X` is spill code ...").
 SPILL_CODE = "spill code"
 MALFORMED_COPY = "a malformed COPY (not one explicit def and one explicit use)"
+
+# A location of the allocated program, as the layers that follow values through its steps key
+# their states: a 16-bit physical register unit (an int), 16-bit piece `k` of a stack slot
+# (`("slot", slot, k)`), or piece `k` of the value a lane of a VGPR holds (`("lane", first
+# unit of the VGPR, lane, k)`).
+Loc = int | tuple[str, int | str, int] | tuple[str, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -169,13 +175,14 @@ class Dropped(OneSided):
 
 
 @dataclass(frozen=True)
-class Unsupported(OneSided):
+class UnsupportedStep(OneSided):
     reason: str  # SPILL_CODE, MALFORMED_COPY
     detail: str = ""
 
 
 DecodedStep = (Matched | PreCopy | PreImplicitDef | PreKill | PostCopy | ExecSave | PostImplicitDef | PostKill | SpillToSlot
-               | ReloadFromSlot | SpillToLane | RestoreFromLane | RematCopy | RematOrigin | Added | Dropped | Unsupported)
+               | ReloadFromSlot | SpillToLane | RestoreFromLane | RematCopy | RematOrigin | Added | Dropped
+               | UnsupportedStep)
 
 
 def copy_widths_agree(dst_units: int, src_units: int) -> bool:
@@ -210,9 +217,9 @@ def _decode_move(step: Step, ins: Instruction, pre_side: bool) -> DecodedStep:
             others = tuple(_exec_lo(op) for op in others)
         return ExecSave(step, ins, regs[0], src, src, others)
     if ins.opcode != "COPY" and not (not pre_side and is_register_move(ins)):
-        return Unsupported(step, ins, MALFORMED_COPY, f"`{ins.opcode}` is not a copy")
+        return UnsupportedStep(step, ins, MALFORMED_COPY, f"`{ins.opcode}` is not a copy")
     if len(regs) != 2 or not regs[0].is_def or regs[1].is_def:
-        return Unsupported(step, ins, MALFORMED_COPY, f"{len(regs)} explicit registers")
+        return UnsupportedStep(step, ins, MALFORMED_COPY, f"{len(regs)} explicit registers")
     read = None if regs[1].has("undef") else regs[1]
     kind = PreCopy if pre_side else PostCopy
     return kind(step, ins, regs[0], read, regs[1])
@@ -247,20 +254,20 @@ def _decode_spill(step: Step, ins: Instruction, stack_pointers: frozenset[str]) 
         # `$sgpr = SI_RESTORE_S32_FROM_VGPR $vgpr, lane`; LLVM 13-16 write the same shapes
         # with V_WRITELANE_B32 / V_READLANE_B32 (`verilocc.analysis.instructions.is_lane_spill`).
         if len(regs) < 2 or imm is None:
-            return Unsupported(step, ins, SPILL_CODE, "missing register or lane operand")
+            return UnsupportedStep(step, ins, SPILL_CODE, "missing register or lane operand")
         if op in ("SI_SPILL_S32_TO_VGPR", "V_WRITELANE_B32"):
             vgpr_in = regs[2] if len(regs) > 2 and not regs[2].is_def else None
             return SpillToLane(step, ins, src=regs[1], vgpr=regs[0], lane=int(imm.text), vgpr_in=vgpr_in)
         return RestoreFromLane(step, ins, dst=regs[0], vgpr=regs[1], lane=int(imm.text))
     if slot is not None and (bad := _slot_address_error(ins, slot, stack_pointers)):
-        return Unsupported(step, ins, SPILL_CODE, bad)
+        return UnsupportedStep(step, ins, SPILL_CODE, bad)
     if slot is not None and regs and op.endswith("_SAVE"):
         return SpillToSlot(step, ins, src=regs[0], slot=slot_number(slot))
     if slot is not None and regs and op.endswith("_RESTORE"):
         if not regs[0].is_def:
-            return Unsupported(step, ins, SPILL_CODE, "the first explicit register of a reload is not a def")
+            return UnsupportedStep(step, ins, SPILL_CODE, "the first explicit register of a reload is not a def")
         return ReloadFromSlot(step, ins, dst=regs[0], slot=slot_number(slot))
-    return Unsupported(step, ins, SPILL_CODE, "no stack slot or register operand")
+    return UnsupportedStep(step, ins, SPILL_CODE, "no stack slot or register operand")
 
 
 def decode(step: Step, pre: Block, post: Block, stack_pointers: frozenset[str]) -> DecodedStep:
@@ -305,7 +312,7 @@ class StepVisitor(Protocol):
     def remat_origin(self, s: RematOrigin) -> None: ...
     def added(self, s: Added) -> None: ...
     def dropped(self, s: Dropped) -> None: ...
-    def unsupported(self, s: Unsupported) -> None: ...
+    def unsupported(self, s: UnsupportedStep) -> None: ...
 
 
 _METHOD: dict[type, str] = {
@@ -313,7 +320,7 @@ _METHOD: dict[type, str] = {
     PostCopy: "post_copy", ExecSave: "exec_save", PostImplicitDef: "post_implicit_def", PostKill: "post_kill",
     SpillToSlot: "spill_to_slot", ReloadFromSlot: "reload_from_slot", SpillToLane: "spill_to_lane",
     RestoreFromLane: "restore_from_lane", RematCopy: "remat", RematOrigin: "remat_origin", Added: "added",
-    Dropped: "dropped", Unsupported: "unsupported",
+    Dropped: "dropped", UnsupportedStep: "unsupported",
 }
 
 

@@ -28,13 +28,13 @@ from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction, Operand
 from verilocc.pairing import steps as ps
 from verilocc.pairing.alignment import FunctionAlignment
+from verilocc.pairing.steps import Loc
 from verilocc.target import register_for_units
 from verilocc.errors import TargetError
 from verilocc.target.registers import parse_physreg
 
 LAYER = "value-flow"
 
-Loc = object  # a unit (int), ("slot", slot, k), ("lane", first unit of the VGPR, lane, k)
 State = dict[Loc, frozenset[int]]  # location -> the entry values (units) it holds
 
 
@@ -162,7 +162,7 @@ class _Walker:
         self.check_return(s.ins, s.step.post if s.step.post is not None else -1)
         self.clear(s.ins)
 
-    def unsupported(self, s: ps.Unsupported) -> None:
+    def unsupported(self, s: ps.UnsupportedStep) -> None:
         if not s.in_pre:
             self.clear(s.ins)
 

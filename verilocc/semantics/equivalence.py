@@ -33,6 +33,7 @@ from typing import Any
 
 from verilocc.pairing.alignment import FunctionAlignment, paired_operands
 from verilocc.pairing import steps as ps
+from verilocc.pairing.steps import Loc
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.instructions import is_liveness_note, is_pure, value_inputs
 from verilocc.analysis.operands import VReg, physreg_at
@@ -121,9 +122,9 @@ class _BlockRun:
         self.pentry: dict[Tag, Any | None] = {}  # virtual program: tag -> value at block entry
         self.undef_tags: set[Tag] = set()  # lanes the virtual program made undefined here
         self.pwritten: set[Tag] = set()  # tags the virtual program writes in this block
-        self.qv: dict[object, Any] = {}  # allocated program: location -> value
-        self.qlanes: dict[object, dict[tuple[int, int], Any]] = {}
-        self.written: set[object] = set()
+        self.qv: dict[Loc, Any] = {}  # allocated program: location -> value
+        self.qlanes: dict[Loc, dict[tuple[int, int], Any]] = {}
+        self.written: set[Loc] = set()
         self.ptoken = eq.sem.token_const(f"mem_b{b}")
         self.qtoken = self.ptoken
         self.assumptions: list[Any] = []  # `Semantics.equal` of terms assumed equal
@@ -202,7 +203,7 @@ class _BlockRun:
         self._represented[tags] = first
         return first
 
-    def entry_alike(self, loc: object) -> frozenset[Tag]:
+    def entry_alike(self, loc: Loc) -> frozenset[Tag]:
         """The tags t for which `qget(loc)` is sure to be `pentry_value(t)`, made without an
         assumption, while the allocated program has not written loc in this block.
 
@@ -220,22 +221,22 @@ class _BlockRun:
             got = self._alike[holds] = defined if plain else frozenset()
         return got
 
-    def loc_entry(self, loc: object) -> Any:
+    def loc_entry(self, loc: Loc) -> Any:
         v = self.representative(self.entry.holds(loc))
         return v if v is not None else self.new_junk()
 
-    def qget(self, loc: object) -> Any:
+    def qget(self, loc: Loc) -> Any:
         v = self.qv.get(loc)
         if v is None:
             v = self.loc_entry(loc)
             self.qv[loc] = v
         return v
 
-    def qset(self, loc: object, value: Any) -> None:
+    def qset(self, loc: Loc, value: Any) -> None:
         self.qv[loc] = value
         self.written.add(loc)
 
-    def lanes_store(self, loc: object) -> dict[tuple[int, int], Any]:
+    def lanes_store(self, loc: Loc) -> dict[tuple[int, int], Any]:
         got = self.qlanes.get(loc)
         if got is None:
             got = {}
@@ -463,21 +464,21 @@ class _BlockRun:
         for u, store in zip(units, stores):
             self._put_store(u, store)
 
-    def _store_of(self, loc: object) -> dict[tuple[int, int], Any] | None:
+    def _store_of(self, loc: Loc) -> dict[tuple[int, int], Any] | None:
         """The lane store of a location (a VGPR holding spilled SGPRs), None when it has none."""
         return dict(self.lanes_store(loc)) if (loc in self.qlanes or loc in self.entry.lanes) else None
 
-    def _put_store(self, loc: object, store: dict[tuple[int, int], Any] | None) -> None:
+    def _put_store(self, loc: Loc, store: dict[tuple[int, int], Any] | None) -> None:
         self.qlanes[loc] = store or {}
 
-    def unsupported(self, s: ps.Unsupported) -> None:
+    def unsupported(self, s: ps.UnsupportedStep) -> None:
         self.eq.unknown(s.ins, self.b, f"`{s.ins.opcode}` is {s.reason} the executor does not model"
                         + (f": {s.detail}" if s.detail else ""))
 
-    def edge_text(self, s: int, loc: object, t: Tag) -> str:
+    def edge_text(self, s: int, loc: Loc, t: Tag) -> str:
         return f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.loc_name(loc)} holds {self.eq.vf.tag_name(t)}"
 
-    def lane_text(self, s: int, lane: int, loc: object, t: Tag) -> str:
+    def lane_text(self, s: int, lane: int, loc: Loc, t: Tag) -> str:
         return (f"on the edge bb.{self.b} -> bb.{s}, lane {lane} of {self.eq.vf.loc_name(loc)} holds "
                 f"{self.eq.vf.tag_name(t)}")
 

@@ -3,8 +3,8 @@
 The abstract domain, in the manner of regalloc2's checker:
 
 - A *location* is a 16-bit physical register unit (an int), a 16-bit lane of a stack slot
-  (`("slot", N, k)`), or, for SGPRs spilled into lanes of a VGPR, a *lane store* attached to
-  the location that holds the VGPR (`Lanes`, see below).
+  (`("slot", N, k)`) (both a `Loc` of `verilocc.pairing.steps`), or, for SGPRs spilled into
+  lanes of a VGPR, a *lane store* attached to the location that holds the VGPR (`State.lanes`).
 - A *tag* names a value of the virtual program: `(vreg, lane)` for a 16-bit lane of a virtual
   register, or `("$", unit)` for the value a physical register unit has in the virtual program
   (fixed registers such as $exec, $vcc, $m0, argument registers).
@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 
 from verilocc.pairing.alignment import FunctionAlignment, paired_operands, recipe_key, whole_register_for_subregister
 from verilocc.pairing import steps as ps
+from verilocc.pairing.steps import Loc
 from verilocc.analysis.cfg import CFG
 from verilocc.analysis.instructions import is_pure, value_inputs
 from verilocc.analysis.operands import VReg, physreg_at, resolve_operand
@@ -67,7 +68,6 @@ LAYER = "value-flow"
 _NOT_READ = frozenset({"undef", "debug-use", "internal"})  # use operands that read no value
 
 Tag = tuple[object, ...]
-Loc = object  # int unit, ("slot", n, k)
 # How a lane's current value was computed: (instruction key, input tags, lane position).
 Remat = tuple[tuple[object, ...], tuple[Tag, ...], int]
 
@@ -281,7 +281,7 @@ class _Walker:
         """The virtual program redefines `tag`: no location holds its new value yet."""
         locs: set[Loc] | None = self.index.pop(tag, None)
         if tag[0] == "$":
-            locs = (locs or set()) | {tag[1]}
+            locs = (locs or set()) | {cast(int, tag[1])}
         # Many locations hold one set (a value copied to many places): each set less `tag` is
         # made once, and the locations share it.
         less: dict[frozenset[Tag], frozenset[Tag]] = {}
@@ -483,7 +483,8 @@ class _Walker:
                     self.s.defined.add(dt)
                 self.s.undef_fixed.discard(dt)
                 more: dict[frozenset[Tag], frozenset[Tag]] = {}  # each set with dt made once, shared
-                for loc in list(self.index.get(st, ())) + ([st[1]] if st[0] == "$" and st in self.s.holds(st[1]) else []):
+                own: list[Loc] = [cast(int, st[1])] if st[0] == "$" and st in self.s.holds(cast(int, st[1])) else []
+                for loc in list(self.index.get(st, ())) + own:
                     self.add_tag(loc, dt, more)
                 if st in self.c.lane_tags:
                     self.c.lane_tags.add(dt)
@@ -608,7 +609,7 @@ class _Walker:
         for p, u in enumerate(units):
             self.set_loc(u, frozenset(by_pos.get(p, ())))
 
-    def unsupported(self, s: ps.Unsupported) -> None:
+    def unsupported(self, s: ps.UnsupportedStep) -> None:
         ins = s.ins
         if self.report:
             index = s.step.post if s.step.post is not None else -1
@@ -768,7 +769,7 @@ class ValueFlowChecker:
         reg = register_for_units((unit,))
         return f"${reg.name}" if reg is not None else f"unit {unit}"
 
-    def loc_name(self, loc: object) -> str:
+    def loc_name(self, loc: Loc) -> str:
         if isinstance(loc, int):
             return self.unit_label(loc)
         if isinstance(loc, tuple) and loc and loc[0] == "slot":

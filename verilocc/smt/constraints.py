@@ -40,8 +40,8 @@ from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction
 from verilocc.pairing.alignment import FunctionAlignment, Role, instruction_key
 from verilocc.pairing.homes import HomeUse, Rerun, collect_homes, make_register
-from verilocc.smt.formulas import Disjoint, Member, Side
-from verilocc.smt.solver import Answer, Outcome, check_z3
+from verilocc.smt.formulas import ConstraintSide, Disjoint, Member
+from verilocc.smt.solver import Answer, SolverOutcome, check_z3
 from verilocc.target import PhysReg, RegFile, RegisterClass, Target, register_for_units, slots_to_mask
 from verilocc.target.registers import is_defined
 from verilocc.target.limits import NUMBERED_FILES, Limits, budget_warning, register_problem
@@ -366,18 +366,18 @@ class ConstraintChecker:
         pre_blocks = {b.number: b for b in self.pre.blocks}
         unit_runs: dict[frozenset[int], list[tuple[int, int]]] = {}
         with_var = {v for v in self.homes if f"h_{v}" in self.values}
-        made: dict[object, list[tuple[Side, int]]] = {}  # the sides of fixed units
-        virtual: dict[object, list[tuple[Side, int]]] = {}  # (vreg, slots) -> the side of its variable
+        made: dict[object, list[tuple[ConstraintSide, int]]] = {}  # the sides of fixed units
+        virtual: dict[object, list[tuple[ConstraintSide, int]]] = {}  # (vreg, slots) -> the side of its variable
         places: dict[tuple[int, int], Place] = {}  # one per instruction
 
-        def sides(side: VirtualLanes | FixedUnits) -> list[tuple[Side, int]]:
+        def sides(side: VirtualLanes | FixedUnits) -> list[tuple[ConstraintSide, int]]:
             """The side of a home variable with its lanes, or a constant side per run of
             consecutive fixed units with its units."""
             if isinstance(side, VirtualLanes):
                 key: object = (side.vreg, side.slots)
                 got = virtual.get(key)
                 if got is None:
-                    got = virtual[key] = [(Side(f"%{side.vreg}", var=f"h_{side.vreg}"), side.slots)]
+                    got = virtual[key] = [(ConstraintSide(f"%{side.vreg}", var=f"h_{side.vreg}"), side.slots)]
                 return got
             key = (side.units, side.reg)
             got = made.get(key)
@@ -393,7 +393,7 @@ class ConstraintChecker:
                         runs.append((u, 1))
                 unit_runs[side.units] = runs
             label = f"${side.reg.name}" if side.reg is not None else None
-            got = made[key] = [(Side(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1)
+            got = made[key] = [(ConstraintSide(label or units_name(tuple(range(s, s + n))), const=s), (1 << n) - 1)
                                for s, n in runs]
             return got
 
@@ -569,7 +569,7 @@ class ConstraintChecker:
                            "disjoint_constraints": len(self.disjoint), "split_vregs": len(split)})
         self._python_ok = failed == 0
         self.query = self.smtlib()  # the text z3 decides is the text a certificate stores
-        self._answer: list[Outcome | BaseException] = []
+        self._answer: list[SolverOutcome | BaseException] = []
         self._deciding = threading.Thread(target=self._decide, args=(self.query,), daemon=True)
         self._deciding.start()
 

@@ -38,7 +38,7 @@ def lane_runs(mask: int) -> tuple[tuple[int, int], ...]:
 
 
 @dataclass(frozen=True)
-class Side:
+class ConstraintSide:
     """A value's place in a constraint: a home variable or fixed physical units."""
 
     label: str  # "%12" or "$vcc"
@@ -63,9 +63,9 @@ class Disjoint:
     frozen dataclass, or the interpreted `__init__` dataclasses writes, takes several times
     longer to make.)"""
 
-    a: Side
+    a: ConstraintSide
     a_mask: int
-    b: Side
+    b: ConstraintSide
     b_mask: int
     place: Place
     kind: str  # "interference" or "early-clobber"
@@ -73,8 +73,8 @@ class Disjoint:
     live_vreg: VReg | None  # the value that is live (b)
     identity: tuple[int, int] | None = None  # (slot of a, slot of b) that may coincide
 
-    def __init__(self, a: Side, a_mask: int, b: Side, b_mask: int, place: Place, kind: str, def_op: Operand,
-                 live_vreg: VReg | None, identity: tuple[int, int] | None = None) -> None:
+    def __init__(self, a: ConstraintSide, a_mask: int, b: ConstraintSide, b_mask: int, place: Place, kind: str,
+                 def_op: Operand, live_vreg: VReg | None, identity: tuple[int, int] | None = None) -> None:
         self.a = a
         self.a_mask = a_mask
         self.b = b
@@ -113,7 +113,7 @@ class Disjoint:
         return body
 
 
-def _plus(side: Side, k: int) -> str:
+def _plus(side: ConstraintSide, k: int) -> str:
     """The term `side + k`, folded where that is plain arithmetic: a constant side is one
     number, a variable plus 0 the variable. (The same formula in fewer symbols: z3 spends
     most of layer 1's time reading the text.)"""

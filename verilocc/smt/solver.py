@@ -37,7 +37,9 @@ class Answer(enum.Enum):
 
 
 @dataclass
-class Outcome:
+class SolverOutcome:
+    """A solver's answer to one query, with its time (and, for SAT, the model when asked)."""
+
     answer: Answer
     solver: str
     seconds: float
@@ -58,7 +60,7 @@ def check_z3(
     rlimit: int = DEFAULT_RLIMIT,
     seed: int = DEFAULT_SEED,
     want_model: bool = False,
-) -> Outcome:
+) -> SolverOutcome:
     """Decide SMT-LIB text with z3: in the solver process when one runs (`solver_process`),
     else here."""
     if _SERVER is not None:
@@ -71,7 +73,7 @@ def check_z3(
 
 def _check_z3_here(
     smtlib: str, *, timeout_s: float, rlimit: int, seed: int, want_model: bool, ctx: Any = None
-) -> Outcome:
+) -> SolverOutcome:
     """`check_z3` in this process, in `ctx` (a new z3 context, not used before) or a new one."""
     import z3
 
@@ -81,7 +83,7 @@ def _check_z3_here(
     try:
         assertions = z3.parse_smt2_string(smtlib, ctx=ctx)
     except z3.Z3Exception as e:
-        return Outcome(Answer.UNKNOWN, "z3", time.perf_counter() - start, f"z3 rejected the query: {e}")
+        return SolverOutcome(Answer.UNKNOWN, "z3", time.perf_counter() - start, f"z3 rejected the query: {e}")
     s = z3.Solver(ctx=ctx)
     s.set("random_seed", seed)
     s.set("timeout", max(1, int(timeout_s * 1000)))
@@ -90,7 +92,7 @@ def _check_z3_here(
     try:
         r = s.check()
     except z3.Z3Exception as e:  # interrupted or out of resources
-        return Outcome(Answer.UNKNOWN, "z3", time.perf_counter() - start, str(e))
+        return SolverOutcome(Answer.UNKNOWN, "z3", time.perf_counter() - start, str(e))
     elapsed = time.perf_counter() - start
     if r == z3.sat:
         model: dict[str, int] = {}
@@ -102,10 +104,10 @@ def _check_z3_here(
                     model[d.name()] = v.as_long()  # type: ignore[union-attr]
                 elif z3.is_true(v) or z3.is_false(v):
                     model[d.name()] = int(z3.is_true(v))
-        return Outcome(Answer.SAT, "z3", elapsed, model=model)
+        return SolverOutcome(Answer.SAT, "z3", elapsed, model=model)
     if r == z3.unsat:
-        return Outcome(Answer.UNSAT, "z3", elapsed)
-    return Outcome(Answer.UNKNOWN, "z3", elapsed, s.reason_unknown())
+        return SolverOutcome(Answer.UNSAT, "z3", elapsed)
+    return SolverOutcome(Answer.UNKNOWN, "z3", elapsed, s.reason_unknown())
 
 
 # --- a solver process, started before the caller needs it ---------------------------------
@@ -213,7 +215,7 @@ def _serve(listener: socket.socket, alive: int) -> None:
                 continue  # the asker went away, or sent nothing whole: it decides its query itself
 
 
-def _ask_server(address: str, query: dict[str, Any]) -> Outcome | None:
+def _ask_server(address: str, query: dict[str, Any]) -> SolverOutcome | None:
     """The solver process's outcome of a query; None when it gives none."""
     import socket
 
@@ -222,7 +224,7 @@ def _ask_server(address: str, query: dict[str, Any]) -> Outcome | None:
             conn.connect(address)
             _send(conn, json.dumps(query).encode())
             got = json.loads(_receive(conn))
-        return Outcome(Answer(got["answer"]), str(got["solver"]), float(got["seconds"]), str(got["reason"]),
+        return SolverOutcome(Answer(got["answer"]), str(got["solver"]), float(got["seconds"]), str(got["reason"]),
                        {str(k): int(v) for k, v in got["model"].items()})
     except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -256,7 +258,7 @@ def check_z3_terms(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     rlimit: int = DEFAULT_RLIMIT,
     seed: int = DEFAULT_SEED,
-) -> tuple[Outcome, Callable[[Any], int | bool | None] | None]:
+) -> tuple[SolverOutcome, Callable[[Any], int | bool | None] | None]:
     """Decide z3 terms built in `ctx` (by a layer that constructs its query as terms, not text)
     under the same seed and limits as `check_z3`. On Sat, also a valuation of the model that
     turns any term into a plain Python value (bit-vector -> int, Boolean -> bool, else None)."""
@@ -269,13 +271,13 @@ def check_z3_terms(
     r = s.check()
     elapsed = time.perf_counter() - start
     if r == z3.unsat:
-        return Outcome(Answer.UNSAT, "z3", elapsed), None
+        return SolverOutcome(Answer.UNSAT, "z3", elapsed), None
     if r != z3.sat:
-        return Outcome(Answer.UNKNOWN, "z3", elapsed, s.reason_unknown()), None
+        return SolverOutcome(Answer.UNKNOWN, "z3", elapsed, s.reason_unknown()), None
     model = s.model()
 
     def value(t: Any) -> int | bool | None:
         v = model.eval(t, model_completion=True)
         return v.as_long() if z3.is_bv_value(v) else z3.is_true(v) if z3.is_bool(v) else None
 
-    return Outcome(Answer.SAT, "z3", elapsed), value
+    return SolverOutcome(Answer.SAT, "z3", elapsed), value

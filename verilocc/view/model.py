@@ -1,6 +1,6 @@
 """What a view shows: per function of an allocation, its occupancy, resources and findings.
 
-A `Side` is one allocation with its verification report; a `View` is one side, or two
+An `AllocationView` is one allocation with its verification report; a `View` shows one, or two
 (`--compare`: a second allocation of the same kernel beside the first). The renderers
 (`verilocc.view.page` for HTML, `verilocc.view.figure` for PNG) read only these objects, and
 the findings they show are the report's own `Finding`s, as the text, JSON and SARIF
@@ -38,7 +38,7 @@ class FunctionView:
 
 
 @dataclass(frozen=True)
-class Side:
+class AllocationView:
     file: str
     pre_file: str | None
     report: Report
@@ -47,7 +47,7 @@ class Side:
 
 @dataclass(frozen=True)
 class View:
-    sides: list[Side]  # one, or two with --compare
+    sides: list[AllocationView]  # one, or two with --compare
     title: str
 
     def function_names(self) -> list[str]:
@@ -77,8 +77,8 @@ def function_view(fn: Function, pre: Function | None, result: FunctionResult | N
     return FunctionView(fn.name, fn.file, target, occ, resources(fn, target, occ), marks, result)
 
 
-def build_side(post: Module, pre: Module | None, report: Report, mcpu: str | None) -> Side:
+def build_side(post: Module, pre: Module | None, report: Report, mcpu: str | None) -> AllocationView:
     results = {fr.name: fr for fr in report.functions}
     pre_functions = {f.name: f for f in pre.functions} if pre is not None else {}
     functions = [function_view(fn, pre_functions.get(fn.name), results.get(fn.name), mcpu) for fn in post.functions]
-    return Side(post.file, pre.file if pre is not None else None, report, functions)
+    return AllocationView(post.file, pre.file if pre is not None else None, report, functions)

@@ -20,7 +20,7 @@ from typing import Any
 
 from verilocc import __version__
 from verilocc.findings import Finding
-from verilocc.view.model import FunctionView, Side, View
+from verilocc.view.model import AllocationView, FunctionView, View
 from verilocc.view.marks import Mark
 
 ASSETS = Path(__file__).parent / "assets"
@@ -83,7 +83,7 @@ def function_data(fv: FunctionView) -> dict[str, Any]:
     }
 
 
-def side_data(side: Side) -> dict[str, Any]:
+def side_data(side: AllocationView) -> dict[str, Any]:
     return {
         "file": side.file,
         "pre": side.pre_file,

@@ -14,7 +14,7 @@ from verilocc.mir.model import Module
 from verilocc.output import write_output
 from verilocc.mir.parser import read_module
 from verilocc.verify import Options, verify_modules
-from verilocc.view.model import Side, View, build_side, only_function
+from verilocc.view.model import AllocationView, View, build_side, only_function
 from verilocc.view.page import render_html
 
 FORMATS = {".html": "html", ".htm": "html", ".png": "png"}
@@ -27,7 +27,7 @@ def output_format(path: str) -> str:
     return fmt
 
 
-def _title(sides: list[Side]) -> str:
+def _title(sides: list[AllocationView]) -> str:
     return "verilocc show: " + " vs ".join(s.file for s in sides)
 
 
@@ -45,7 +45,7 @@ def show(alloc: str, pre_path: str | None, output: str, function: str | None = N
         raise InputError("a PNG needs a file name", output, 0, 0)
     opts = opts or Options()
     pre = only_function(read_module(pre_path), function) if pre_path else None
-    sides: list[Side] = []
+    sides: list[AllocationView] = []
     for path in [alloc] + ([compare] if compare else []):
         post = only_function(read_module(path), function)
         sides.append(build_side(post, pre, verify_modules(post, pre, opts), opts.mcpu))
