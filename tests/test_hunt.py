@@ -175,6 +175,22 @@ def test_O0_lane_vgpr_implicit_def_in_a_loop_header_rejected() -> None:
     implicit = next(i for i in range(header, len(post)) if post[i].strip().endswith("= IMPLICIT_DEF"))
     lane_vgpr = post[implicit].split("=")[0].split()[-1]
     assert any(f"SI_RESTORE_S32_FROM_VGPR {lane_vgpr}" in ln for ln in post[implicit:first.place.line])
+    # The finding follows the lane back across blocks: the SGPR read in bb.2 was restored from a
+    # lane of another VGPR, which the back edge filled from a lane the header's IMPLICIT_DEF left
+    # undefined. The hunt's triage reads that and sorts it (b) without a row of its own.
+    m = re.search(r"restored at line (\d+) from lane (\d+) of `\$(vgpr\d+)`, copying lane (\d+) of `\$(vgpr\d+)`, "
+                  r"which `IMPLICIT_DEF` at line (\d+) left undefined", first.message)
+    assert m is not None, first.message
+    restore, lane, vgpr, lane0, vgpr0, line = (int(m.group(1)), m.group(2), m.group(3), m.group(4), m.group(5),
+                                               int(m.group(6)))
+    assert f"SI_RESTORE_S32_FROM_VGPR ${vgpr}, {lane}" in post[restore - 1]
+    assert post[line - 1].strip() == f"${vgpr0} = IMPLICIT_DEF" and vgpr0 != vgpr
+    assert any(re.search(rf"SI_RESTORE_S32_FROM_VGPR \${vgpr0}, {lane0}\b", ln) for ln in post[line:])
+    record = {"input": "stress-11", "function": first.place.function, "llvm": "22", "target": "gfx1100",
+              "allocator": "fast-O0", "mode": "one-process", "verdict": "REJECTED", "kind": first.kind,
+              "message": first.message, "program": "p"}
+    classify([record], [])
+    assert record["group"] == "b"
     assert _verify("sgpr-spill-lane-vgpr-loop-header.llvm19.gfx1100.fast-O0").verdict is Verdict.VERIFIED
 
 

@@ -17,10 +17,10 @@ rule that applies):
 2. UNKNOWN, and REJECTED by a finding that is about verilocc's reading rather than the
    allocation (`LIMITATION_KINDS`: an added, dropped or unsupported instruction, blocks that do
    not pair, a layer that did not finish...), is (a).
-3. A wrong value that the allocated block shows undefined by itself (`UNDEFINED_LANE`: an
-   SGPR restored from a lane of a VGPR that an `IMPLICIT_DEF` earlier in the block left
-   undefined, with no spill to that lane since) is (b): the allocated program reads a value
-   no instruction wrote, whatever verilocc's model of the virtual one.
+3. A wrong value that the allocated program shows undefined by itself (`UNDEFINED_LANE`: an
+   SGPR restored from a lane that, on some path, an `IMPLICIT_DEF` left undefined, no spill to
+   that lane in between, possibly by way of stack slots and other lanes) is (b): the allocated
+   program reads a value no instruction wrote, whatever verilocc's model of the virtual one.
 4. A finding about values (`VALUE_KINDS`: wrong value, not equivalent, interference, an
    early-clobber, tied, class, alignment or budget fault, a callee-saved register lost) is (b)
    when another allocation of *the same virtual program* made the same way is VERIFIED for the
@@ -56,8 +56,8 @@ VALUE_KINDS = frozenset({
 })
 # What value flow adds to a wrong value read from a lane an IMPLICIT_DEF left undefined
 # (`verilocc.semantics.valueflow.ValueFlowChecker.undefined_lane`).
-UNDEFINED_LANE = re.compile(r"restored at line \d+ from lane \d+ of `\$vgpr\d+`, which `IMPLICIT_DEF` at line \d+ "
-                            r"left undefined")
+UNDEFINED_LANE = re.compile(r"restored at line \d+ from lane \d+ of `\$vgpr\d+`(, copying lane \d+ of `\$vgpr\d+`)?, "
+                            r"which `IMPLICIT_DEF` at line \d+ left undefined")
 GROUPS = {"a": "limitation of verilocc", "b": "candidate LLVM bug", "c": "harmless anomaly"}
 TRIAGE_HEADER = ("input", "function", "llvm", "target", "allocator", "mode", "kind", "message", "group", "reason")
 

@@ -649,6 +649,11 @@ class Anomaly:
     what: str  # "reads `$sgpr2_sgpr3` where %14.sub2_sub3 (lanes 0x30) holds %45[slot 0] ..."
 
 
+# Where a lane's content is looked for, going backwards: ("lane", the units of a VGPR, lane),
+# ("slot", a stack slot, lane) or ("sgpr", the units of the SGPR a lane was spilled from, -1).
+_Where = tuple[str, frozenset[int] | int | str, int]
+
+
 class ValueFlowChecker:
     def __init__(self, pre: Function, post: Function, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, cfg: CFG) -> None:
@@ -778,19 +783,21 @@ class ValueFlowChecker:
 
     def undefined_lane(self, block: int, post_index: int, units: tuple[int, ...]) -> str:
         """Why a read register holds no value, when the allocated program says so itself: it was
-        restored in the block from a lane of a VGPR that an `IMPLICIT_DEF` left undefined on some
-        path to the restore, with no spill to that lane on the path (LLVM's SGPR spill lowering
-        at -O0, docs/llvm-bugs.md). Empty otherwise."""
+        restored in the block from a lane of a VGPR that, on some path to the restore, an
+        `IMPLICIT_DEF` left undefined (`_implicit_def_before`; LLVM's SGPR spill lowering at -O0,
+        docs/llvm-bugs.md). Empty otherwise."""
         read = set(units)
         for d in reversed(self._post_steps(block, post_index)):
             if not self._post_writes(block, d) & read:
                 continue
             if not isinstance(d, ps.RestoreFromLane) or d.step.post is None:
                 return ""
-            line = self._implicit_def_before(block, d.step.post, set(self.units_of(d.vgpr)), d.lane)
-            if line is None:
+            found = self._implicit_def_before(block, d.step.post, set(self.units_of(d.vgpr)), d.lane)
+            if found is None:
                 return ""
-            return (f" (restored at line {d.ins.line} from lane {d.lane} of `{d.vgpr.register_text}`, "
+            line, other = found
+            via = f", copying {other}" if other else ""
+            return (f" (restored at line {d.ins.line} from lane {d.lane} of `{d.vgpr.register_text}`{via}, "
                     f"which `IMPLICIT_DEF` at line {line} left undefined)")
         return ""
 
@@ -808,27 +815,47 @@ class ValueFlowChecker:
         return {u for op in ins.operands if op.kind == "reg" and op.is_def and op.phys is not None
                 for u in self.units_of(op)}
 
-    def _implicit_def_before(self, block: int, before: int, vgpr: set[int], lane: int) -> int | None:
-        """The line of an `IMPLICIT_DEF` of `vgpr` from which some path reaches instruction
-        `before` of `block` with no other write of the register but spills to lanes other than
-        `lane`; None if there is none. Blocks are searched breadth first, predecessors in order."""
-        queue: list[tuple[int, int | None]] = [(block, before)]
-        seen = {block}
+    def _implicit_def_before(self, block: int, before: int, vgpr: set[int], lane: int) -> tuple[int, str] | None:
+        """Where lane `lane` of `vgpr`, read by instruction `before` of `block`, was left undefined
+        on some path: the line of the `IMPLICIT_DEF`, and the lane it left undefined when that is
+        another (`lane K of $vgprM`, else ""). The lane is followed back through spills to other
+        lanes, through the SGPR a spill to that lane wrote (to the lane it was restored from),
+        and through whole-register saves to a stack slot and reloads from it (LLVM keeps the VGPR
+        of SGPR spill lanes in a slot across blocks at -O0); any other write ends the path. None
+        if no path has one. Blocks are searched breadth first, predecessors in order."""
+        start: _Where = ("lane", frozenset(vgpr), lane)
+        queue: list[tuple[int, int | None, _Where]] = [(block, before, start)]
+        seen = {(block, start)}
         while queue:
-            b, limit = queue.pop(0)
+            b, limit, where = queue.pop(0)
             for d in reversed(self._post_steps(b, limit)):
-                if not self._post_writes(b, d) & vgpr:
+                kind, place, k = where
+                if kind == "slot":
+                    if isinstance(d, ps.SpillToSlot) and d.slot == place:
+                        where = ("lane", frozenset(self.units_of(d.src)), k)
                     continue
-                if isinstance(d, ps.PostImplicitDef):
-                    return d.ins.line
-                if isinstance(d, ps.SpillToLane) and d.lane != lane:
+                assert isinstance(place, frozenset)
+                if not self._post_writes(b, d) & place:
                     continue
-                break
+                if kind == "sgpr":
+                    if not isinstance(d, ps.RestoreFromLane):
+                        break
+                    where = ("lane", frozenset(self.units_of(d.vgpr)), d.lane)
+                elif isinstance(d, ps.PostImplicitDef):
+                    other = "" if (place, k) == (start[1], lane) else f"lane {k} of `{d.ins.operands[0].register_text}`"
+                    return d.ins.line, other
+                elif isinstance(d, ps.SpillToLane):
+                    if d.lane == k:
+                        where = ("sgpr", frozenset(self.units_of(d.src)), -1)
+                elif isinstance(d, ps.ReloadFromSlot) and set(self.units_of(d.dst)) == place:
+                    where = ("slot", d.slot, k)
+                else:
+                    break
             else:
                 for p in self.cfg.predecessors(b):
-                    if p not in seen:
-                        seen.add(p)
-                        queue.append((p, None))
+                    if (p, where) not in seen:
+                        seen.add((p, where))
+                        queue.append((p, None, where))
         return None
 
     def finding(self, kind: str, block: int, index: int, ins: Instruction, op: Operand | None, msg: str,
