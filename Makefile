@@ -181,10 +181,10 @@ hunt-random: install hunt-llvm
 	  --json bench/results/hunt-random.json --command-name "make hunt-random" \
 	  -j $(RANDOM_JOBS) $(HUNT_FLAGS) || [ $$? -eq 1 ]
 
-# LLVM's tests through llc-16 (docs/hunt-llvm-tests.md; llvm-tests.md has llc-19 and llc-22).
+# LLVM's tests through llc-16 (bench/results/hunt-llvm-tests.md; llvm-tests.md has llc-19 and llc-22).
 hunt-llvm-tests: install hunt-llvm
 	$(VERILOCC) hunt tests/fixtures/llvm-tests/ll --llvm 16 --targets gfx90a,gfx1100 --regalloc greedy \
-	  --modes reread --out build/hunt-llvm-tests --markdown docs/hunt-llvm-tests.md --command-name "make hunt-llvm-tests" \
+	  --modes reread --out build/hunt-llvm-tests --markdown bench/results/hunt-llvm-tests.md --command-name "make hunt-llvm-tests" \
 	  -j $(HUNT_JOBS) $(HUNT_FLAGS) || [ $$? -eq 1 ]
 
 bench: install native llvm
