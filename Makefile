@@ -172,7 +172,7 @@ hunt: install hunt-llvm
 # ones of our own and llvm-stress's, through llc-16, llc-19 and llc-22 (greedy at -O3, fast at -O0) on
 # five targets; the table goes to bench/results/hunt-random.{md,json}. Resumable: run it again to go
 # on where it stopped; a larger RANDOM_EXAMPLES does only the new seeds.
-RANDOM_EXAMPLES ?= 200
+RANDOM_EXAMPLES ?= 416
 RANDOM_JOBS ?= 2
 RANDOM_SEED ?= 0
 hunt-random: install hunt-llvm
