@@ -665,6 +665,7 @@ class ValueFlowChecker:
         self.findings: list[Finding] = []
         self.anomalies: list[Anomaly] = []
         self._read_slots: dict[VReg, set[int]] | None = None  # `observed_bits`
+        self._block_maps: tuple[dict[int, Block], dict[int, Block], list[int]] | None = None  # `_blocks`
         self._units: dict[int, tuple[Operand, tuple[int, ...]]] = {}
         self._tags: dict[int, tuple[Operand, list[Tag]]] = {}
         self._ignores: dict[tuple[int, int, tuple[int, ...]], tuple[Instruction, bool]] = {}
@@ -873,10 +874,13 @@ class ValueFlowChecker:
         )
 
     def _blocks(self) -> tuple[dict[int, Block], dict[int, Block], list[int]]:
-        pre_blocks = {b.number: b for b in self.pre.blocks}
-        post_blocks = {b.number: b for b in self.post.blocks}
-        order = [b for b in self.cfg.reverse_postorder() if b in self.alignment.steps]
-        return pre_blocks, post_blocks, order
+        """The pre and post blocks by number, and the paired blocks in reverse postorder (made once)."""
+        if self._block_maps is None:
+            pre_blocks = {b.number: b for b in self.pre.blocks}
+            post_blocks = {b.number: b for b in self.post.blocks}
+            order = [b for b in self.cfg.reverse_postorder() if b in self.alignment.steps]
+            self._block_maps = (pre_blocks, post_blocks, order)
+        return self._block_maps
 
     def fixed_point(self, report: bool = False) -> bool:
         """Phase 1: block-entry states to a fixed point. False if it did not converge.
