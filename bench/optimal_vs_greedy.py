@@ -151,18 +151,45 @@ def run_file(item: tuple[str, str, str], strategy: str, timeout: float, llc: int
         allocated.append(got.function)
     if llc and rows and all(f is not None for f in allocated) and len(allocated) == len(pre.functions):
         target = allocated[0].target_cpu or ""
-        verdict = _llc(print_module(Module(pre.file, pre.ir_text, allocated, pre.ir_blank_lines)), target, llc)
+        scratch: dict[str, int] = {}
+        verdict = _llc(print_module(Module(pre.file, pre.ir_text, allocated, pre.ir_blank_lines)), target, llc,
+                       scratch=scratch)
         if verdict != "ok" and _llc(Path(post_path).read_text(), target, llc) != "ok":
             verdict += THEIRS_TOO
+        theirs: dict[str, int] = {}
+        _llc(Path(pre_path).read_text(), target, llc, scratch=theirs, start="-start-before=greedy")
         for r in rows:
             r["llc"] = verdict
+            if r.get("ours") and r["function"] in scratch:
+                r["ours"]["scratch"] = scratch[r["function"]]
+            if r.get("greedy") and r["function"] in theirs:
+                r["greedy"]["scratch"] = theirs[r["function"]]
     return rows
 
 
-def _llc(text: str, target: str, version: int = 19) -> str:
+def scratch_sizes(asm: str) -> dict[str, int]:
+    """llc's own `; ScratchSize:` line per function of an assembly file (the bytes of private
+    memory a work-item needs: spill slots and other stack objects, after llc's stack slot
+    colouring when llc ran the register allocator itself)."""
+    out: dict[str, int] = {}
+    name = None
+    for ln in asm.splitlines():
+        m = re.match(r"^([A-Za-z_.$][\w.$]*):\s*(?:;.*)?$", ln)
+        if m and not m.group(1).startswith((".L", "$")):
+            name = m.group(1)
+        m = re.match(r"^\s*; ScratchSize: (\d+)", ln)
+        if m and name is not None:
+            out.setdefault(name, int(m.group(1)))
+    return out
+
+
+def _llc(text: str, target: str, version: int = 19, scratch: dict[str, int] | None = None,
+         start: str | None = None) -> str:
     """llc-`version` finishing code generation from the MIR `text` (after the last
     VirtRegRewriter: the first on LLVM 19 and older, the second on LLVM 20 and later, whose
-    VGPR allocation runs in two stages): "ok" or its first error line.
+    VGPR allocation runs in two stages; `start` another point, `-start-before=greedy` for a
+    pre file that llc allocates itself): "ok" or its first error line. `scratch` receives
+    llc's ScratchSize per function (`scratch_sizes`).
     Wave32 `$vcc_lo` operands llc's parser wants as `$vcc` are patched as the pair maker does."""
     from verilocc.hunt.pairs import input_triple
     from verilocc.llc.wave32 import WAVE32_VCC_OPCODES, run_learning_wave32
@@ -174,11 +201,13 @@ def _llc(text: str, target: str, version: int = 19) -> str:
         def run(patched: str) -> subprocess.CompletedProcess[str]:
             path.write_text(patched)
             return subprocess.run([f"llc-{version}", f"-mtriple={triple}", f"-mcpu={target}", "-O3",
-                                   "-verify-machineinstrs", f"-start-after=virtregrewriter,{1 if version <= 19 else 2}",
+                                   "-verify-machineinstrs", start or f"-start-after=virtregrewriter,{1 if version <= 19 else 2}",
                                    str(path), "-o", str(Path(d) / "out.s")], capture_output=True, text=True,
                                   timeout=900, check=False)
         try:
             proc = run_learning_wave32(text, set(WAVE32_VCC_OPCODES), run)
+            if proc.returncode == 0 and scratch is not None:
+                scratch.update(scratch_sizes((Path(d) / "out.s").read_text()))
         except (OSError, subprocess.TimeoutExpired) as e:
             return f"not run: {e}"
     if proc.returncode == 0:
@@ -215,7 +244,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 g, o = r.get("greedy") or {}, r.get("ours") or {}
                 print(f"{r['file']:50} {r['function'][:30]:30} {r['status']:10} v+a {o.get('vector', '-')}/{g.get('vector', '-')} "
                       f"waves {o.get('waves', '-')}/{g.get('waves', '-')} spills {o.get('spills', '-')}/{g.get('spills', '-')} "
-                      f"{r.get('seconds', 0):.1f}s {r.get('llc', '')}", flush=True)
+                      f"scratch {o.get('scratch', '-')}/{g.get('scratch', '-')} {r.get('seconds', 0):.1f}s {r.get('llc', '')}",
+                      flush=True)
 
         if args.jobs <= 1:
             for item in work:
@@ -290,6 +320,27 @@ def function_rows(rows: list[dict[str, Any]], strategies: list[str]) -> list[str
     return out
 
 
+def scratch_rows(rows: list[dict[str, Any]]) -> list[str]:
+    """Functions where either side spills, with llc's ScratchSize for both (`--llc`): ours from
+    the written file, greedy's from llc allocating the pre file itself."""
+    out = ["| function | strategy | VGPR+AGPR (ours / greedy) | waves (ours / greedy) | scratch bytes (ours / greedy) | "
+           "spill instructions (ours / greedy) | s |", "|---|---|---|---|---|---|---|"]
+    total = {}
+    for r in sorted(rows, key=lambda r: (r["strategy"], r["file"], r["function"])):
+        g, o = r.get("greedy") or {}, r.get("ours") or {}
+        if "scratch" not in g or "scratch" not in o or not (g["scratch"] or o["scratch"] or g["spills"] or o["spills"]):
+            continue
+        t = total.setdefault(r["strategy"], [0, 0, 0, 0, 0, 0])
+        for k, x in enumerate((o["vector"], g["vector"], o["scratch"], g["scratch"], o["spills"], g["spills"])):
+            t[k] += x
+        out.append(f"| {r['file']} `{r['function']}` | {r['strategy']} | {o['vector']} / {g['vector']} | "
+                   f"{o['waves']} / {g['waves']} | {o['scratch']} / {g['scratch']} | {o['spills']} / {g['spills']} | "
+                   f"{r.get('seconds', 0):.0f} |")
+    for strat, t in sorted(total.items()):
+        out.append(f"| total | {strat} | {t[0]} / {t[1]} | | {t[2]} / {t[3]} | {t[4]} / {t[5]} | |")
+    return out if total else []
+
+
 def below_goal(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for r in sorted(rows, key=lambda r: (r["strategy"], r["file"], r["function"])):
@@ -326,6 +377,10 @@ def cmd_table(args: argparse.Namespace) -> int:
     if corpus:
         print()
         print("\n".join(function_rows(corpus, strategies)))
+    spills = scratch_rows(rows)
+    if spills:
+        print()
+        print("\n".join(spills))
     print()
     print("\n".join(below_goal(rows)) or "(every function meets the goals)")
     return 0

@@ -69,6 +69,7 @@ import pickle
 import re
 from dataclasses import dataclass, field
 
+from verilocc.allocators.slots import Slot, colour_slots, rename_slots
 from verilocc.analysis.calls import call_mask, sgpr_striped
 from verilocc.analysis.cfg import CFG, build_cfg, loop_depths
 from verilocc.analysis.instructions import is_constant_def
@@ -278,6 +279,7 @@ def _spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int, max
         if _choose(state, caps):
             raise CannotSpill(f"the pressure still exceeds the budget after {max_rounds} rounds of spilling")
         out.rounds = max_rounds
+    state.share_slots()
     out.homes = dict(state.homes)
     out.slots = dict(state.slot_of)
     out.home_regs = frozenset(state.home_reg.values())
@@ -915,6 +917,17 @@ class _Rewriter:
 
     def _parse(self, text: str, line: int) -> Instruction:
         return parse_instruction(text, self.fn.file, line)
+
+    def share_slots(self) -> None:
+        """Spilled vector values never live together share a stack slot (`verilocc.allocators.slots`)."""
+        spills = [Slot(n, size, stack_id) for n, size, stack_id in self.slot_sizes if stack_id == "default"]
+        if len(spills) < 2:
+            return
+        to, remaining = colour_slots(self.fn, spills)
+        rename_slots(self.fn, to)
+        self.slot_of = {v: to.get(n, n) for v, n in self.slot_of.items()}
+        self.slot_sizes = sorted([(s.id, s.size, s.stack_id) for s in remaining]
+                                 + [x for x in self.slot_sizes if x[2] != "default"])
 
     # -- the function's header ---------------------------------------------------------------
     def finish_header(self) -> None:

@@ -1,0 +1,78 @@
+"""Stack slot sharing (`verilocc.allocators.slots`): spilled values never live together share a
+slot, the allocation is VERIFIED, and sharing a slot between values live together is REJECTED."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_spill import _budgeted, _reverified
+from verilocc.allocators import slots as slots_module
+from verilocc.allocators import spill
+from verilocc.allocators.optimal import solve_function
+from verilocc.allocators.problem import allocation_budget
+from verilocc.allocators.slots import Slot
+from verilocc.cli import main
+from verilocc.findings import Verdict
+from verilocc.mir.model import Module
+from verilocc.mir.printer import print_module
+
+TIMEOUT = 5.0
+
+
+def _stack_values(spilled: spill.Spilled) -> list[object]:
+    return [v for v, h in spilled.homes.items() if h == "stack"]
+
+
+def test_spilled_values_never_live_together_share_a_slot() -> None:
+    # gfx90a softmax_row under "amdgpu-num-vgpr"="8": a dozen values go to the stack, in
+    # loops and around them; several are never live in their slots at the same time.
+    pre, fn, target = _budgeted("gfx90a/softmax_row", 8)
+    got = solve_function(fn, target, timeout=TIMEOUT)  # type: ignore[arg-type]
+    assert got.function is not None, got.reason
+    assert got.spilled is not None
+    values = _stack_values(got.spilled)
+    written = [s for s in got.function.stack_slots if s.get("type") == "spill-slot"]
+    assert len(written) == len(set(got.spilled.slots.values())) < len(values)
+    # Each value's size fits the slot it shares.
+    sizes = {s["id"]: s["size"] for s in written}
+    classes = {v: d.reg_class for v, d in got.spilled.fn.registers.items()}
+    from verilocc.target import get_class
+    for v in values:
+        assert sizes[got.spilled.slots[v]] >= 4 * get_class(classes[v]).width32
+    assert _reverified(pre, got.function) is Verdict.VERIFIED
+
+
+def _one_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    def colour(fn, slots):  # noqa: ANN001, ANN202 - every slot into the first, conflicts ignored
+        first = min(s.id for s in slots)
+        return {s.id: first for s in slots}, [Slot(first, max(s.size for s in slots), "default")]
+
+    monkeypatch.setattr(spill, "colour_slots", colour)
+
+
+def test_sharing_a_slot_between_values_live_together_is_rejected(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    _one_slot(monkeypatch)
+    pre, fn, target = _budgeted("gfx90a/softmax_row", 8)
+    got = solve_function(fn, target, timeout=TIMEOUT)  # type: ignore[arg-type]
+    assert got.function is None and "not VERIFIED (REJECTED:" in got.reason, got.reason
+    assert "value-flow/" in got.reason or "equivalence/" in got.reason
+    path = tmp_path / "softmax.pre.mir"
+    path.write_text(print_module(pre))
+    out = tmp_path / "alloc.mir"
+    assert main(["allocate", str(path), "--solver", "--timeout", str(TIMEOUT), "-o", str(out)]) == 1
+    assert not out.exists()
+
+
+def test_slot_sharing_keeps_each_stack_id_apart() -> None:
+    # SGPR spill slots (stack-id sgpr-spill, lowered later by prolog/epilog insertion) are
+    # never merged with vector spill slots, nor among themselves.
+    pre, fn, target = _budgeted("gfx90a/softmax_row", 8)
+    spilled = spill.spill_to_fit(fn, target, allocation_budget(fn, target))
+    vector = [Slot(s["id"], s["size"], s["stack-id"]) for s in spilled.fn.stack_slots if s.get("type") == "spill-slot"]
+    mixed = vector + [Slot(1000, 4, "sgpr-spill")]
+    to, remaining = slots_module.colour_slots(spilled.fn, mixed)
+    assert to[1000] == 1000 and Slot(1000, 4, "sgpr-spill") in remaining
+    assert print_module(Module(pre.file, pre.ir_text, [spilled.fn]))  # printable
