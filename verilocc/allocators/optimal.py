@@ -150,11 +150,8 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
             status = "infeasible" if answer == "unsat" else "unknown"
             return result(status, why + "; spill code is off (--no-spill)")
         if answer != "sat":
-            programs = _Programs(fn, target, budget, spillable_values(fn, target, budget))
-            ladders = [_spill_ladder(programs, _PLANS[0])]
-            if ladders[0].tries > 1:  # a ladder whose first program colours is every plan's
-                ladders += [_spill_ladder(programs, plan) for plan in _PLANS[1:]]
-            for ladder in sorted(ladders, key=_Ladder.cost):
+            ladders = _ladders(_Programs(fn, target, budget, spillable_values(fn, target, budget)))
+            for ladder in ladders:
                 if ladder.placed is not None and ladder.spilled is not None and ladder.problem is not None:
                     spilled, problem = ladder.spilled, ladder.problem
                     answer = z3_fit(problem, ladder.placed, _FIT_SHARE)
@@ -321,6 +318,15 @@ def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
     force: frozenset[VReg] = frozenset()
     failed = rounds = tries = 0
     last = _Ladder(None, None, None, "", 0)
+    below: int | None = None  # the last margin whose program did not colour, with this `force`
+
+    def colour(spilled: Spilled, problem: Problem) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
+        placed, left = spill_fit(problem, spilled.home_regs, spilled.homes_first)
+        if left and plan.evict:
+            eviction = evicting_fit(problem, spilled.home_regs, programs.evictable, spilled.homes_first)
+            placed, left = eviction.placed, eviction.left
+        return placed, left
+
     while margin is not None:
         try:
             spilled, problem = programs.get(margin, force)
@@ -333,12 +339,26 @@ def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
         over = _over_budget(problem)
         left: list[VReg] = []
         if over is None:
-            placed, left = spill_fit(problem, spilled.home_regs, spilled.homes_first)
-            if left and plan.evict:
-                eviction = evicting_fit(problem, spilled.home_regs, programs.evictable, spilled.homes_first)
-                placed, left = eviction.placed, eviction.left
+            placed, left = colour(spilled, problem)
             if not left:
+                # Fill the budget before spilling more: between the margin that did not colour
+                # and this one, bisect for the smallest margin whose program colours.
+                lo, hi = below, margin
+                while lo is not None and hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    try:
+                        s2, p2 = programs.get(mid, force)
+                    except CannotSpill:
+                        lo = mid
+                        continue
+                    tries += 1
+                    placed2, left2 = colour(s2, p2) if _over_budget(p2) is None else ({}, [None])
+                    if left2 or s2.inserted > spilled.inserted:
+                        lo = mid
+                    else:
+                        hi, spilled, problem, placed = mid, s2, p2, placed2
                 return _Ladder(spilled, problem, placed, "", tries)
+            below = margin
             failed += 1
             last = _Ladder(spilled, problem, None, f"the colouring left {len(left)} value(s) of the program with "
                                                    "spill code without a register", tries)
@@ -348,11 +368,33 @@ def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
         again = plan.stay and failed > plan.room_first and grown != force and rounds < _FORCE_ROUNDS
         rounds = rounds + 1 if again else 0
         if failed >= plan.room_first:
+            if grown != force:
+                below = None  # other values spilled as a whole: margins below are not comparable
             force = grown
         if not again:
             margin = next(margins, None)
     last.tries = tries
     return last
+
+
+def _ladders(programs: _Programs) -> list[_Ladder]:
+    """The ladders of `_PLANS` (only the first when its first program colours: every plan's
+    would), coloured ones first, by the spill instructions their program has."""
+    ladders = [_spill_ladder(programs, _PLANS[0])]
+    if ladders[0].tries > 1:
+        ladders += [_spill_ladder(programs, plan) for plan in _PLANS[1:]]
+    return sorted(ladders, key=_Ladder.cost)
+
+
+def coloured_spill_program(fn: Function, target: Target, budget: Limits) -> tuple[Spilled, Problem] | None:
+    """The program with spill code that the SMT allocator starts from when `fn` does not fit
+    `budget`: of the ladders' programs a first-fit or evicting colouring places every value of,
+    the one with the fewest spill instructions (None when no ladder colours one). The model
+    loop allocates this program too, so both strategies spill the same values."""
+    for ladder in _ladders(_Programs(fn, target, budget, spillable_values(fn, target, budget))):
+        if ladder.placed is not None and ladder.spilled is not None and ladder.problem is not None:
+            return ladder.spilled, ladder.problem
+    return None
 
 
 def _over_budget(problem: Problem) -> str | None:
@@ -407,4 +449,4 @@ def _checked(fn: Function, target: Target, assignment: dict[int | str, PhysReg],
     return SolverAllocation(status, assignment, seconds, kept, reason, usage, function=post_fn)
 
 
-__all__ = ["OBJECTIVES", "STATUSES", "SolverAllocation", "register_usage", "solve_function"]
+__all__ = ["OBJECTIVES", "STATUSES", "SolverAllocation", "coloured_spill_program", "register_usage", "solve_function"]

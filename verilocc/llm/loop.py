@@ -169,11 +169,13 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     work_fn = fn if waves is None else with_waves(fn, waves)
     margins = iter(SPILL_MARGINS)
     spilled: Spilled | None = None
+    coloured = False  # the program with spill code is the SMT allocator's, which a colouring places
 
     def respill() -> bool:
         """Spill with the next margin; False when there is none or spilling is off."""
-        nonlocal spilled, work_fn
+        nonlocal spilled, work_fn, coloured
         margin = next(margins, None)
+        coloured = False
         if not spill or margin is None:
             return False
         base = fn if waves is None else with_waves(fn, waves)
@@ -184,6 +186,14 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
             return False
         if not got.homes:
             return margin == 0
+        if margin == 0:
+            # The SMT allocator's program (the fewest spill instructions a colouring places in
+            # full, `coloured_spill_program`): the budget filled before more is spilled.
+            from verilocc.allocators.optimal import coloured_spill_program
+
+            program = coloured_spill_program(base, target, allocation_budget(base, target))
+            if program is not None:
+                got, coloured = program[0], True
         spilled, work_fn = got, got.fn
         log(f"spill code ({margin} register(s) below the budget): {got.describe()}")
         return True
@@ -257,6 +267,12 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
                     "request (llc-19 reserves them); not accepted without --over-budget")
             if round_best is None or errors < round_best[0]:
                 round_best = (errors, prop, report)
+        if dead_ends == samples and constrained and coloured and repair:
+            # A colouring places every value of this program: the repair step allocates it
+            # rather than more spill code than it needs.
+            log(f"round {r + 1}: constrained decoding ran out of registers on a program a colouring places; "
+                "the repair step allocates it")
+            break
         if dead_ends == samples and constrained and respill():
             # Constrained decoding ran out of registers: the next round allocates the program
             # with more spill code (its registers have new numbers: feedback starts afresh).
