@@ -119,3 +119,69 @@ def test_model_loop_allocates_the_solvers_program_with_spill_code() -> None:
     assert set(res.spilled.homes) == set(program[0].homes) and res.spilled.inserted == program[0].inserted
     assert res.usage["vgpr"] <= budget.vgprs
     assert _reverified(pre, res.post.functions[0]) is Verdict.VERIFIED
+
+
+# --------------------------------------------------------------------------------------------
+# Budget attributes as the llc of the input reads them
+# --------------------------------------------------------------------------------------------
+def _sgpr_heavy_kernel_with_lds(tmp_path: Path) -> Path:
+    """40 SGPR values live at once under "amdgpu-num-sgpr"="32", in a kernel whose 40,000
+    bytes of LDS allow one wave per EU."""
+    n = 40
+    body = "\n".join([f'  %s{i} = call i32 asm sideeffect "; def $0", "=s"()' for i in range(n)]
+                     + [f'  call void asm sideeffect "; use $0", "s"(i32 %s{i})' for i in range(n)])
+    ll = tmp_path / "lds_sgprs.ll"
+    ll.write_text('target triple = "amdgcn-amd-amdhsa"\n'
+                  "@lds = internal addrspace(3) global [10000 x float] poison, align 4\n"
+                  "define amdgpu_kernel void @k() #0 {\n"
+                  "  store volatile float 0.0, ptr addrspace(3) getelementptr ([10000 x float], "
+                  "ptr addrspace(3) @lds, i32 0, i32 9999), align 4\n"
+                  f"{body}\n  ret void\n}}\n"
+                  'attributes #0 = { nounwind "amdgpu-num-sgpr"="32" "amdgpu-flat-work-group-size"="1,256" }\n')
+    return ll
+
+
+@pytest.mark.llc
+@pytest.mark.parametrize("llc", ["llc-19", "llc-22"])
+def test_num_sgpr_is_read_as_the_inputs_llc_reads_it(llc: str, tmp_path: Path) -> None:
+    # llc-19 honours "amdgpu-num-sgpr"="32" and spills SGPRs to VGPR lanes; llc-22 bounds the
+    # waves-per-EU range by the LDS first (one wave per EU here), finds the request below what
+    # one wave leaves, ignores it and spills nothing. The budget follows the llc of the input.
+    import shutil
+    import subprocess
+
+    from tests.test_spill import _pre
+    from verilocc.allocators.problem import register_usage
+    from verilocc.mir.parser import read_module
+    from verilocc.verify import function_target
+
+    ll = _sgpr_heavy_kernel_with_lds(tmp_path)
+    pre_path = _pre(ll, "gfx90a", tmp_path, llc)
+    rewriter = 1 if llc == "llc-19" else 2
+    post_path = tmp_path / "greedy.post.mir"
+    subprocess.run([llc, "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O3", "-start-before=greedy",
+                    f"-stop-after=virtregrewriter,{rewriter}", str(pre_path), "-o", str(post_path)],
+                   check=True, capture_output=True)
+    pre = read_module(pre_path)
+    fn = pre.functions[0]
+    target = function_target(fn, None, pre.file)
+    budget = allocation_budget(fn, target)
+    greedy = read_module(post_path).functions[0]
+    greedy_spills = spill.spill_instructions(greedy)
+    got = solve_function(fn, target, timeout=TIMEOUT)  # type: ignore[arg-type]
+    assert got.function is not None, got.reason
+    assert _reverified(pre, got.function) is Verdict.VERIFIED
+    if llc == "llc-19":
+        assert budget.sgprs < 32 and greedy_spills > 0
+        assert got.spilled is not None and "lane" in got.spilled.homes.values()
+    else:
+        assert budget.sgprs > 40 and greedy_spills == 0
+        assert register_usage(greedy, target)["sgpr"] > 32
+        assert got.spilled is None and got.usage["sgpr"] <= budget.sgprs
+    out = tmp_path / "alloc.mir"
+    out.write_text(print_module(Module(pre.file, pre.ir_text, [got.function], pre.ir_blank_lines)))
+    run = subprocess.run([llc, "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O3", "-verify-machineinstrs",
+                          f"-start-after=virtregrewriter,{rewriter}", str(out), "-o", str(tmp_path / "k.s")],
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert shutil.which(llc)

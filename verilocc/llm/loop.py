@@ -169,13 +169,36 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     work_fn = fn if waves is None else with_waves(fn, waves)
     margins = iter(SPILL_MARGINS)
     spilled: Spilled | None = None
-    coloured = False  # the program with spill code is the SMT allocator's, which a colouring places
+    coloured = False  # a colouring places every value of the program (the SMT allocator's)
+    laddered = False  # the SMT allocator's spill ladders ran (`coloured_program`)
+
+    def coloured_program() -> bool:
+        """Take the program the SMT allocator's spill ladders colour (`coloured_spill_program`:
+        the fewest spill instructions a first-fit or evicting colouring places in full, the
+        budget filled before more is spilled), once; True when it replaces the current one."""
+        nonlocal spilled, work_fn, coloured, laddered
+        laddered = True
+        if not spill:
+            return False
+        from verilocc.allocators.optimal import coloured_spill_program
+
+        base = fn if waves is None else with_waves(fn, waves)
+        program = coloured_spill_program(base, target, allocation_budget(base, target))
+        if program is None:
+            return False
+        coloured = True
+        got = program[0]
+        if not got.homes:
+            return False  # the program without spill code colours: the current one
+        changed = spilled is None or spilled.fn is not got.fn
+        spilled, work_fn = got, got.fn
+        log(f"spill code (the SMT allocator's program): {got.describe()}")
+        return changed
 
     def respill() -> bool:
         """Spill with the next margin; False when there is none or spilling is off."""
         nonlocal spilled, work_fn, coloured
         margin = next(margins, None)
-        coloured = False
         if not spill or margin is None:
             return False
         base = fn if waves is None else with_waves(fn, waves)
@@ -186,14 +209,9 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
             return False
         if not got.homes:
             return margin == 0
-        if margin == 0:
-            # The SMT allocator's program (the fewest spill instructions a colouring places in
-            # full, `coloured_spill_program`): the budget filled before more is spilled.
-            from verilocc.allocators.optimal import coloured_spill_program
-
-            program = coloured_spill_program(base, target, allocation_budget(base, target))
-            if program is not None:
-                got, coloured = program[0], True
+        if margin == 0 and not laddered and coloured_program():
+            return True
+        coloured = False
         spilled, work_fn = got, got.fn
         log(f"spill code ({margin} register(s) below the budget): {got.describe()}")
         return True
@@ -267,13 +285,14 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
                     "request (llc-19 reserves them); not accepted without --over-budget")
             if round_best is None or errors < round_best[0]:
                 round_best = (errors, prop, report)
-        if dead_ends == samples and constrained and coloured and repair:
+        renewed = dead_ends == samples and constrained and not laddered and coloured_program()
+        if dead_ends == samples and constrained and coloured and repair and not renewed:
             # A colouring places every value of this program: the repair step allocates it
             # rather than more spill code than it needs.
             log(f"round {r + 1}: constrained decoding ran out of registers on a program a colouring places; "
                 "the repair step allocates it")
             break
-        if dead_ends == samples and constrained and respill():
+        if renewed or dead_ends == samples and constrained and respill():
             # Constrained decoding ran out of registers: the next round allocates the program
             # with more spill code (its registers have new numbers: feedback starts afresh).
             work = dataclasses.replace(pre, functions=[work_fn])

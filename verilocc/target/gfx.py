@@ -502,6 +502,7 @@ def function_budget(
     uses_agprs: bool = False,
     cu_mode: bool = False,
     trap_handler: bool = False,
+    effective_waves: tuple[int, int] | None = None,
 ) -> Budget:
     """The budget LLVM 19 gives one function, from its IR attributes.
 
@@ -510,11 +511,13 @@ def function_budget(
     SGPRs (MFI.getNumPreloadedSGPRs), ``has_flat_scratch`` whether the kernel has a flat
     scratch init, ``uses_agprs`` whether it uses AGPRs (SIMachineFunctionInfo::usesAGPRs,
     which decides the VGPR/AGPR split on gfx90a-like targets), ``trap_handler`` whether the
-    subtarget reserves SGPRs for a trap handler (`has_trap_handler`).
+    subtarget reserves SGPRs for a trap handler (`has_trap_handler`). ``effective_waves``:
+    the waves-per-EU range as a later LLVM computes it (`verilocc.target.waves.effective_waves_per_eu`),
+    in place of LLVM 19's from the work-group size and ``waves_per_eu``.
     Follows GCNSubtarget::getBaseMaxNumSGPRs/getBaseMaxNumVGPRs of LLVM 19 (LLVM 21+ clamp an
     out-of-range ``amdgpu-num-vgpr`` instead of ignoring it) and SIRegisterInfo::getReservedRegs.
     """
-    low, high = target.waves_per_eu(flat_workgroup_size, waves_per_eu, cu_mode)
+    low, high = effective_waves or target.waves_per_eu(flat_workgroup_size, waves_per_eu, cu_mode)
 
     # SGPRs
     max_sgprs = target.max_sgprs_for_waves(low, addressable=False, trap_handler=trap_handler)

@@ -113,6 +113,12 @@ def attribute_limits(target: Target, attributes: Mapping[str, str],
         common["waves_per_eu"] = (int(waves[0]), int(waves[1]) if len(waves) > 1 and waves[1].isdigit() else None)
     common["num_sgpr"] = _int_attr(attributes, "amdgpu-num-sgpr")
     common["num_vgpr"] = _int_attr(attributes, "amdgpu-num-vgpr")
+    from verilocc.target.waves import effective_waves_per_eu
+
+    # A file written by LLVM 21 or later: the range its llc computes, bounded by the LDS.
+    effective = effective_waves_per_eu(target, attributes, machine_function_info, calling_convention)
+    if effective is not None:
+        common["effective_waves"] = effective
     hint = _limits(target, reserved, wwm, uses_agprs, **common)
     return Limits(hard.sgprs, hard.vgprs, hard.agprs, hard.total_vector, reserved, hint=hint, wwm=wwm)
 

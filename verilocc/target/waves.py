@@ -244,6 +244,35 @@ def launch_limits(target: Target, attributes: Mapping[str, str], machine_functio
                   workgroup_waves(target, lds_bytes, sizes, cu_mode, rule), attribute_waves(target, range_[1], trap_handler))
 
 
+def effective_waves_per_eu(target: Target, attributes: Mapping[str, str], machine_function_info: Mapping[str, object],
+                           calling_convention: str = "") -> tuple[int, int] | None:
+    """The waves-per-EU range the register budget of a function written by LLVM 21 or later
+    follows (AMDGPUSubtarget::getEffectiveWavesPerEU of the WORKGROUP_SIZES rule), or None for
+    older files, whose range `Target.waves_per_eu` gives. The new rule bounds the range by
+    the occupancy that the work-group sizes and the LDS of ``"amdgpu-lds-size"`` allow: its
+    default is (the waves one largest work group needs per EU, at most that occupancy; that
+    occupancy); a requested ``"amdgpu-waves-per-eu"`` whose minimum lies outside the default
+    range, above its own maximum, or whose maximum exceeds the target's, gives the default;
+    otherwise its maximum is cut to that occupancy. A request of ``"amdgpu-num-sgpr"`` below
+    what the maximum leaves (getMinNumSGPRs) is then ignored, as with the old rule: under a
+    large LDS, llc-22 ignores an ``"amdgpu-num-sgpr"`` that llc-19 honours."""
+    if _NEW_RULE_KEY not in machine_function_info:
+        return None
+    cu_mode = CU_MODE_FEATURE in attributes.get("target-features", "").split(",")
+    sizes = workgroup_sizes(target, attributes, calling_convention)
+    lds = _int_pair(attributes.get("amdgpu-lds-size"), (0, 0), first_only=True)
+    lds_bytes = lds[0] if lds is not None else 0
+    most = workgroup_waves(target, lds_bytes, sizes, cu_mode, WORKGROUP_SIZES)
+    default = (min(math.ceil(math.ceil(sizes[1] / target.wavefront_size) / target.eus_per_cu(cu_mode)), most), most)
+    requested = _int_pair(attributes.get("amdgpu-waves-per-eu"), (1, target.max_waves_per_simd), first_only=True)
+    if requested is None:
+        return default
+    first, second = requested
+    if first < default[0] or first > default[1] or first > second or second > target.max_waves_per_simd:
+        return default
+    return (first, min(second, default[1]))
+
+
 def function_launch(fn: LaunchSource, target: Target) -> Launch:
     """`launch_limits` of a parsed function."""
     return launch_limits(target, fn.ir_attributes, fn.machine_function_info, fn.calling_convention,
@@ -257,6 +286,6 @@ def waves_per_simd(target: Target, launch: Launch, vgprs: int, agprs: int = 0, s
     return min(target.waves_per_simd(vgprs, agprs, sgprs), launch.waves)
 
 
-__all__ = ["CU_MODE_FEATURE", "LOCAL_MEM_SIZE", "WORKGROUP_SIZES", "Launch", "LaunchSource",
+__all__ = ["CU_MODE_FEATURE", "LOCAL_MEM_SIZE", "WORKGROUP_SIZES", "Launch", "LaunchSource", "effective_waves_per_eu",
            "addressable_lds", "attribute_waves", "function_launch", "launch_limits", "lds_per_cu",
            "max_workgroups_per_cu", "waves_per_simd", "workgroup_sizes", "workgroup_waves"]
