@@ -39,7 +39,8 @@ store follows each def and a reload precedes the first use after each point over
 accesses in between, or within `NEAR` instructions, share one register, and a run of partial
 defs (``undef %v.sub0 = ...; %v.sub1 = ...``) is stored once. A full COPY into or out of a
 spilled value becomes the store or reload itself (LLVM folds it). What is written is verified
-like any allocation, against the program before spilling.
+like any allocation, against the program before spilling. Spilled values never live
+together in their slots share one (`verilocc.allocators.slots`, after the last round).
 
 What, by cost: pressure is the lanes live after each instruction (`Liveness`, lane-granular,
 the relation the verifier reads; dead defs, a call's or an inline assembly's clobbers among

@@ -153,9 +153,11 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
              first_greedy: bool = True, use_bans: bool = True, keep_rest: bool = True,
              verify: Callable[..., tuple[Module, Report]] | None = None, steer: bool = True) -> LoopResult:
     """The loop on the one function of `pre`. `waves`: allocate for that occupancy. `spill`:
-    when the values do not fit the budget, the model allocates the program with spill code
-    (`verilocc.allocators.spill`), more of it after a round in which constrained decoding ran
-    out of registers. `floor`: a VERIFIED proposal with fewer waves per SIMD than a first-fit
+    when the values do not fit the budget, the model allocates the SMT allocator's program with
+    spill code (`coloured_spill_program`, which a colouring places; also when constrained
+    decoding runs out of registers on a program that fits by pressure), and one with more
+    spill code after a round in which decoding ran out of registers only where no such
+    program exists (where one does, the repair step allocates it). `floor`: a VERIFIED proposal with fewer waves per SIMD than a first-fit
     allocation reaches goes to the repair step, which puts occupancy first. `use_feedback`:
     off for the ablation that gives round 2 no findings (nor bans, nor kept lines). `use_bans`:
     the counterexample's bans and confined lines. `keep_rest`: after a counterexample, lines it
@@ -301,6 +303,11 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
             tables = ChoiceTables(problem)
             feedback, bans, keep, confine, best = "", {}, {}, set(), None
             continue
+        if dead_ends == samples and samples == 1 and first_greedy and not feedback and repair:
+            # The same program, no findings to act on: the next round would decode the same
+            # dead end (its one sample is the model's most likely answer).
+            log(f"round {r + 1}: no other program to allocate; the repair step allocates this one")
+            break
         if round_best is not None:
             errors, prop, report = round_best
             if best is None or errors <= best[0]:
