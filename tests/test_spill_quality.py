@@ -185,3 +185,67 @@ def test_num_sgpr_is_read_as_the_inputs_llc_reads_it(llc: str, tmp_path: Path) -
                          capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
     assert shutil.which(llc)
+
+
+# --------------------------------------------------------------------------------------------
+# Stores that find the slot already holding the value
+# --------------------------------------------------------------------------------------------
+def _softmax_program(monkeypatch: pytest.MonkeyPatch | None = None, drop=None):  # noqa: ANN001, ANN202
+    """gfx90a softmax_row under "amdgpu-num-vgpr"="8", spilled one register below the budget
+    (a program first fit colours), with `drop` in place of `redundant_stores`."""
+    from verilocc.allocators.problem import build_problem, spill_fit
+
+    if drop is not None:
+        assert monkeypatch is not None
+        monkeypatch.setattr(spill, "redundant_stores", drop)
+    pre, fn, target = _budgeted("gfx90a/softmax_row", 8)
+    budget = allocation_budget(fn, target)
+    spilled = spill.spill_to_fit(fn, target, budget, 1)
+    placed, left = spill_fit(build_problem(spilled.fn, target, budget), spilled.home_regs, spilled.homes_first)
+    assert not left
+    return pre, fn, target, spilled, placed
+
+
+def test_stores_that_find_the_slot_holding_the_value_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A value live through a second region of the program is stored again at its edge unless
+    # its slot still holds it on every path there (no def of it since a store or a reload).
+    from tests.test_spill import _colour_checked
+    from verilocc.allocators.slots import redundant_stores
+
+    dropped: list[int] = []
+
+    def counting(fn, slot_of):  # noqa: ANN001, ANN202
+        got = redundant_stores(fn, slot_of)
+        dropped.append(len(got))
+        return got
+
+    pre, fn, target, spilled, placed = _softmax_program(monkeypatch, counting)
+    assert dropped and dropped[-1] > 0
+    assert spill.spill_instructions(spilled.fn) == spilled.inserted
+    monkeypatch.setattr(spill, "redundant_stores", lambda fn, slot_of: [])
+    every = spill.spill_to_fit(fn, target, allocation_budget(fn, target), 1)
+    assert every.inserted == spilled.inserted + dropped[-1]
+    assert _colour_checked(pre, fn, target, spilled, placed) is Verdict.VERIFIED
+
+
+def test_dropping_a_store_the_slot_needs_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Planted: every store of a value's own register counts as redundant, whatever the paths.
+    from verilocc.allocators.optimal import _checked
+    from verilocc.allocators.problem import FILES, build_problem, make_register
+    from verilocc.allocators.slots import slot_access
+
+    def every_own_store(fn, slot_of):  # noqa: ANN001, ANN202
+        owner = {n: v for v, n in slot_of.items()}
+        out = []
+        for b in fn.blocks:
+            for i, ins in enumerate(b.instructions):
+                acc = slot_access(ins, set(owner))
+                if acc and acc[0] == "store" and any(op.vreg == owner[acc[1]] for op in ins.operands if op.kind == "reg"):
+                    out.append((b.number, i))
+        return out
+
+    pre, fn, target, spilled, placed = _softmax_program(monkeypatch, every_own_store)
+    problem = build_problem(spilled.fn, target, allocation_budget(fn, target))
+    assignment = {v: make_register(FILES[code], r, problem.values[v].width32) for v, (code, r) in placed.items()}
+    got = _checked(fn, target, assignment, "feasible", 0, 0.0, "", spilled.fn)
+    assert got.function is None and "REJECTED" in got.reason, got.reason

@@ -154,6 +154,77 @@ def colour_slots(fn: Function, slots: list[Slot]) -> tuple[dict[int, int], list[
     return to, remaining
 
 
+def redundant_stores(fn: Function, slot_of: dict[object, int]) -> list[tuple[int, int]]:
+    """(block, index) of the stores of a value into its slot that find the slot already
+    holding it: on every path there, the last access of the slot stored or reloaded the
+    value's own register and nothing defined that register since (a store at the end of a
+    block that enters a second region of a value live through both, whose first store still
+    holds). Forward over the CFG: a slot is *clean* after a store of its value's register or a
+    reload into it, *dirty* after any other store to it or any def of the register, and clean
+    at a join only when clean on every edge (dirty at the entry)."""
+    owner = {n: v for v, n in slot_of.items()}
+    ids = set(owner)
+    if not ids:
+        return []
+    cfg = build_cfg(fn)
+    blocks = {b.number: b for b in fn.blocks}
+    order = list(cfg.order) + [n for n in blocks if n not in set(cfg.order)]
+    preds: dict[int, list[int]] = {n: [] for n in blocks}
+    for n in blocks:
+        for q in cfg.successors(n):
+            if q in preds:
+                preds[q].append(n)
+    everything = frozenset(ids)
+
+    def step(clean: set[int], ins: Instruction) -> tuple[set[int], bool]:
+        """The clean slots after `ins`, and whether `ins` is a store that finds its slot clean."""
+        acc = slot_access(ins, ids)
+        redundant = False
+        if acc is not None:
+            kind, n = acc
+            reg = _register(ins, kind)
+            if kind == "store":
+                redundant = n in clean and reg == owner[n]
+                clean = clean | {n} if reg == owner[n] else clean - {n}
+            elif reg == owner[n]:
+                return clean | {n}, False
+        defined = {op.vreg for op in ins.operands if op.kind == "reg" and op.is_def and op.vreg is not None}
+        if defined and (acc is None or acc[0] == "store"):
+            clean = {n for n in clean if owner[n] not in defined}
+        return clean, redundant
+
+    out_state: dict[int, frozenset[int]] = {n: everything for n in blocks}
+    entry = cfg.entry if fn.blocks else None
+    changed = True
+    while changed:
+        changed = False
+        for n in order:
+            ps = preds[n]
+            clean: set[int] = set() if n == entry or not ps else set.intersection(*(set(out_state[p]) for p in ps))
+            for ins in blocks[n].instructions:
+                clean, _ = step(clean, ins)
+            if frozenset(clean) != out_state[n]:
+                out_state[n] = frozenset(clean)
+                changed = True
+    found: list[tuple[int, int]] = []
+    for n in order:
+        ps = preds[n]
+        clean = set() if n == entry or not ps else set.intersection(*(set(out_state[p]) for p in ps))
+        for i, ins in enumerate(blocks[n].instructions):
+            clean, redundant = step(clean, ins)
+            if redundant:
+                found.append((n, i))
+    return found
+
+
+def _register(ins: Instruction, kind: str) -> object:
+    """The virtual register a spill store stores (its first register use) or a reload defines."""
+    for op in ins.operands:
+        if op.kind == "reg" and op.vreg is not None and (op.is_def == (kind == "reload")) and not op.subreg:
+            return op.vreg
+    return None
+
+
 def rename_slots(fn: Function, to: dict[int, int]) -> None:
     """Point every stack operand and memory operand of `fn` naming a slot of `to` at its new slot."""
     moved = {a: b for a, b in to.items() if a != b}
@@ -178,4 +249,4 @@ def rename_slots(fn: Function, to: dict[int, int]) -> None:
                 ins.mem = pattern.sub(sub, ins.mem)
 
 
-__all__ = ["Slot", "colour_slots", "rename_slots", "slot_access", "slot_conflicts"]
+__all__ = ["Slot", "colour_slots", "redundant_stores", "rename_slots", "slot_access", "slot_conflicts"]

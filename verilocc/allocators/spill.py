@@ -70,7 +70,7 @@ import pickle
 import re
 from dataclasses import dataclass, field
 
-from verilocc.allocators.slots import Slot, colour_slots, rename_slots
+from verilocc.allocators.slots import Slot, colour_slots, redundant_stores, rename_slots
 from verilocc.analysis.calls import call_mask, sgpr_striped
 from verilocc.analysis.cfg import CFG, build_cfg, loop_depths
 from verilocc.analysis.instructions import is_constant_def
@@ -280,6 +280,7 @@ def _spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int, max
         if _choose(state, caps):
             raise CannotSpill(f"the pressure still exceeds the budget after {max_rounds} rounds of spilling")
         out.rounds = max_rounds
+    state.drop_redundant_stores()
     state.share_slots()
     out.homes = dict(state.homes)
     out.slots = dict(state.slot_of)
@@ -918,6 +919,19 @@ class _Rewriter:
 
     def _parse(self, text: str, line: int) -> Instruction:
         return parse_instruction(text, self.fn.file, line)
+
+    def drop_redundant_stores(self) -> None:
+        """Stores that find the slot already holding the value go (`redundant_stores`)."""
+        found = redundant_stores(self.fn, self.slot_of)
+        if not found:
+            return
+        gone: dict[int, set[int]] = {}
+        for b, i in found:
+            gone.setdefault(b, set()).add(i)
+        for block in self.fn.blocks:
+            if block.number in gone:
+                block.instructions = [ins for i, ins in enumerate(block.instructions) if i not in gone[block.number]]
+        self.inserted -= len(found)
 
     def share_slots(self) -> None:
         """Spilled vector values never live together share a stack slot (`verilocc.allocators.slots`)."""
