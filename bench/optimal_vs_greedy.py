@@ -325,7 +325,7 @@ def scratch_rows(rows: list[dict[str, Any]]) -> list[str]:
     the written file, greedy's from llc allocating the pre file itself."""
     out = ["| function | strategy | VGPR+AGPR (ours / greedy) | waves (ours / greedy) | scratch bytes (ours / greedy) | "
            "spill instructions (ours / greedy) | s |", "|---|---|---|---|---|---|---|"]
-    total = {}
+    total: dict[str, list[int]] = {}
     for r in sorted(rows, key=lambda r: (r["strategy"], r["file"], r["function"])):
         g, o = r.get("greedy") or {}, r.get("ours") or {}
         if "scratch" not in g or "scratch" not in o or not (g["scratch"] or o["scratch"] or g["spills"] or o["spills"]):

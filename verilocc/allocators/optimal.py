@@ -352,7 +352,10 @@ def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
                         lo = mid
                         continue
                     tries += 1
-                    placed2, left2 = colour(s2, p2) if _over_budget(p2) is None else ({}, [None])
+                    if _over_budget(p2) is not None:
+                        lo = mid
+                        continue
+                    placed2, left2 = colour(s2, p2)
                     if left2 or s2.inserted > spilled.inserted:
                         lo = mid
                     else:

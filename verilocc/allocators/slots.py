@@ -24,7 +24,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from collections.abc import Mapping
+
 from verilocc.analysis.cfg import build_cfg
+from verilocc.analysis.operands import VReg
 from verilocc.mir.model import Function, Instruction
 
 
@@ -83,10 +86,10 @@ def slot_conflicts(fn: Function, slots: list[Slot]) -> dict[int, set[int]]:
     while changed:
         changed = False
         for n in reversed(order):
-            out = 0
-            for s in cfg.successors(n):
-                out |= live_in.get(s, 0)
-            new = gen[n] | (out & ~kill[n])
+            after = 0
+            for q in cfg.successors(n):
+                after |= live_in.get(q, 0)
+            new = gen[n] | (after & ~kill[n])
             if new != live_in[n]:
                 live_in[n] = new
                 changed = True
@@ -101,8 +104,8 @@ def slot_conflicts(fn: Function, slots: list[Slot]) -> dict[int, set[int]]:
 
     for n in blocks:
         live = 0
-        for s in cfg.successors(n):
-            live |= live_in.get(s, 0)
+        for q in cfg.successors(n):
+            live |= live_in.get(q, 0)
         together(live)
         for a in reversed(accesses[n]):
             if a is None:
@@ -154,7 +157,7 @@ def colour_slots(fn: Function, slots: list[Slot]) -> tuple[dict[int, int], list[
     return to, remaining
 
 
-def redundant_stores(fn: Function, slot_of: dict[object, int]) -> list[tuple[int, int]]:
+def redundant_stores(fn: Function, slot_of: Mapping[VReg, int]) -> list[tuple[int, int]]:
     """(block, index) of the stores of a value into its slot that find the slot already
     holding it: on every path there, the last access of the slot stored or reloaded the
     value's own register and nothing defined that register since (a store at the end of a
@@ -217,7 +220,7 @@ def redundant_stores(fn: Function, slot_of: dict[object, int]) -> list[tuple[int
     return found
 
 
-def _register(ins: Instruction, kind: str) -> object:
+def _register(ins: Instruction, kind: str) -> VReg | None:
     """The virtual register a spill store stores (its first register use) or a reload defines."""
     for op in ins.operands:
         if op.kind == "reg" and op.vreg is not None and (op.is_def == (kind == "reload")) and not op.subreg:
