@@ -11,7 +11,10 @@ generation from it (`-start-after=virtregrewriter,1 -verify-machineinstrs`; wave
 operands its MIR parser wants as `$vcc` are patched as the pair maker patches them). Where
 that fails, llc-19 runs on LLVM's own post file too; a failure there as well is marked (llc-19
 cannot finish from its own output either: a limit of restarting from MIR, not of the allocation)
-and counted apart.
+and counted apart. Each function's ``; ScratchSize`` from that llc run is its scratch bytes,
+and greedy's comes from llc allocating the pre file itself (``-start-before=greedy``: after
+its stack slot colouring, which llc started from a written post file cannot do); `table`
+lists the functions where either side spills with both.
 
 Sets:
 - ``corpus``: the 54 kernels of ``../shared/corpus`` (LLVM 19, gfx90a, gfx942, gfx1100).

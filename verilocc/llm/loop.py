@@ -157,8 +157,9 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     spill code (`coloured_spill_program`, which a colouring places; also when constrained
     decoding runs out of registers on a program that fits by pressure), and one with more
     spill code after a round in which decoding ran out of registers only where no such
-    program exists (where one does, the repair step allocates it). `floor`: a VERIFIED proposal with fewer waves per SIMD than a first-fit
-    allocation reaches goes to the repair step, which puts occupancy first. `use_feedback`:
+    program exists (where one does, the repair step allocates it). `floor`: a VERIFIED
+    proposal with fewer waves per SIMD than a first-fit allocation reaches goes to the repair
+    step, which puts occupancy first. `use_feedback`:
     off for the ablation that gives round 2 no findings (nor bans, nor kept lines). `use_bans`:
     the counterexample's bans and confined lines. `keep_rest`: after a counterexample, lines it
     does not blame keep their register. `first_greedy`: the first sample of
