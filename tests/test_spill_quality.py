@@ -249,3 +249,22 @@ def test_dropping_a_store_the_slot_needs_is_rejected(monkeypatch: pytest.MonkeyP
     assignment = {v: make_register(FILES[code], r, problem.values[v].width32) for v, (code, r) in placed.items()}
     got = _checked(fn, target, assignment, "feasible", 0, 0.0, "", spilled.fn)
     assert got.function is None and "REJECTED" in got.reason, got.reason
+
+
+def test_whole_ranges_where_region_edges_cost_more() -> None:
+    # gfx90a softmax_row under "amdgpu-num-vgpr"="8": values live across the kernel's loops
+    # cost a store and a reload at each region's edges; spilled wherever they live they cost a
+    # store after each def. The cheaper per value, and the program is VERIFIED.
+    from tests.test_spill import _colour_checked
+    from verilocc.allocators.problem import build_problem, spill_fit
+
+    pre, fn, target = _budgeted("gfx90a/softmax_row", 8)
+    budget = allocation_budget(fn, target)
+    # One register below the budget (the margin the ladders bisect to), where first fit colours.
+    regions = spill.spill_to_fit(fn, target, budget, 1)
+    whole = spill.spill_to_fit(fn, target, budget, 1, whole_ranges=True)
+    assert whole.inserted < regions.inserted // 2
+    assert spill.spill_instructions(whole.fn) == whole.inserted
+    placed, left = spill_fit(build_problem(whole.fn, target, budget), whole.home_regs, whole.homes_first)
+    assert not left
+    assert _colour_checked(pre, fn, target, whole, placed) is Verdict.VERIFIED

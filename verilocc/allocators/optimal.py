@@ -247,13 +247,15 @@ class _Plan:
     evict: bool  # colour with `evicting_fit` where first fit leaves values out
     room_first: int  # failed colourings before the values left out are spilled as a whole
     stay: bool  # spill more values as a whole at the same margin while that adds values
+    whole: bool = False  # the spiller may spill a value wherever it lives (`spill_to_fit(whole_ranges=...)`)
 
 
 #: The ladders tried. Each wins on some kernels: first fit alone with more room first (its
 #: left-out values are often fine to spill), eviction with more room first, and eviction
 #: spilling the values it gives up (the cheap ones) from the first failure on.
 _PLANS = (_Plan(evict=False, room_first=2, stay=False), _Plan(evict=True, room_first=2, stay=True),
-          _Plan(evict=True, room_first=0, stay=True))
+          _Plan(evict=True, room_first=0, stay=True), _Plan(evict=False, room_first=2, stay=False, whole=True),
+          _Plan(evict=True, room_first=2, stay=True, whole=True), _Plan(evict=True, room_first=0, stay=True, whole=True))
 #: Share of the time limit one try may spend looking for a first assignment before spilling more.
 _FIT_SHARE = 0.15
 
@@ -286,14 +288,14 @@ class _Programs:
     target: Target
     budget: Limits
     evictable: frozenset[VReg]  # values the spiller can spill as a whole (`spillable_values`)
-    made: dict[tuple[int, frozenset[VReg]], tuple[Spilled, Problem] | CannotSpill] = field(default_factory=dict)
+    made: dict[tuple[int, frozenset[VReg], bool], tuple[Spilled, Problem] | CannotSpill] = field(default_factory=dict)
 
-    def get(self, margin: int, force: frozenset[VReg]) -> tuple[Spilled, Problem]:
-        """`spill_to_fit(margin, force)` and its problem; `CannotSpill` as it raises it."""
-        key = (margin, force)
+    def get(self, margin: int, force: frozenset[VReg], whole: bool = False) -> tuple[Spilled, Problem]:
+        """`spill_to_fit(margin, force, whole_ranges=whole)` and its problem; `CannotSpill` as it raises it."""
+        key = (margin, force, whole)
         if key not in self.made:
             try:
-                spilled = spill_to_fit(self.fn, self.target, self.budget, margin, force=force)
+                spilled = spill_to_fit(self.fn, self.target, self.budget, margin, force=force, whole_ranges=whole)
                 self.made[key] = (spilled, build_problem(spilled.fn, self.target, self.budget))
             except CannotSpill as e:
                 self.made[key] = e
@@ -329,7 +331,7 @@ def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
 
     while margin is not None:
         try:
-            spilled, problem = programs.get(margin, force)
+            spilled, problem = programs.get(margin, force, plan.whole)
         except CannotSpill as e:
             if last.spilled is None:
                 last.why = str(e)
@@ -347,7 +349,7 @@ def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
                 while lo is not None and hi - lo > 1:
                     mid = (lo + hi) // 2
                     try:
-                        s2, p2 = programs.get(mid, force)
+                        s2, p2 = programs.get(mid, force, plan.whole)
                     except CannotSpill:
                         lo = mid
                         continue

@@ -54,7 +54,9 @@ use. At each point over the budget, from the most over, the live values with the
 per over-budget point they span are spilled until the point fits. Rounds repeat on the
 rewritten program (reload registers are live near uses) until every point fits `margin`
 below the budget. Values an allocator could not colour (`force`) are spilled first, as a
-whole: in every block they live in, a reload before each access.
+whole: in every block they live in, a reload before each access. With `whole_ranges`, a value
+costs the cheaper of its region and every block it lives in (a store after each def, no
+stores or reloads at region edges), and is spilled there.
 
 The module is longer than most: the choice by cost and the rewriter that carries the choice out
 (slots, lanes, AGPR homes, rematerialisation, region edges) share the regions and costs they
@@ -236,7 +238,7 @@ class CannotSpill(Exception):
 
 
 def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, max_rounds: int = 16,
-                 force: frozenset[VReg] = frozenset()) -> Spilled:
+                 force: frozenset[VReg] = frozenset(), whole_ranges: bool = False) -> Spilled:
     """`fn` rewritten so that its pressure fits `margin` registers below the budget of
     `limits` (the function itself, unchanged, when it already fits). `CannotSpill` when the
     values at some point cannot be spilled (reload registers alone exceed the budget, or the
@@ -246,25 +248,28 @@ def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, 
     they are live in, a reload before each access more than `NEAR` instructions after the
     last): the values a colouring could not place (`verilocc.allocators.problem.spill_fit`),
     as LLVM's greedy allocator spills a live range it can neither assign nor split.
+    `whole_ranges`: a chosen value is spilled in every block it lives in where that costs less
+    than its region (a store after each def, no stores or reloads at the region's edges).
 
     Accesses within `NEAR` instructions share a register even across a point over the budget,
     and AGPR homes are chosen point by point; when that leaves a point no spill can fix (the
     registers live there are all the spiller's own), the function is spilled again with no
     such sharing and with no more AGPR homes than the budget has AGPRs."""
     try:
-        return _spill_to_fit(fn, target, limits, margin, max_rounds, force, NEAR)
+        return _spill_to_fit(fn, target, limits, margin, max_rounds, force, NEAR, whole_ranges)
     except CannotSpill:
-        return _spill_to_fit(fn, target, limits, margin, max_rounds, force, 0)
+        return _spill_to_fit(fn, target, limits, margin, max_rounds, force, 0, whole_ranges)
 
 
 def _spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int, max_rounds: int,
-                  force: frozenset[VReg], near: int) -> Spilled:
+                  force: frozenset[VReg], near: int, whole_ranges: bool = False) -> Spilled:
     caps = budget_caps(target, limits).less(margin)
     work = pickle.loads(pickle.dumps(fn, pickle.HIGHEST_PROTOCOL))  # a deep copy, in half the time
     for v, cls in vreg_classes(work).items():
         if v not in work.registers:
             work.registers[v] = VRegDecl(v, cls.name, None)
     state = _Rewriter(work, target, limits, near)
+    state.whole_ranges = whole_ranges
     out = Spilled(state.fn, homes_first=near == 0)
     if force:
         forced = _forced(state, force)
@@ -414,6 +419,21 @@ def _choose(state: _Rewriter, caps: Caps) -> dict[VReg, str]:
             live_in.setdefault(v, set()).add(b)
     regions = {v: _region(hb, live_in.get(v, set()), cfg) for v, hb in hot_blocks.items()}
     costs = state.costs(classes, regions, live_in, cfg)
+    if state.whole_ranges:
+        # A value whose region has edges (a store where it is entered, a reload where it is
+        # left) may cost less spilled wherever it lives, a store after each def, as LLVM spills
+        # a whole range: the cheaper of the two, per value.
+        accessed: dict[VReg, set[int]] = {}
+        for block in fn.blocks:
+            for ins in block.instructions:
+                for v in _vregs_of(ins):
+                    if v in regions:
+                        accessed.setdefault(v, set()).add(block.number)
+        whole = {v: live_in.get(v, set()) | accessed.get(v, set()) for v in regions}
+        for v, (c, how) in state.costs(classes, whole, live_in, cfg).items():
+            if v in costs and how is None and costs[v][1] is None and c < costs[v][0]:
+                costs[v] = (c, None)
+                regions[v] = whole[v]
     chosen: dict[VReg, str] = {}
     agpr_room = caps.vector - caps.vgpr - sum(classes[h].width32 for h in state.home_reg.values() if h in classes)
     over.sort(key=lambda o: -o[0])
@@ -584,6 +604,7 @@ class _Rewriter:
         self.tail_stores: dict[int, list[VReg]] = {}  # block -> values stored at its end (entering a region)
         self.head_reloads: dict[int, list[VReg]] = {}  # block -> values reloaded at its start (leaving one)
         self.whole: set[VReg] = set()  # values spilled wherever they live (`force`)
+        self.whole_ranges = False  # a value may be spilled wherever it lives when that costs less
 
     # -- choice support ----------------------------------------------------------------------
     def agpr_split(self, cls: RegisterClass) -> bool:
