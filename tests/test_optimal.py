@@ -182,7 +182,8 @@ def _problem(kernel: str):  # noqa: ANN202
 def test_merged_lane_check_answers_as_the_neighbour_check(kernel: str) -> None:
     """`Colouring.fitter` (lanes merged per file) says "fits" exactly where `fits` (neighbour by
     neighbour) does, for every candidate of every value not yet placed, half the values placed."""
-    from verilocc.allocators.problem import Colouring, greedy_assignment, vreg_key
+    from verilocc.allocators.colouring import Colouring, greedy_assignment
+    from verilocc.allocators.problem import vreg_key
 
     p, _ = _problem(kernel)
     start = greedy_assignment(p, rounds=0)
@@ -203,7 +204,7 @@ def test_start_point_takes_the_best_order_and_recolours_it() -> None:
     """On a GEMM whose program-order first fit needs more VGPRs than llc's greedy allocator
     (222 against 220), the start point tries every order and re-colours the best: no more
     registers than llc, and re-colouring never makes it worse."""
-    from verilocc.allocators.problem import _first_fit, _merit, greedy_assignment
+    from verilocc.allocators.colouring import _first_fit, _merit, greedy_assignment
 
     p, target = _problem("gfx90a/sgemm_128x128_t8x8")
     orders = [a for a, left in (_first_fit(p, o) for o in ("program", "conflicts", "live", "widest")) if not left]
