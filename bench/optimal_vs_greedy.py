@@ -4,7 +4,7 @@ For every pre file of a set, each function is allocated with a strategy (`solver
 allocator; `model`: the model loop with its repair step), exactly as `verilocc allocate` does
 (spill code included, the occupancy floor on), and compared with llc's own post file of the
 same function: VGPR+AGPR, SGPR and waves per SIMD (counted the same way for both,
-`verilocc.allocators.problem.register_usage`), spill instructions (`spill_instructions`:
+`verilocc.allocators.usage.register_usage`), spill instructions (`spill_instructions`:
 stack stores and reloads, SGPR lane moves, VGPR<->AGPR copies, ours and greedy's) and seconds.
 With `--llc`, each file whose functions were all VERIFIED is written and llc-19 finishes code
 generation from it (`-start-after=virtregrewriter,1 -verify-machineinstrs`; wave32 `$vcc_lo`
@@ -97,7 +97,7 @@ def _strategy(name: str, timeout: float):  # noqa: ANN202
 
 def run_file(item: tuple[str, str, str], strategy: str, timeout: float, llc: int | None,
              done: set[str]) -> list[dict[str, Any]]:
-    from verilocc.allocators.problem import register_usage
+    from verilocc.allocators.usage import register_usage
     from verilocc.allocators.spill import cross_file_copies, spill_instructions
     from verilocc.errors import InputError
     from verilocc.mir.model import Module

@@ -26,6 +26,7 @@ import pytest
 
 from verilocc import cli
 from verilocc.errors import InputError
+from verilocc.mir import body as mir_body
 from verilocc.mir import parser as mir_parser
 
 from .conftest import FIXTURES, have
@@ -600,7 +601,7 @@ def test_planted_positionless_error_is_caught(tmp_path: Path, capsys: pytest.Cap
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A body parser that raises a plain exception (no file, line, column) instead of a
     positioned error: the random mutants end in "internal error" and the sweep reports them."""
-    monkeypatch.setattr(mir_parser._BodyParser, "error",  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(mir_body.BodyParser, "error",
                         lambda self, msg, line, col: ValueError(msg))  # type: ignore[no-untyped-def]
     failures = [f for seed in FUZZ_SEEDS[:4] for f in _random_mutant_failures(seed, tmp_path, capsys)]
     assert any("internal error" in f for f in failures), failures

@@ -21,7 +21,7 @@ from verilocc.cli import main
 from verilocc.findings import Verdict
 from verilocc.mir.parser import parse_module, read_module
 from verilocc.mir.printer import print_module
-from verilocc.target import parse_physreg
+from verilocc.target import PhysReg, parse_physreg
 from verilocc.verify import Options, function_target, verify_modules
 
 pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="no kernels: neither a corpus nor examples/")
@@ -182,7 +182,8 @@ def _problem(kernel: str):  # noqa: ANN202
 def test_merged_lane_check_answers_as_the_neighbour_check(kernel: str) -> None:
     """`Colouring.fitter` (lanes merged per file) says "fits" exactly where `fits` (neighbour by
     neighbour) does, for every candidate of every value not yet placed, half the values placed."""
-    from verilocc.allocators.problem import Colouring, greedy_assignment, vreg_key
+    from verilocc.allocators.colouring import Colouring, greedy_assignment
+    from verilocc.allocators.problem import vreg_key
 
     p, _ = _problem(kernel)
     start = greedy_assignment(p, rounds=0)
@@ -203,7 +204,7 @@ def test_start_point_takes_the_best_order_and_recolours_it() -> None:
     """On a GEMM whose program-order first fit needs more VGPRs than llc's greedy allocator
     (222 against 220), the start point tries every order and re-colours the best: no more
     registers than llc, and re-colouring never makes it worse."""
-    from verilocc.allocators.problem import _first_fit, _merit, greedy_assignment
+    from verilocc.allocators.colouring import _first_fit, _merit, greedy_assignment
 
     p, target = _problem("gfx90a/sgemm_128x128_t8x8")
     orders = [a for a, left in (_first_fit(p, o) for o in ("program", "conflicts", "live", "widest")) if not left]
@@ -213,3 +214,30 @@ def test_start_point_takes_the_best_order_and_recolours_it() -> None:
     assert _merit(p, recoloured) >= _merit(p, start)
     llc = register_usage(read_module(CORPUS / "gfx90a/sgemm_128x128_t8x8.post.mir").functions[0], target)
     assert -_merit(p, recoloured)[1] <= llc["vgpr"] + llc["agpr"]
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(CORPUS)) for p in CORPUS.glob("*/*.pre.mir")))
+def test_both_strategies_read_one_problem(path: str) -> None:
+    """The SMT allocator's problem and the model's, built from one `FunctionFacts`, offer each
+    value the same registers within the function's budget, and every whole-register COPY
+    partner the model lists is a copy hint of the SMT allocator."""
+    from verilocc.allocators.files import locate, locate_low_half
+    from verilocc.allocators.problem import build_problem, read_function
+    from verilocc.llm.problem import build_problem as model_problem
+
+    fn = read_module(CORPUS / path).functions[0]
+    target = function_target(fn, None, path)
+    facts = read_function(fn, target)
+    smt, model = build_problem(fn, target, facts=facts), model_problem(fn, target, facts=facts)
+    hints = {(d.vreg, s.vreg) for d, _, s, _, _ in smt.copies}
+    for v, line in model.info.items():
+        value = smt.values[v]
+        offered: dict[int, set[int]] = {}
+        for reg in line.preferred:
+            loc = (locate_low_half if value.half else locate)(reg)
+            if loc is not None:
+                offered.setdefault(loc[0].code, set()).add(loc[1])
+        assert offered == {code: set(regs) for code, regs in value.allowed.items()}, v
+        for w in line.copies:
+            if not isinstance(w, PhysReg):
+                assert (v, w) in hints or (w, v) in hints, (v, w)

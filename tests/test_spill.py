@@ -22,8 +22,10 @@ from tests.conftest import CORPUS, EXAMPLES, FIXTURES
 from verilocc.allocators import spill
 from verilocc.allocators.optimal import solve_function, waves_bound
 from verilocc.allocators.optimal import _checked
-from verilocc.allocators.problem import (FILES, allocation_budget, build_problem, greedy_assignment, make_register,
-                                         register_usage, spill_fit)
+from verilocc.allocators.colouring import greedy_assignment, spill_fit
+from verilocc.allocators.files import FILES, make_register
+from verilocc.allocators.problem import allocation_budget, build_problem
+from verilocc.allocators.usage import register_usage
 from verilocc.allocators.evict import evicting_fit, spill_weights
 from verilocc.analysis.operands import function_limits, vreg_classes
 from verilocc.allocators.spill import spill_instructions, spill_to_fit, spillable_values
@@ -478,7 +480,7 @@ def test_model_loop_floor_is_the_solvers_start(tmp_path: Path, capsys: pytest.Ca
     better as its floor, so a 10-wave answer goes to the repair step."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from verilocc.allocators.problem import start_waves
+    from verilocc.allocators.colouring import start_waves
 
     path = CORPUS / "gfx1100" / "sgemm_128x128_t8x8.pre.mir"
     if not path.exists():

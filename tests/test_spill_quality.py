@@ -151,7 +151,7 @@ def test_num_sgpr_is_read_as_the_inputs_llc_reads_it(llc: str, tmp_path: Path) -
     import subprocess
 
     from tests.test_spill import _pre
-    from verilocc.allocators.problem import register_usage
+    from verilocc.allocators.usage import register_usage
     from verilocc.mir.parser import read_module
     from verilocc.verify import function_target
 
@@ -193,7 +193,8 @@ def test_num_sgpr_is_read_as_the_inputs_llc_reads_it(llc: str, tmp_path: Path) -
 def _softmax_program(monkeypatch: pytest.MonkeyPatch | None = None, drop=None):  # noqa: ANN001, ANN202
     """gfx90a softmax_row under "amdgpu-num-vgpr"="8", spilled one register below the budget
     (a program first fit colours), with `drop` in place of `redundant_stores`."""
-    from verilocc.allocators.problem import build_problem, spill_fit
+    from verilocc.allocators.colouring import spill_fit
+    from verilocc.allocators.problem import build_problem
 
     if drop is not None:
         assert monkeypatch is not None
@@ -231,7 +232,8 @@ def test_stores_that_find_the_slot_holding_the_value_go(monkeypatch: pytest.Monk
 def test_dropping_a_store_the_slot_needs_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     # Planted: every store of a value's own register counts as redundant, whatever the paths.
     from verilocc.allocators.optimal import _checked
-    from verilocc.allocators.problem import FILES, build_problem, make_register
+    from verilocc.allocators.files import FILES, make_register
+    from verilocc.allocators.problem import build_problem
     from verilocc.allocators.slots import slot_access
 
     def every_own_store(fn, slot_of):  # noqa: ANN001, ANN202
@@ -256,7 +258,8 @@ def test_whole_ranges_where_region_edges_cost_more() -> None:
     # cost a store and a reload at each region's edges; spilled wherever they live they cost a
     # store after each def. The cheaper per value, and the program is VERIFIED.
     from tests.test_spill import _colour_checked
-    from verilocc.allocators.problem import build_problem, spill_fit
+    from verilocc.allocators.colouring import spill_fit
+    from verilocc.allocators.problem import build_problem
 
     pre, fn, target = _budgeted("gfx90a/softmax_row", 8)
     budget = allocation_budget(fn, target)

@@ -114,7 +114,7 @@ def test_the_clobber_is_placed_writer_then_reader() -> None:
 
 
 def test_resources_agree_with_the_allocators_usage_and_the_target() -> None:
-    from verilocc.allocators.problem import register_usage
+    from verilocc.allocators.usage import register_usage
 
     for kernel in ("vadd", "sgemm_naive", "softmax_row"):
         post = read_module(f"{EXAMPLES}/gfx90a/{kernel}.post.mir")

@@ -115,7 +115,9 @@ def test_show_counts_the_lds(llvm: int, register_waves: int) -> None:
 def test_allocate_and_the_greedy_floor_count_the_lds() -> None:
     from verilocc.allocators.driver import ModuleAllocation
     from verilocc.allocators.optimal import SolverAllocation, waves_bound
-    from verilocc.allocators.problem import build_problem, register_usage, start_waves
+    from verilocc.allocators.colouring import start_waves
+    from verilocc.allocators.problem import build_problem
+    from verilocc.allocators.usage import register_usage
     from verilocc.llm.problem import build_problem as llm_problem
 
     post, pre, target = _dgemm(19)

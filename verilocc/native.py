@@ -35,6 +35,8 @@ BUILD_RECORD = os.path.join(PACKAGE, "native-build.json")
 # that mostly wait on z3 (`smt.solver`), stay interpreted.
 MODULES = (
     "verilocc.mir.model",
+    "verilocc.mir.header",
+    "verilocc.mir.body",
     "verilocc.mir.parser",
     "verilocc.target.subregs",
     "verilocc.target.limits",

@@ -13,6 +13,7 @@ import pickle
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from verilocc import __version__
 from verilocc.pairing.alignment import FunctionAlignment, align_functions
@@ -36,6 +37,9 @@ from verilocc.smt.constraints import ConstraintChecker
 from verilocc.smt.physical import post_only_checks
 from verilocc.smt.solver import forking_pays
 from verilocc.target import RegisterClass, Target, slots_to_mask, target_for_function
+
+if TYPE_CHECKING:
+    from verilocc.semantics.equivalence import EquivalenceChecker
 
 
 @dataclass(frozen=True)
@@ -249,112 +253,171 @@ def verify_function(post: Function, pre: Function | None, target: Target, opts: 
         fr.notes.append("no layer ran: the virtual program must be the one before register allocation")
         fr.stats["seconds"] = round(time.perf_counter() - t0, 3)
         return fr
-    unprepared = post
+    return _PairRun(fr, post, pre, post_classes, post_cfg, target, opts).run(t0)
 
-    def post_checks() -> list[Finding]:
-        """Layer 1's checks of the allocated program alone; their findings come first."""
-        return [*post_only_checks(unprepared, target, post_classes), *undefined_reads(unprepared, post_cfg, target)]
 
-    layer1: Layer1 | None = None
-    checker: ConstraintChecker | None = None
-    at = notes_at = 0
+class _PairRun:
+    """The layers on one pair of functions (both read as llc reads them and as they execute).
 
-    def constraint_findings() -> tuple[list[Finding], list[str]]:
-        """Layer 1's findings and notes put where they go (once); its constraints' findings
-        and notes returned."""
-        nonlocal layer1
-        if layer1 is None:
-            return [], []
-        done, layer1 = layer1, None
-        first, got, notes, stats = done.finish()
-        fr.findings[at:at] = got
-        fr.findings[0:0] = first
-        fr.notes[notes_at:notes_at] = notes
-        fr.stats.update(stats)
-        return got, notes
+    Findings are kept by where they go in the result: layer 1's checks of the allocated
+    program alone first (`own`), then what preparing the pair found (`prepared`), layer 1's
+    constraints (`constraints`), then layers 2 and 3 (`later`). Layer 1 runs beside layers 2
+    and 3 (`Layer1`) and is finished once: when value flow finds LLVM liveness anomalies (layer
+    1 then runs again on the liveness they correct, and its findings go with the later ones),
+    when an error stops the layers, or at the end."""
 
-    t1 = t2 = t0
-    try:
-        fr.findings.extend(unsupported_constructs(post))
-        fr.findings.extend(unsupported_constructs(pre, calls=False))  # its calls are the allocated program's
-        pair = prepare_pair(post, pre, target)
-        pre, post, pre_classes, pre_cfg, alignment = pair.pre, pair.post, pair.pre_classes, pair.pre_cfg, pair.alignment
+    def __init__(self, fr: FunctionResult, post: Function, pre: Function, post_classes: dict[VReg, RegisterClass],
+                 post_cfg: CFG, target: Target, opts: Options) -> None:
+        self.fr, self.target, self.opts = fr, target, opts
+        self.unprepared, self.pre, self.post_classes, self.post_cfg = post, pre, post_classes, post_cfg
+        self.own: list[Finding] = []
+        self.prepared: list[Finding] = []
+        self.constraints: list[Finding] = []
+        self.later: list[Finding] = []
+        self.layer1: Layer1 | None = None
+        self.checker: ConstraintChecker | None = None
+
+    def run(self, t0: float) -> FunctionResult:
+        fr, opts = self.fr, self.opts
+        t1 = t2 = t0
+        try:
+            self._prepare()
+            t1 = time.perf_counter()
+            if "constraints" in opts.layers:
+                self._start_layer1()
+            t2 = time.perf_counter()
+            vf = self._value_flow()
+            t3 = time.perf_counter()
+            eq = self._equivalence(vf)
+        except Exception:
+            # What ran first reports its error first, as when the layers ran one after the other.
+            if self.layer1 is None and "constraints" in opts.layers:
+                self._post_checks()
+            self._finish_layer1()
+            raise
+        t4 = time.perf_counter()
+        self._finish_layer1()
+        fr.findings = dedupe(self.own + self.prepared + self.constraints + self.later)
+        self._certify(vf, eq)
+        missing = [layer for layer in LAYERS if layer not in fr.layers]
+        if missing:
+            fr.notes.append("layers not run: " + ", ".join(missing) + " (the verdict cannot be VERIFIED)")
+        fr.stats.update(
+            {
+                "seconds_prepare": round(t1 - t0, 3),
+                "seconds_constraints": fr.stats.get("seconds_constraints", round(t2 - t1, 3)),
+                "seconds_value_flow": round(t3 - t2, 3),
+                "seconds_equivalence": round(t4 - t3, 3),
+            }
+        )
+        return fr
+
+    def _prepare(self) -> None:
+        """What cannot be verified, the pair prepared (`prepare_pair`), and how the control flow
+        of the two differs."""
+        post, pre = self.unprepared, self.pre
+        self.prepared.extend(unsupported_constructs(post))
+        self.prepared.extend(unsupported_constructs(pre, calls=False))  # its calls are the allocated program's
+        pair = prepare_pair(post, pre, self.target)
+        self.pre, self.post, self.pre_classes, self.pre_cfg = pair.pre, pair.post, pair.pre_classes, pair.pre_cfg
+        self.alignment = pair.alignment
         note = renumbering_note(pair.block_pairing)
         if note is not None:
-            fr.notes.append(note)
-        fr.findings.extend(cfg_findings(pre, post, alignment))
-        t1 = time.perf_counter()
-        if "constraints" in opts.layers:
-            def make() -> tuple[list[Finding], ConstraintChecker]:
-                first = post_checks()
-                liveness = compute_liveness(pre, pre_cfg, pre_classes)
-                return first, ConstraintChecker(pre, post, target, pre_classes, alignment, liveness,
-                                                timeout_s=opts.timeout_s, seed=opts.seed)
+            self.fr.notes.append(note)
+        self.prepared.extend(cfg_findings(self.pre, self.post, self.alignment))
 
-            size = sum(len(b.instructions) for b in pre.blocks)
-            layer1 = Layer1(make, opts.fork and not opts.certify and size >= FORK_INSTRUCTIONS)
-            checker = layer1.checker
-            at, notes_at = len(fr.findings), len(fr.notes)
-            fr.layers.append("constraints")
-        t2 = time.perf_counter()
-        vf = ValueFlowChecker(pre, post, pre_classes, alignment, pre_cfg)
-        if "value-flow" in opts.layers:
-            fr.findings.extend(vf.run())
-            fr.findings.extend(CalleeSavedChecker(pre, post, alignment, pre_cfg).run())
-            fr.layers.append("value-flow")
-            if vf.anomalies and "constraints" in opts.layers:
-                first_findings, old_notes = constraint_findings()
-                # Reads proved not to matter are not reads: layer 1 again on that liveness.
-                liveness = compute_liveness(pre, pre_cfg, pre_classes, unread_lanes(vf.anomalies, pre, pre_classes))
-                checker = ConstraintChecker(pre, post, target, pre_classes, alignment, liveness,
-                                            timeout_s=opts.timeout_s, seed=opts.seed)
-                fr.findings = [f for f in fr.findings if f not in first_findings] + checker.run()
-                fr.notes = [n for n in fr.notes if n not in old_notes] + checker.notes
-                fr.stats.update(checker.stats)
-            fr.findings.extend(anomaly_findings(vf.anomalies, post))
-        t3 = time.perf_counter()
-        if "equivalence" in opts.layers:
-            from verilocc.semantics.equivalence import EquivalenceChecker
+    def _post_checks(self) -> list[Finding]:
+        """Layer 1's checks of the allocated program alone."""
+        post = self.unprepared
+        return [*post_only_checks(post, self.target, self.post_classes),
+                *undefined_reads(post, self.post_cfg, self.target)]
 
-            eq = EquivalenceChecker(pre, post, target, pre_classes, alignment, pre_cfg, vf=vf,
-                                    timeout_s=opts.timeout_s, seed=opts.seed)
-            fr.findings.extend(eq.run())
-            fr.layers.append("equivalence")
-            fr.stats.update(eq.stats)
-        else:
-            eq = None
-    except Exception:
-        # What ran first reports its error first, as when the layers ran one after the other.
-        if layer1 is None and "constraints" in opts.layers:
-            post_checks()
-        constraint_findings()
-        raise
-    t4 = time.perf_counter()
-    constraint_findings()
-    fr.findings = dedupe(fr.findings)
-    if opts.certify and fr.verdict is Verdict.VERIFIED and vf.anomalies:
-        fr.notes.append("no certificate: the proof rests on bit-precise semantics of an instruction whose "
-                        "read LLVM's liveness left out (an LLVM liveness anomaly), which certificates do not encode")
-    elif opts.certify and fr.verdict is Verdict.VERIFIED and checker is not None and eq is not None:
-        from verilocc.certificate.collect import collect_obligations
-        from verilocc.certificate.obligation import CertificateError
+    def _constraint_checker(self, unread: dict[tuple[int, int], dict[int, int]] | None = None) -> ConstraintChecker:
+        """Layer 1's constraints, on the virtual program's liveness (with `unread`: the lanes
+        value flow proved are not read)."""
+        liveness = compute_liveness(self.pre, self.pre_cfg, self.pre_classes, unread)
+        return ConstraintChecker(self.pre, self.post, self.target, self.pre_classes, self.alignment, liveness,
+                                 timeout_s=self.opts.timeout_s, seed=self.opts.seed)
 
-        try:
-            fr.certificate = collect_obligations(fr, checker, vf, eq, pre, post, alignment, opts.timeout_s, opts.seed)
-        except CertificateError as e:
-            fr.notes.append(f"no certificate: {e}")
-    missing = [layer for layer in LAYERS if layer not in fr.layers]
-    if missing:
-        fr.notes.append("layers not run: " + ", ".join(missing) + " (the verdict cannot be VERIFIED)")
-    fr.stats.update(
-        {
-            "seconds_prepare": round(t1 - t0, 3),
-            "seconds_constraints": fr.stats.get("seconds_constraints", round(t2 - t1, 3)),
-            "seconds_value_flow": round(t3 - t2, 3),
-            "seconds_equivalence": round(t4 - t3, 3),
-        }
-    )
-    return fr
+    def _make_layer1(self) -> tuple[list[Finding], ConstraintChecker]:
+        first = self._post_checks()
+        return first, self._constraint_checker()
+
+    def _start_layer1(self) -> None:
+        opts = self.opts
+        size = sum(len(b.instructions) for b in self.pre.blocks)
+        self.layer1 = Layer1(self._make_layer1, opts.fork and not opts.certify and size >= FORK_INSTRUCTIONS)
+        self.checker = self.layer1.checker
+        self.fr.layers.append("constraints")
+
+    def _finish_layer1(self) -> tuple[list[Finding], list[str]]:
+        """Layer 1's findings and notes put where they go (once); its constraints' findings
+        and notes returned."""
+        if self.layer1 is None:
+            return [], []
+        done, self.layer1 = self.layer1, None
+        first, got, notes, stats = done.finish()
+        self.own, self.constraints = first + self.own, got + self.constraints
+        self.fr.notes.extend(notes)
+        self.fr.stats.update(stats)
+        return got, notes
+
+    def _value_flow(self) -> ValueFlowChecker:
+        """Layer 2 (value flow and callee-saved registers); layer 1 again where value flow
+        found LLVM liveness anomalies."""
+        vf = ValueFlowChecker(self.pre, self.post, self.pre_classes, self.alignment, self.pre_cfg)
+        if "value-flow" not in self.opts.layers:
+            return vf
+        self.later.extend(vf.run())
+        self.later.extend(CalleeSavedChecker(self.pre, self.post, self.alignment, self.pre_cfg).run())
+        self.fr.layers.append("value-flow")
+        if vf.anomalies and "constraints" in self.opts.layers:
+            self._constraints_again(vf.anomalies)
+        self.later.extend(anomaly_findings(vf.anomalies, self.post))
+        return vf
+
+    def _constraints_again(self, anomalies: list[Anomaly]) -> None:
+        """Layer 1 again, its first findings and notes replaced: reads proved not to matter are
+        not reads."""
+        fr = self.fr
+        first_findings, old_notes = self._finish_layer1()
+        checker = self.checker = self._constraint_checker(unread_lanes(anomalies, self.pre, self.pre_classes))
+        self.own = [f for f in self.own if f not in first_findings]
+        self.prepared = [f for f in self.prepared if f not in first_findings]
+        self.later = [f for f in self.later if f not in first_findings] + checker.run()
+        self.constraints = []
+        fr.notes = [n for n in fr.notes if n not in old_notes] + checker.notes
+        fr.stats.update(checker.stats)
+
+    def _equivalence(self, vf: ValueFlowChecker) -> EquivalenceChecker | None:
+        """Layer 3."""
+        if "equivalence" not in self.opts.layers:
+            return None
+        from verilocc.semantics.equivalence import EquivalenceChecker
+
+        eq = EquivalenceChecker(self.pre, self.post, self.target, self.pre_classes, self.alignment, self.pre_cfg,
+                                vf=vf, timeout_s=self.opts.timeout_s, seed=self.opts.seed)
+        self.later.extend(eq.run())
+        self.fr.layers.append("equivalence")
+        self.fr.stats.update(eq.stats)
+        return eq
+
+    def _certify(self, vf: ValueFlowChecker, eq: EquivalenceChecker | None) -> None:
+        """The proof obligations of a VERIFIED function (`--certificate`)."""
+        fr, opts = self.fr, self.opts
+        if opts.certify and fr.verdict is Verdict.VERIFIED and vf.anomalies:
+            fr.notes.append("no certificate: the proof rests on bit-precise semantics of an instruction whose "
+                            "read LLVM's liveness left out (an LLVM liveness anomaly), which certificates do not "
+                            "encode")
+        elif opts.certify and fr.verdict is Verdict.VERIFIED and self.checker is not None and eq is not None:
+            from verilocc.certificate.collect import collect_obligations
+            from verilocc.certificate.obligation import CertificateError
+
+            try:
+                fr.certificate = collect_obligations(fr, self.checker, vf, eq, self.pre, self.post, self.alignment,
+                                                     opts.timeout_s, opts.seed)
+            except CertificateError as e:
+                fr.notes.append(f"no certificate: {e}")
 
 
 def unread_lanes(anomalies: list[Anomaly], pre: Function,

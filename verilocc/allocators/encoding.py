@@ -14,17 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from verilocc.allocators.problem import (
+from verilocc.allocators.files import (
     AGPR_FILE,
     FILES,
     SGPR_FILE,
     VGPR_FILE,
     ConflictSide,
-    Problem,
     locate,
     locate_low_half,
     make_register,
 )
+from verilocc.allocators.problem import Problem
 from verilocc.analysis.operands import VReg
 from verilocc.smt.formulas import lane_runs
 from verilocc.target import PhysReg

@@ -2,7 +2,7 @@
 value, the cheapest values in the way of one register give it up, as LLVM's greedy allocator
 evicts (`RAGreedy::tryEvict`).
 
-First fit (`verilocc.allocators.problem.spill_fit`) leaves a value out when every register of
+First fit (`verilocc.allocators.colouring.spill_fit`) leaves a value out when every register of
 its class is taken somewhere in its live range; for aligned 96- and 128-bit tuples that
 happens long before the registers run out (fragmentation: a 32-bit value in each aligned
 group). Here such a value takes the register whose occupants are cheapest to move, and they go
@@ -27,7 +27,8 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from verilocc.allocators.problem import Colouring, Problem, colouring_order, vreg_key
+from verilocc.allocators.colouring import Colouring, colouring_order
+from verilocc.allocators.problem import Problem, vreg_key
 from verilocc.allocators.spill import LOOP_WEIGHT
 from verilocc.analysis.cfg import loop_depths
 from verilocc.analysis.operands import VReg

@@ -45,8 +45,10 @@ from dataclasses import dataclass, field
 
 from verilocc.allocators.encoding import Encoding, NoRegister
 from verilocc.analysis.calls import call_mask, sgpr_striped
-from verilocc.allocators.problem import (SGPR_FILE, VGPR_FILE, Problem, UnsupportedByAllocator, allocation_budget,
-                                         build_problem, greedy_assignment, register_usage, spill_fit, vreg_key)
+from verilocc.allocators.colouring import greedy_assignment, spill_fit
+from verilocc.allocators.files import SGPR_FILE, VGPR_FILE
+from verilocc.allocators.problem import Problem, UnsupportedByAllocator, allocation_budget, build_problem, vreg_key
+from verilocc.allocators.usage import register_usage
 from verilocc.allocators.search import RLIMIT_PER_SECOND, Bound, Search, wave_limits
 from verilocc.allocators.evict import evicting_fit
 from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit, spillable_values
@@ -90,26 +92,53 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     function's attributes ask for. `floor`: occupancy first (the waves LLVM's greedy allocator
     reaches are the floor), then the objective. `spill`: write spill code when the values do
     not fit the budget (`verilocc.allocators.spill`)."""
-    import z3
-
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
-    start = time.perf_counter()
+    return _Solve(fn, target, prefer, objective, timeout, seed, waves, floor, spill).solve()
 
-    def result(status: str, reason: str = "", **kw: object) -> SolverAllocation:
-        return SolverAllocation(status, {}, round(time.perf_counter() - start, 3), reason=reason, **kw)  # type: ignore[arg-type]
 
-    budget = allocation_budget(fn, target, waves)
-    try:
-        problem = build_problem(fn, target, budget)
-    except UnsupportedByAllocator as e:
-        return result("unsupported", str(e))
-    striped = sgpr_striped(fn)
-    if any(call_mask(ins, striped) is None for b in fn.blocks for ins in b.instructions
-           if any(op.kind == "regmask" for op in ins.operands)):
-        return result("unsupported", "a call's register mask is not one the verifier models (csr_amdgpu*)")
-    units = max(1, int(timeout * RLIMIT_PER_SECOND))
-    cpu_deadline = time.process_time() + _CPU_FACTOR * timeout
+class _Solve:
+    """One run of `solve_function`: the problem solved (the program's, or that of the program
+    with spill code once the program does not fit), z3's search on it and the solver time
+    spent so far."""
+
+    def __init__(self, fn: Function, target: Target, prefer: Mapping[int | str, PhysReg] | None, objective: str,
+                 timeout: float, seed: int, waves: int | None, floor: bool, spill: bool) -> None:
+        self.start = time.perf_counter()
+        self.fn, self.target, self.prefer, self.objective = fn, target, prefer, objective
+        self.timeout, self.seed, self.waves, self.floor, self.spill = timeout, seed, waves, floor, spill
+        self.spilled: Spilled | None = None
+        self.spent = 0
+        self.search: Search | None = None
+        self.enc: Encoding | None = None
+
+    def result(self, status: str, reason: str = "", **kw: object) -> SolverAllocation:
+        return SolverAllocation(status, {}, round(time.perf_counter() - self.start, 3), reason=reason, **kw)  # type: ignore[arg-type]
+
+    def solve(self) -> SolverAllocation:
+        self.budget = allocation_budget(self.fn, self.target, self.waves)
+        try:
+            self.problem = build_problem(self.fn, self.target, self.budget)
+        except UnsupportedByAllocator as e:
+            return self.result("unsupported", str(e))
+        striped = sgpr_striped(self.fn)
+        if any(call_mask(ins, striped) is None for b in self.fn.blocks for ins in b.instructions
+               if any(op.kind == "regmask" for op in ins.operands)):
+            return self.result("unsupported", "a call's register mask is not one the verifier models (csr_amdgpu*)")
+        self.units = max(1, int(self.timeout * RLIMIT_PER_SECOND))
+        self.cpu_deadline = time.process_time() + _CPU_FACTOR * self.timeout
+        try:
+            failed = self._fit()
+        except NoRegister as e:
+            cls = self.problem.values[e.vreg].cls
+            return self.result("infeasible", f"no register of class {cls.name} for %{e.vreg} is allocatable within "
+                                             "this function's budget and reservations")
+        if failed is not None:
+            return failed
+        self._optimise()
+        proved = self.search.proved  # type: ignore[union-attr]
+        self._copy_hints()
+        return self._verified(proved)
 
     # (0) Fit: an assignment of the program (first fit, else z3 in a share of the time
     # limit), or of the program with spill code (`_spill_ladder`, one per plan of `_PLANS`;
@@ -117,79 +146,91 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
     # when no ladder colours its program does z3 look for an assignment of the first plan's
     # last one, in a share of the time limit; so every try ends, and the time limit is left
     # for the objectives.
-    spilled: Spilled | None = None
-    spent = 0
-    search: Search | None = None
-    enc: Encoding | None = None
+    def _fit(self) -> SolverAllocation | None:
+        """None when an assignment is found (`search` and `enc` are then its problem's), else
+        the result that says why there is none."""
+        over = _over_budget(self.problem)
+        answer = "unsat" if over is not None else self._z3_fit(self.problem, greedy_assignment(self.problem),
+                                                               _FIT_SHARE if self.spill else 1.0)
+        why = over or self._failure(answer)
+        if answer == "sat":
+            return None
+        if not self.spill:
+            status = "infeasible" if answer == "unsat" else "unknown"
+            return self.result(status, why + "; spill code is off (--no-spill)")
+        return self._fit_with_spill_code(why)
 
-    def z3_fit(p: Problem, start_point: dict[VReg, tuple[int, int]] | None, share: float) -> str:
+    def _fit_with_spill_code(self, why: str) -> SolverAllocation | None:
+        programs = _Programs(self.fn, self.target, self.budget, spillable_values(self.fn, self.target, self.budget))
+        ladders = [_spill_ladder(programs, _PLANS[0])]
+        if ladders[0].tries > 1:  # a ladder whose first program colours is every plan's
+            ladders += [_spill_ladder(programs, plan) for plan in _PLANS[1:]]
+        for ladder in sorted(ladders, key=_Ladder.cost):
+            if ladder.placed is not None and ladder.spilled is not None and ladder.problem is not None:
+                self.spilled, self.problem = ladder.spilled, ladder.problem
+                if self._z3_fit(self.problem, ladder.placed, _FIT_SHARE) == "sat":
+                    return None
+        last = ladders[0]
+        if last.spilled is None or last.problem is None:
+            return self.result("infeasible", f"{why}; spilling cannot make it fit: {last.why}")
+        self.spilled, self.problem = last.spilled, last.problem  # no more room to ask for: z3 on it
+        answer = self._z3_fit(self.problem, None, _FIT_SHARE)
+        if answer != "sat":
+            return self.result("infeasible" if answer == "unsat" else "unknown", self._failure(answer))
+        return None
+
+    def _z3_fit(self, p: Problem, start_point: dict[VReg, tuple[int, int]] | None, share: float) -> str:
         """Sat when z3 confirms `start_point` or finds an assignment of `p` in `share` of the
         time limit; `search` and `enc` are then this problem's."""
-        nonlocal search, enc, spent
-        enc = Encoding(p, z3.Context())
-        search = Search(enc, seed, units, cpu_deadline)
-        search.spent = spent
+        import z3
+
+        self.enc = Encoding(p, z3.Context())
+        search = self.search = Search(self.enc, self.seed, self.units, self.cpu_deadline)
+        search.spent = self.spent
         answer = "unknown"
         if start_point is not None:
-            answer = search.check(enc.pinned(start_point), pinned=True)
+            answer = search.check(self.enc.pinned(start_point), pinned=True)
         if answer != "sat":
-            answer = search.check(None, min(search.spent + share * units, units))
-        spent = search.spent
+            answer = search.check(None, min(search.spent + share * self.units, self.units))
+        self.spent = search.spent
         return answer
 
-    def failure(answer: str) -> str:
-        assert search is not None
+    def _failure(self, answer: str) -> str:
+        assert self.search is not None
         return ("the values live at once do not fit in the budget" if answer == "unsat"
-                else f"no assignment found: {search.reason}")
-
-    try:
-        over = _over_budget(problem)
-        answer = z3_fit(problem, greedy_assignment(problem), _FIT_SHARE if spill else 1.0) if over is None else "unsat"
-        why = over or failure(answer)
-        if answer != "sat" and not spill:
-            status = "infeasible" if answer == "unsat" else "unknown"
-            return result(status, why + "; spill code is off (--no-spill)")
-        if answer != "sat":
-            ladders = _ladders(_Programs(fn, target, budget, spillable_values(fn, target, budget)))
-            for ladder in ladders:
-                if ladder.placed is not None and ladder.spilled is not None and ladder.problem is not None:
-                    spilled, problem = ladder.spilled, ladder.problem
-                    answer = z3_fit(problem, ladder.placed, _FIT_SHARE)
-                    if answer == "sat":
-                        break
-            if answer != "sat":
-                last = ladders[0]
-                if last.spilled is None or last.problem is None:
-                    return result("infeasible", f"{why}; spilling cannot make it fit: {last.why}")
-                spilled, problem = last.spilled, last.problem  # no more room to ask for: z3 on it
-                answer = z3_fit(problem, None, _FIT_SHARE)
-                if answer != "sat":
-                    return result("infeasible" if answer == "unsat" else "unknown", failure(answer))
-    except NoRegister as e:
-        cls = problem.values[e.vreg].cls
-        return result("infeasible", f"no register of class {cls.name} for %{e.vreg} is allocatable within "
-                                    "this function's budget and reservations")
-    assert search is not None and enc is not None
+                else f"no assignment found: {self.search.reason}")
 
     # (1) Occupancy first when it is the floor; keep as many preferred registers as
     # possible; then the objective. Each step gets an equal share of the time left for the
     # steps; time a step does not use goes to the next.
-    kept = 0
-    descent_end = _DESCENT_SHARE * units
-    kinds = ("waves", "vector", "sgpr") if objective == "waves" or floor else ("vector", "sgpr")
-    steps = len(kinds) + (1 if prefer else 0)
+    def _optimise(self) -> None:
+        assert self.search is not None and self.enc is not None
+        self.descent_end = _DESCENT_SHARE * self.units
+        kinds = ("waves", "vector", "sgpr") if self.objective == "waves" or self.floor else ("vector", "sgpr")
+        self.steps = len(kinds) + (1 if self.prefer else 0)
+        if self.floor and "waves" in kinds:
+            self._descend("waves")
+        if self.prefer:
+            soft = [t for v, reg in sorted(self.prefer.items(), key=lambda kv: vreg_key(kv[0]))
+                    if (t := self.enc.matches(v, reg)) is not None]
+            self.search.maxsat(soft, self._share())
+        for kind in kinds:
+            if not (self.floor and kind == "waves"):
+                self._descend(kind)
 
-    def share() -> float:
-        nonlocal steps
-        now = search.spent
-        until = now + max(0.0, descent_end - now) / max(1, steps)
-        steps -= 1
+    def _share(self) -> float:
+        """The search's budget mark for the next step: an equal share of what is left."""
+        assert self.search is not None
+        now = self.search.spent
+        until = now + max(0.0, self.descent_end - now) / max(1, self.steps)
+        self.steps -= 1
         return until
 
-    def descend(kind: str) -> None:
-        assert enc is not None and search is not None
-        bound = Bound(enc, kind)
-        current = bound.current(search)
+    def _descend(self, kind: str) -> None:
+        assert self.enc is not None and self.search is not None
+        problem, target = self.problem, self.target
+        bound = Bound(self.enc, kind)
+        current = bound.current(self.search)
         if kind == "vector":
             lower = problem.pressure["vector"]
             # Occupancy thresholds are likely answers: try them before bisecting.
@@ -199,39 +240,36 @@ def solve_function(fn: Function, target: Target, *, prefer: Mapping[int | str, P
             lower, probes = problem.pressure["sgpr"], []
         else:
             lower, probes = -waves_bound(problem), []
-        search.descend(bound, current, lower, share(), probes)
+        self.search.descend(bound, current, lower, self._share(), probes)
 
-    if floor and "waves" in kinds:
-        descend("waves")
-    if prefer:
-        soft = [t for v, reg in sorted(prefer.items(), key=lambda kv: vreg_key(kv[0]))
-                if (t := enc.matches(v, reg)) is not None]
-        kept = search.maxsat(soft, share())
-    for kind in kinds:
-        if not (floor and kind == "waves"):
-            descend(kind)
-    proved = search.proved
     # (3) Copy hints: as many identity copies as possible (best effort, not part of "optimal").
-    hints = [h for dst, doff, src, soff, _ in problem.copies if (h := enc.copy_hint(dst, doff, src, soff)) is not None]
-    search.greedy_hints(hints, units)
+    def _copy_hints(self) -> None:
+        assert self.enc is not None and self.search is not None
+        enc = self.enc
+        hints = [h for dst, doff, src, soff, _ in self.problem.copies
+                 if (h := enc.copy_hint(dst, doff, src, soff)) is not None]
+        self.search.greedy_hints(hints, self.units)
 
-    assert search.model is not None
-    assignment = {v: enc.register_of(v, search.model) for v in sorted(problem.values, key=vreg_key)}
-    kept = sum(1 for v, reg in (prefer or {}).items() if assignment.get(v) == reg)
-    reason = "" if proved else f"not proved optimal: {search.reason or 'z3 could not decide a bound'}"
-    status = "optimal" if proved else "feasible"
-    if spilled is not None and spilled.homes:
-        status = "feasible"
-        reason = "the assignment of the program with spill code is " + ("proved optimal" if proved else
-                                                                         "not proved optimal")
-    if status == "optimal" and any(val.half for val in problem.values.values()):
-        # The model puts 16-bit values in low halves only: a bound proved there is not one of
-        # every allocation (two 16-bit values may share a VGPR).
-        status, reason = "feasible", "16-bit values take the low half of a VGPR each; not proved optimal"
-    got = _checked(fn, target, assignment, status, kept, start, reason, problem.fn)
-    got.spilled = spilled if spilled is not None and spilled.homes else None
-    got.waves_bound = waves_bound(problem)
-    return got
+    def _verified(self, proved: bool) -> SolverAllocation:
+        """The assignment z3 found, with its status, verified (`_checked`)."""
+        assert self.search is not None and self.enc is not None and self.search.model is not None
+        problem, spilled = self.problem, self.spilled
+        assignment = {v: self.enc.register_of(v, self.search.model) for v in sorted(problem.values, key=vreg_key)}
+        kept = sum(1 for v, reg in (self.prefer or {}).items() if assignment.get(v) == reg)
+        reason = "" if proved else f"not proved optimal: {self.search.reason or 'z3 could not decide a bound'}"
+        status = "optimal" if proved else "feasible"
+        if spilled is not None and spilled.homes:
+            status = "feasible"
+            reason = "the assignment of the program with spill code is " + ("proved optimal" if proved else
+                                                                             "not proved optimal")
+        if status == "optimal" and any(val.half for val in problem.values.values()):
+            # The model puts 16-bit values in low halves only: a bound proved there is not one of
+            # every allocation (two 16-bit values may share a VGPR).
+            status, reason = "feasible", "16-bit values take the low half of a VGPR each; not proved optimal"
+        got = _checked(self.fn, self.target, assignment, status, kept, self.start, reason, problem.fn)
+        got.spilled = spilled if spilled is not None and spilled.homes else None
+        got.waves_bound = waves_bound(problem)
+        return got
 
 
 #: Margins below the budget (registers) the spiller aims for, one per try.

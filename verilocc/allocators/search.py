@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from verilocc.allocators.encoding import Encoding
-from verilocc.allocators.problem import AGPR_FILE, FILES, SGPR_FILE, VGPR_FILE, locate, locate_low_half, usage_dict
+from verilocc.allocators.files import AGPR_FILE, FILES, SGPR_FILE, VGPR_FILE, locate, locate_low_half
+from verilocc.allocators.usage import usage_dict
 from verilocc.target import Target
 from verilocc.target.waves import Launch
 

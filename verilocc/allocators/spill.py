@@ -246,7 +246,7 @@ def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, 
 
     `force`: values of `fn` spilled first, wherever they live (their region is every block
     they are live in, a reload before each access more than `NEAR` instructions after the
-    last): the values a colouring could not place (`verilocc.allocators.problem.spill_fit`),
+    last): the values a colouring could not place (`verilocc.allocators.colouring.spill_fit`),
     as LLVM's greedy allocator spills a live range it can neither assign nor split.
     `whole_ranges`: a chosen value is spilled in every block it lives in where that costs less
     than its region (a store after each def, no stores or reloads at the region's edges).

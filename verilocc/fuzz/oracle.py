@@ -239,37 +239,17 @@ def check_example(
     the interpreter refuses to run like the hardware cannot encode it; `llvm`: also check
     LLVM's own allocation (`llc-19` on PATH), sometimes under a budget that makes it spill;
     `text`: check this program (MIR) instead of generating one (shrinking uses it)."""
-    from verilocc.fuzz import mutations
-
     t0 = time.perf_counter()
     verify = verify or default_verify()
     rng = random.Random(f"{target}/{seed}")
     kw: dict[str, object] = {**GEN_AVOID} if avoid_known else {}
     kw.update(gen or {})
-    if text is None:
-        program = random_program(target, seed, **kw)  # type: ignore[arg-type]
-        pre = parse_module(program.text, f"{target}-{seed}.pre.mir")
-    else:
-        pre = parse_module(text, f"{target}-{seed}.pre.mir")
-        fn = pre.functions[0]
-        program = Program(text, target, tuple(sorted(function_inputs(pre))),
-                          sum(len(b.instructions) for b in fn.blocks), len(fn.blocks))
+    program, pre = _program(target, seed, kw, text)
     out = Outcome(target, seed, "checked", program)
-    regs = function_inputs(pre)
-    ins = [{r: rng.getrandbits(32) for r in regs} for _ in range(inputs)]
-    expected = traces(pre, ins, seed)
-    keep = [k for k, t in enumerate(expected) if t.ok]
-    if not keep:
-        out.status = f"skipped: the program does not finish ({expected[0].status})"
+    ran = _finishing_inputs(pre, rng, inputs, seed)
+    if isinstance(ran, str):
+        out.status = f"skipped: the program does not finish ({ran})"
         return out
-    ins = [ins[k] for k in keep]
-    expected = [expected[k] for k in keep]
-
-    def differs(post: Module | str, virtual: Module = pre, exact: bool = False,
-                relies_on: frozenset[str] = frozenset(), abi: str = "llvm21") -> bool:
-        return runs_differ(post, virtual, ins, seed, expected if virtual is pre and abi == "llvm21" else None, exact,
-                           relies_on, abi)
-
     try:
         alloc = allocate(pre, rng, budget or rng.choice(BUDGETS))
     except AllocationError as e:
@@ -280,12 +260,53 @@ def check_example(
     for k in range(permutations):
         variants.append((f"permuted{k or ''}", permute(alloc.text, rng, alloc.assignment.values()), ""))
     post_ref = parse_module(alloc.text, f"{target}-{seed}.post.mir")
-    mutant_modules: list[tuple[str, Module, str]] = []
+    names, mutant_modules = _mutants(target, seed, alloc, post_ref, rng, mutants, misaligned)
+    judge = _Judge(out, verify, pre, program.text, *ran, seed)
+    for name, variant, description in variants:
+        judge(name, parse_module(variant, f"{target}-{seed}.{name}.mir"), variant, description, correct=True)
+    if llvm:
+        _check_llvm(judge, program, target, seed, names, rng)
+    for name, module, description in mutant_modules:
+        judge(name, module, None, description, correct=False)
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _program(target: str, seed: int, kw: dict[str, object], text: str | None) -> tuple[Program, Module]:
+    """The program of example `seed` (generated with `kw`, or `text`) and its module."""
+    if text is None:
+        program = random_program(target, seed, **kw)  # type: ignore[arg-type]
+        return program, parse_module(program.text, f"{target}-{seed}.pre.mir")
+    pre = parse_module(text, f"{target}-{seed}.pre.mir")
+    fn = pre.functions[0]
+    return Program(text, target, tuple(sorted(function_inputs(pre))), sum(len(b.instructions) for b in fn.blocks),
+                   len(fn.blocks)), pre
+
+
+def _finishing_inputs(pre: Module, rng: random.Random, inputs: int,
+                      seed: int) -> tuple[list[dict[str, int]], list[Trace]] | str:
+    """`inputs` random inputs of `pre`, those on which it finishes and its traces on them; the
+    first run's status when it finishes on none."""
+    regs = function_inputs(pre)
+    ins = [{r: rng.getrandbits(32) for r in regs} for _ in range(inputs)]
+    expected = traces(pre, ins, seed)
+    keep = [k for k, t in enumerate(expected) if t.ok]
+    if not keep:
+        return expected[0].status
+    return [ins[k] for k in keep], [expected[k] for k in keep]
+
+
+def _mutants(target: str, seed: int, alloc: Allocation, post_ref: Module, rng: random.Random,
+             mutants: int | Iterable[str] | None, misaligned: bool) -> tuple[list[str], list[tuple[str, Module, str]]]:
+    """The mutation operators to try, and the wrong allocations they (and misaligned tuples) make."""
+    from verilocc.fuzz import mutations
+
+    out: list[tuple[str, Module, str]] = []
     if misaligned:
         odd = permute(alloc.text, rng, alloc.assignment.values(), misalign=True)
         if odd != alloc.text and PROFILES[target].aligned:
-            mutant_modules.append(("misaligned", parse_module(odd, f"{target}-{seed}.misaligned.mir"),
-                                   "VGPR/AGPR tuples moved to odd registers"))
+            out.append(("misaligned", parse_module(odd, f"{target}-{seed}.misaligned.mir"),
+                        "VGPR/AGPR tuples moved to odd registers"))
     if mutants is None:
         names = sorted(mutations.OPERATORS)
     elif isinstance(mutants, int):
@@ -295,61 +316,87 @@ def check_example(
     for name in names:
         m = mutations.OPERATORS[name](post_ref, rng)
         if m is not None:
-            mutant_modules.append((f"mutant:{name}", m.module, m.description))
+            out.append((f"mutant:{name}", m.module, m.description))
+    return names, out
 
-    def judge(name: str, post: Module, text: str | None, description: str, correct: bool,
-              virtual: Module = pre, virtual_text: str = program.text, abi: str = "llvm21") -> None:
+
+def _check_llvm(judge: _Judge, program: Program, target: str, seed: int, names: list[str], rng: random.Random) -> None:
+    """LLVM's allocation of the program (sometimes under a budget that makes it spill), and its
+    mutants."""
+    from verilocc.fuzz import mutations
+
+    tight = rng.choice((None, ("amdgpu-num-vgpr", 16), ("amdgpu-num-sgpr", 12)))
+    llvm_pre = with_budget(program.text, *tight) if tight else program.text
+    llvm_post = llvm_allocation(llvm_pre, target, PROFILES[target].llc)
+    if llvm_post is None:
+        return
+    # The budget attribute does not change what the program computes.
+    virtual = parse_module(llvm_pre, f"{target}-{seed}.pre.mir")
+    post_llvm = parse_module(llvm_post, f"{target}-{seed}.llvm.mir")
+    abi = callee_abi(target)
+    judge("llvm", post_llvm, llvm_post, f"{PROFILES[target].llc}'s allocation"
+          + (f" with {tight[0]}={tight[1]}" if tight else ""),
+          correct=True, virtual=virtual, virtual_text=llvm_pre, abi=abi)
+    for name in names:  # LLVM's allocation, mutated: kill flags, spills and copies as llc writes them
+        m = mutations.OPERATORS[name](post_llvm, rng)
+        if m is not None:
+            judge(f"llvm-mutant:{name}", m.module, None, m.description, correct=False,
+                  virtual=virtual, virtual_text=llvm_pre, abi=abi)
+
+
+@dataclass
+class _Judge:
+    """The verifier's answer on each variant of one example, set against what the interpreter
+    says the variant computes; each answer is a `Variant` of `out`, each that is wrong a
+    `Disagreement`."""
+
+    out: Outcome
+    verify: Verify
+    pre: Module
+    pre_text: str
+    ins: list[dict[str, int]]
+    expected: list[Trace]
+    seed: int
+
+    def differs(self, post: Module | str, virtual: Module, exact: bool = False,
+                relies_on: frozenset[str] = frozenset(), abi: str = "llvm21") -> bool:
+        return runs_differ(post, virtual, self.ins, self.seed,
+                           self.expected if virtual is self.pre and abi == "llvm21" else None, exact, relies_on, abi)
+
+    def __call__(self, name: str, post: Module, text: str | None, description: str, correct: bool,
+                 virtual: Module | None = None, virtual_text: str | None = None, abi: str = "llvm21") -> None:
+        virtual = self.pre if virtual is None else virtual
         try:
-            answer = VerifierAnswer(*verify(post, virtual))
+            answer = VerifierAnswer(*self.verify(post, virtual))
         except InputError as e:  # the verifier's "bad input" answer: fine for a mutant
             answer = VerifierAnswer("ERROR", (str(e),))
         except Exception as e:  # noqa: BLE001 - a traceback is never an answer: report it
             answer = VerifierAnswer("CRASH", (f"{type(e).__name__}: {e}",))
         verdict, errors = answer.verdict, answer.errors
         # A VERIFIED variant is unsound only if the difference is real (see `runs_differ`).
-        diff = differs(post, virtual, exact=verdict == Verdict.VERIFIED.name, relies_on=answer.relies_on, abi=abi)
-        out.variants.append(Variant(name, verdict, diff, description, errors))
-        detail = description
-        if verdict == "CRASH" or (correct and verdict == "ERROR"):
-            kind = "crash"
-            detail = errors[0]
-        elif correct and diff:
-            kind = "oracle-bug"
-            detail = f"the interpreter says this allocation computes something else than the program ({verdict})"
-        elif diff and verdict == Verdict.VERIFIED.name:
-            kind = "unsound"
-        elif correct and verdict == Verdict.REJECTED.name:
-            kind = "false-rejection"
-            detail = "; ".join(errors[:3])
-        elif correct and verdict == Verdict.UNKNOWN.name:
-            kind = "unknown"
-        else:
-            return
-        out.disagreements.append(Disagreement(kind, name, verdict, detail, virtual_text,
-                                              text if text is not None else print_module(post)))
+        diff = self.differs(post, virtual, exact=verdict == Verdict.VERIFIED.name, relies_on=answer.relies_on, abi=abi)
+        self.out.variants.append(Variant(name, verdict, diff, description, errors))
+        wrong = _disagreement(verdict, errors, diff, correct, description)
+        if wrong is not None:
+            self.out.disagreements.append(Disagreement(
+                wrong[0], name, verdict, wrong[1], self.pre_text if virtual_text is None else virtual_text,
+                text if text is not None else print_module(post)))
 
-    for name, text, description in variants:
-        judge(name, parse_module(text, f"{target}-{seed}.{name}.mir"), text, description, correct=True)
-    if llvm:
-        tight = rng.choice((None, ("amdgpu-num-vgpr", 16), ("amdgpu-num-sgpr", 12)))
-        llvm_pre = with_budget(program.text, *tight) if tight else program.text
-        llvm_post = llvm_allocation(llvm_pre, target, PROFILES[target].llc)
-        if llvm_post is not None:  # the budget attribute does not change what the program computes
-            virtual = parse_module(llvm_pre, f"{target}-{seed}.pre.mir")
-            post_llvm = parse_module(llvm_post, f"{target}-{seed}.llvm.mir")
-            abi = callee_abi(target)
-            judge("llvm", post_llvm, llvm_post, f"{PROFILES[target].llc}'s allocation"
-                  + (f" with {tight[0]}={tight[1]}" if tight else ""),
-                  correct=True, virtual=virtual, virtual_text=llvm_pre, abi=abi)
-            for name in names:  # LLVM's allocation, mutated: kill flags, spills and copies as llc writes them
-                m = mutations.OPERATORS[name](post_llvm, rng)
-                if m is not None:
-                    judge(f"llvm-mutant:{name}", m.module, None, m.description, correct=False,
-                          virtual=virtual, virtual_text=llvm_pre, abi=abi)
-    for name, module, description in mutant_modules:
-        judge(name, module, None, description, correct=False)
-    out.seconds = time.perf_counter() - t0
-    return out
+
+def _disagreement(verdict: str, errors: tuple[str, ...], diff: bool, correct: bool,
+                  description: str) -> tuple[str, str] | None:
+    """(kind, detail) of a verdict that disagrees with the interpreter; None when it agrees."""
+    if verdict == "CRASH" or (correct and verdict == "ERROR"):
+        return "crash", errors[0]
+    if correct and diff:
+        return "oracle-bug", f"the interpreter says this allocation computes something else than the program ({verdict})"
+    if diff and verdict == Verdict.VERIFIED.name:
+        return "unsound", description
+    if correct and verdict == Verdict.REJECTED.name:
+        return "false-rejection", "; ".join(errors[:3])
+    if correct and verdict == Verdict.UNKNOWN.name:
+        return "unknown", description
+    return None
 
 
 def shrink(outcome: Outcome, dis: Disagreement, max_rounds: int = 20, **kw: object) -> Disagreement:

@@ -89,13 +89,23 @@ def _split(s: str | None) -> list[str] | None:
 
 
 def cmd_hunt(args: argparse.Namespace) -> int:
-    from verilocc.hunt import reduce as red
-    from verilocc.hunt.llvm import ALLOCATORS, LlvmError, installed
-    from verilocc.hunt.pairs import MODES
-    from verilocc.hunt.report import case_key, markdown, to_json, write_section
-    from verilocc.hunt.run import HuntConfig, retable, run_hunt
     from verilocc.hunt.triage import TriageError, read_triage
-    from verilocc.llc.text import write_if_changed
+
+    allocators, mir_allocators, modes = _checked_choices(args)
+    llvms = _llvms(args)
+    try:
+        triage = read_triage(args.triage)
+    except TriageError as e:
+        raise InputError(str(e), str(args.triage), 0, 0) from None
+    inputs, result, known = _hunt(args, llvms, allocators, mir_allocators, modes, triage)
+    return _write_tables(args, result, _reproducers(args, inputs, llvms, result, known))
+
+
+def _checked_choices(args: argparse.Namespace) -> tuple[list[str], list[str] | None, list[str]]:
+    """The allocators (for .ll inputs, and for MIR ones when given apart) and the modes asked
+    for; an `InputError` for a name not known, or fewer than one job."""
+    from verilocc.hunt.llvm import ALLOCATORS
+    from verilocc.hunt.pairs import MODES
 
     allocators = _split(args.regalloc) or (["greedy", "fast-O0"] if args.random else ["greedy"])
     mir_allocators = _split(args.mir_regalloc)
@@ -108,6 +118,13 @@ def cmd_hunt(args: argparse.Namespace) -> int:
             raise InputError(f"unknown mode '{m}' (choose from {', '.join(MODES)})", "--modes", 0, 0)
     if args.jobs < 1:
         raise InputError("--jobs must be at least 1", "--jobs", 0, 0)
+    return allocators, mir_allocators, modes
+
+
+def _llvms(args: argparse.Namespace) -> list[Any]:
+    """The installed llc-N of the versions asked for (--llvm, default all); notes on stderr."""
+    from verilocc.hunt.llvm import LlvmError, installed
+
     versions = None
     if args.llvm:
         try:
@@ -122,24 +139,37 @@ def cmd_hunt(args: argparse.Namespace) -> int:
         print(f"note: {n}", file=sys.stderr)
     if not llvms:
         raise InputError("no llc-N on PATH (apt-get install llvm-19)", "--llvm", 0, 0)
-    try:
-        triage = read_triage(args.triage)
-    except TriageError as e:
-        raise InputError(str(e), str(args.triage), 0, 0) from None
+    return llvms
+
+
+def _hunt(args: argparse.Namespace, llvms: list[Any], allocators: list[str], mir_allocators: list[str] | None,
+          modes: list[str], triage: Any) -> tuple[list[Any], Any, dict[tuple[str, ...], dict[str, Any]]]:
+    """(the inputs, the hunt's result, the reproducers of the hunt sorted again): a random hunt,
+    the given inputs' hunt, or (--retable) the finished hunt in --out sorted again."""
+    from verilocc.hunt.run import HuntConfig, retable, run_hunt
+
     targets = _split(args.targets)
     known: dict[tuple[str, ...], dict[str, Any]] = {}
     if args.random:
-        inputs, result, known = _random_hunt(args, llvms, targets, allocators, modes, triage)
+        return _random_hunt(args, llvms, targets, allocators, modes, triage)
+    inputs = _given_inputs(args, targets)
+    config = HuntConfig(inputs, llvms, targets, allocators, modes, args.out, args.jobs, args.llc_timeout,
+                        args.pair_timeout, triage, args.machine_verifier, mir_allocators)
+    if args.retable:
+        if not (args.out / "hunt.json").is_file():
+            raise InputError("no finished hunt here (hunt.json) to sort again", str(args.out), 0, 0)
+        result, known = retable(args.out, triage)
     else:
-        inputs = _given_inputs(args, targets)
-        config = HuntConfig(inputs, llvms, targets, allocators, modes, args.out, args.jobs, args.llc_timeout,
-                            args.pair_timeout, triage, args.machine_verifier, mir_allocators)
-        if args.retable:
-            if not (args.out / "hunt.json").is_file():
-                raise InputError("no finished hunt here (hunt.json) to sort again", str(args.out), 0, 0)
-            result, known = retable(args.out, triage)
-        else:
-            result = run_hunt(config, _log)
+        result = run_hunt(config, _log)
+    return inputs, result, known
+
+
+def _reproducers(args: argparse.Namespace, inputs: list[Any], llvms: list[Any], result: Any,
+                 known: dict[tuple[str, ...], dict[str, Any]]) -> dict[tuple[str, ...], dict[str, Any]]:
+    """Per (b) case, the commands that reproduce it (reduced with --reduce, the first of each
+    case), or those of the hunt sorted again."""
+    from verilocc.hunt import reduce as red
+    from verilocc.hunt.report import case_key
 
     by_name = {i.name: i for i in inputs}
     by_version = {str(l.version): l for l in llvms}
@@ -174,6 +204,14 @@ def cmd_hunt(args: argparse.Namespace) -> int:
                                                red.rewriter_instance(notes_of[key[:1] + key[2:]]),
                                                reduced.read_text(errors="replace"))
         reproducers[key] = rep
+    return reproducers
+
+
+def _write_tables(args: argparse.Namespace, result: Any, reproducers: dict[tuple[str, ...], dict[str, Any]]) -> int:
+    """The table (markdown and JSON) in --out and where --markdown and --json ask; the exit
+    code: 1 when there is a candidate LLVM bug."""
+    from verilocc.hunt.report import markdown, to_json, write_section
+    from verilocc.llc.text import write_if_changed
 
     command = args.command_name or "verilocc hunt " + " ".join(sys.argv[2:])
     md = markdown(result, command, reproducers)

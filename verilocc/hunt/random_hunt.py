@@ -56,7 +56,8 @@ class RandomPlan:
         parts = [VerifyCache(self.out / "verified").tool, repr(self.sources),
                  repr([(l.version, l.llc) for l in self.llvms]), repr(self.targets), repr(self.allocators),
                  repr(self.modes), repr((self.llc_timeout, self.pair_timeout, self.machine_verifier))]
-        for name in ("gpu_ir", "stress", "random_hunt", "pairs", "llvm"):  # what makes the inputs and pairs
+        # What makes the inputs and pairs.
+        for name in ("gpu_ir", "gpu_ir_writer", "gpu_ir_statements", "stress", "random_hunt", "pairs", "llvm"):
             parts.append(Path(__file__).with_name(f"{name}.py").read_text())
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 

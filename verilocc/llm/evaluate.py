@@ -60,7 +60,8 @@ from verilocc.llm.dataset import find_pairs, kernel_source
 from verilocc.llm.decode import propose_many
 from verilocc.llm.lm import LM
 from verilocc.llm.loop import run_loop, verify_regs
-from verilocc.llm.problem import AllocationProblem, build_problem, register_usage, single_function
+from verilocc.allocators.usage import register_usage
+from verilocc.llm.problem import AllocationProblem, build_problem, single_function
 from verilocc.mir.model import Module
 from verilocc.mir.parser import read_module
 from verilocc.rewrite.assignment import assignment_from_allocation

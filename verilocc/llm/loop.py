@@ -30,7 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from verilocc.allocators.problem import allocation_budget, start_waves
+from verilocc.allocators.colouring import start_waves
+from verilocc.allocators.problem import allocation_budget
 from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit
 from verilocc.rewrite.assignment import Assignment, materialise
 from verilocc.rewrite.finish import finish_for_llc
@@ -157,192 +158,273 @@ def run_loop(pre: Module, lm: LM | None, *, samples: int = 1, rounds: int = 3, c
     spill code (`coloured_spill_program`, which a colouring places; also when constrained
     decoding runs out of registers on a program that fits by pressure), and one with more
     spill code after a round in which decoding ran out of registers only where no such
-    program exists (where one does, the repair step allocates it). `floor`: a VERIFIED
-    proposal with fewer waves per SIMD than a first-fit allocation reaches goes to the repair
-    step, which puts occupancy first. `use_feedback`:
+    program exists (where one does, the repair step allocates it). `floor`: a VERIFIED proposal with fewer waves per SIMD than a first-fit
+    allocation reaches goes to the repair step, which puts occupancy first. `use_feedback`:
     off for the ablation that gives round 2 no findings (nor bans, nor kept lines). `use_bans`:
     the counterexample's bans and confined lines. `keep_rest`: after a counterexample, lines it
     does not blame keep their register. `first_greedy`: the first sample of
     each round is the model's most likely answer. `verify`: a `verify_regs` that caches
     verdicts (`verilocc eval`). `steer`: decoding keeps the first fit's waves
     (`verilocc.llm.decode`)."""
-    t0 = time.monotonic()
-    fn = single_function(pre)
-    target = function_target(fn, None, pre.file)
-    work_fn = fn if waves is None else with_waves(fn, waves)
-    margins = iter(SPILL_MARGINS)
-    spilled: Spilled | None = None
-    coloured = False  # a colouring places every value of the program (the SMT allocator's)
-    laddered = False  # the SMT allocator's spill ladders ran (`coloured_program`)
+    return _Loop(pre, lm, _LoopOptions(samples, rounds, constrained, repair, seed, timeout, temperature, over_budget,
+                                       waves, floor, spill, log, use_feedback, first_greedy, use_bans, keep_rest,
+                                       verify or verify_regs, steer)).run()
 
-    def coloured_program() -> bool:
+
+@dataclass(frozen=True)
+class _LoopOptions:
+    """`run_loop`'s keyword arguments (`verify`: `verify_regs` unless one was given)."""
+
+    samples: int
+    rounds: int
+    constrained: bool
+    repair: bool
+    seed: int
+    timeout: float
+    temperature: float
+    over_budget: bool
+    waves: int | None
+    floor: bool
+    spill: bool
+    log: Callable[[str], None]
+    use_feedback: bool
+    first_greedy: bool
+    use_bans: bool
+    keep_rest: bool
+    verify: Callable[..., tuple[Module, Report]]
+    steer: bool
+
+
+class _Loop:
+    """One run of the loop: the program the model allocates (with spill code once the spiller
+    wrote some), its problem and choice tables, what the rounds learnt (feedback, bans, kept
+    and confined lines, the best proposal so far) and the attempts made."""
+
+    def __init__(self, pre: Module, lm: LM | None, o: _LoopOptions) -> None:
+        self.t0 = time.monotonic()
+        self.pre, self.lm, self.o = pre, lm, o
+        self.fn = single_function(pre)
+        self.target = function_target(self.fn, None, pre.file)
+        self.work_fn = self.fn if o.waves is None else with_waves(self.fn, o.waves)
+        self.margins = iter(SPILL_MARGINS)
+        self.spilled: Spilled | None = None
+        self.coloured = False  # a colouring places every value of the program (the SMT allocator's)
+        self.laddered = False  # the SMT allocator's spill ladders ran (`coloured_program`)
+        self.stop = False  # no round left that could decode something else: the repair step next
+        self.respill()
+        self._new_problem()
+        self.problem.launch = function_launch(self.fn, self.target)  # the written file keeps the input's attributes
+        self.tables = ChoiceTables(self.problem) if lm is not None else None
+        if o.floor and o.repair and self.spilled is None and lm is not None:
+            # The floor is the better of the model's own first fits (`occupancy_caps`, set by the
+            # choice tables) and the SMT allocator's start, which the repair step reaches.
+            self.problem.floor_waves = max(self.problem.floor_waves, start_waves(self.fn, self.target, o.waves))
+        self.opts = Options(timeout_s=o.timeout, seed=o.seed)
+        self.attempts: list[Attempt] = []
+        self._forget()
+
+    def _new_problem(self) -> None:
+        """The problem of the program the model allocates now."""
+        self.work = dataclasses.replace(self.pre, functions=[self.work_fn])
+        self.problem = build_problem(self.work_fn, self.target)
+        self.problem.over_budget = self.o.over_budget
+
+    def _forget(self) -> None:
+        """No feedback, bans, kept or confined lines, nor best proposal: what a first round has."""
+        self.feedback = ""
+        self.bans: dict[VReg, list[PhysReg]] = {}
+        self.keep: dict[VReg, PhysReg] = {}
+        self.confine: set[VReg] = set()
+        self.best: tuple[int, Proposal] | None = None
+
+    def coloured_program(self) -> bool:
         """Take the program the SMT allocator's spill ladders colour (`coloured_spill_program`:
         the fewest spill instructions a first-fit or evicting colouring places in full, the
         budget filled before more is spilled), once; True when it replaces the current one."""
-        nonlocal spilled, work_fn, coloured, laddered
-        laddered = True
-        if not spill:
+        self.laddered = True
+        if not self.o.spill:
             return False
         from verilocc.allocators.optimal import coloured_spill_program
 
-        base = fn if waves is None else with_waves(fn, waves)
-        program = coloured_spill_program(base, target, allocation_budget(base, target))
+        base = self.fn if self.o.waves is None else with_waves(self.fn, self.o.waves)
+        program = coloured_spill_program(base, self.target, allocation_budget(base, self.target))
         if program is None:
             return False
-        coloured = True
+        self.coloured = True
         got = program[0]
         if not got.homes:
             return False  # the program without spill code colours: the current one
-        changed = spilled is None or spilled.fn is not got.fn
-        spilled, work_fn = got, got.fn
-        log(f"spill code (the SMT allocator's program): {got.describe()}")
+        changed = self.spilled is None or self.spilled.fn is not got.fn
+        self.spilled, self.work_fn = got, got.fn
+        self.o.log(f"spill code (the SMT allocator's program): {got.describe()}")
         return changed
 
-    def respill() -> bool:
+    def respill(self) -> bool:
         """Spill with the next margin; False when there is none or spilling is off."""
-        nonlocal spilled, work_fn, coloured
-        margin = next(margins, None)
-        if not spill or margin is None:
+        margin = next(self.margins, None)
+        if not self.o.spill or margin is None:
             return False
-        base = fn if waves is None else with_waves(fn, waves)
+        base = self.fn if self.o.waves is None else with_waves(self.fn, self.o.waves)
         try:
-            got = spill_to_fit(base, target, allocation_budget(base, target), margin)
+            got = spill_to_fit(base, self.target, allocation_budget(base, self.target), margin)
         except CannotSpill as e:
-            log(f"spilling: {e}")
+            self.o.log(f"spilling: {e}")
             return False
         if not got.homes:
             return margin == 0
-        if margin == 0 and not laddered and coloured_program():
+        if margin == 0 and not self.laddered and self.coloured_program():
             return True
-        coloured = False
-        spilled, work_fn = got, got.fn
-        log(f"spill code ({margin} register(s) below the budget): {got.describe()}")
+        self.coloured = False
+        self.spilled, self.work_fn = got, got.fn
+        self.o.log(f"spill code ({margin} register(s) below the budget): {got.describe()}")
         return True
 
-    respill()
-    work = dataclasses.replace(pre, functions=[work_fn])
-    problem = build_problem(work_fn, target)
-    problem.over_budget = over_budget
-    problem.launch = function_launch(fn, target)  # the written file keeps the input's attributes
-    tables = ChoiceTables(problem) if lm is not None else None
-    if floor and repair and spilled is None and lm is not None:
-        # The floor is the better of the model's own first fits (`occupancy_caps`, set by the
-        # choice tables) and the SMT allocator's start, which the repair step reaches.
-        problem.floor_waves = max(problem.floor_waves, start_waves(fn, target, waves))
-    verify = verify or verify_regs  # `verilocc eval` passes one that caches verdicts
-    opts = Options(timeout_s=timeout, seed=seed)
-    attempts: list[Attempt] = []
-    feedback = ""
-    bans: dict[VReg, list[PhysReg]] = {}
-    keep: dict[VReg, PhysReg] = {}
-    confine: set[VReg] = set()
-    best: tuple[int, Proposal] | None = None
+    def done(self, post: Module, regs: dict[VReg, PhysReg], how: str, usage: dict[str, int]) -> LoopResult:
+        return LoopResult(True, post, regs, self.attempts, how, usage, time.monotonic() - self.t0, self.problem,
+                          self.spilled)
 
-    def done(post: Module, regs: dict[VReg, PhysReg], how: str, usage: dict[str, int]) -> LoopResult:
-        return LoopResult(True, post, regs, attempts, how, usage, time.monotonic() - t0, problem, spilled)
+    def run(self) -> LoopResult:
+        for r in range(self.o.rounds if self.lm is not None else 0):
+            found = self._round(r)
+            if found is not None:
+                return found
+            if self.stop:
+                break
+        return self._give_up()
 
-    for r in range(rounds if lm is not None else 0):
+    def _round(self, r: int) -> LoopResult | None:
+        """Round `r`: its samples decoded and verified; the result when one is accepted, else
+        what the round teaches the next (or more spill code when every sample ran out of
+        registers)."""
+        o = self.o
         round_best: tuple[int, Proposal, Report] | None = None
         dead_ends = 0
         t1 = time.monotonic()
-        props = propose_many(lm, problem, samples=samples, constrained=constrained, feedback=feedback,  # type: ignore[arg-type]
-                             bans=bans, temperature=temperature, seed=round_seed(seed, r),
-                             tables=tables, greedy_first=first_greedy, keep=keep,
-                             confine=confine, steer=steer)
-        decode_seconds = (time.monotonic() - t1) / samples
+        props = propose_many(self.lm, self.problem, samples=o.samples, constrained=o.constrained,  # type: ignore[arg-type]
+                             feedback=self.feedback, bans=self.bans, temperature=o.temperature,
+                             seed=round_seed(o.seed, r), tables=self.tables, greedy_first=o.first_greedy,
+                             keep=self.keep, confine=self.confine, steer=o.steer)
+        decode_seconds = (time.monotonic() - t1) / o.samples
         for s, prop in enumerate(props):
-            t1 = time.monotonic() - decode_seconds
-            head = prompt_head(problem, feedback)
-            if prop.steered_from is not None:
-                log(f"round {r + 1} sample {s + 1}: decoding steered from line {prop.steered_from + 1} to keep the "
-                    f"waves/SIMD of a first fit ({prop.overridden} line(s) not the model's first answer)")
-            if prop.dead_end is not None:
+            tried = self._try(r, s, prop, time.monotonic() - decode_seconds)
+            if tried is None:
                 dead_ends += 1
-                attempts.append(Attempt(r, s, head, prop.text, "DEAD-END", 1, time.monotonic() - t1,
-                                        kept=_kept(prop, keep), confined=len(confine)))
-                log(f"round {r + 1} sample {s + 1}: constrained decoding stopped: {prop.dead_end}")
                 continue
-            post, report = verify(work, problem, prop.regs, prop.findings, opts, reference=pre)
-            errors = sum(1 for f in report.findings if f.severity == "error")
-            attempts.append(Attempt(r, s, head, prop.text, report.verdict.value, errors, time.monotonic() - t1,
-                                    list(report.findings), feedback_read=reads_feedback(lm) or not feedback,  # type: ignore[arg-type]
-                                    kept=_kept(prop, keep), confined=len(confine)))
-            log(f"round {r + 1} sample {s + 1}: {report.verdict.value} ({errors} error(s), "
-                f"{time.monotonic() - t1:.1f}s)")
-            if report.verdict is Verdict.VERIFIED and (over_budget or not _over_budget(report)):
-                usage = problem.usage(prop.regs)
-                how = f"VERIFIED in round {r + 1}, sample {s + 1}"
-                if repair and floor and usage["waves"] < problem.floor_waves:
-                    raised = _repair(fn, target, prop.regs, timeout, seed, waves, floor, spill)
-                    if not isinstance(raised, str) and raised.usage.get("waves", 0) > usage["waves"]:
-                        assert raised.function is not None
-                        attempts.append(Attempt(r, s, "", "", "REPAIR-VERIFIED", 0, raised.seconds))
-                        log(f"repair step: {raised.usage['waves']} waves/SIMD instead of the proposal's {usage['waves']}")
-                        return done(_module_of(pre, raised.function), dict(raised.assignment),
-                                    how + f"; occupancy raised by the SMT repair step ({raised.status})", raised.usage)
-                    how += (f"; {usage['waves']} waves/SIMD, fewer than the {problem.floor_waves} a first-fit "
-                            "allocation reaches (the repair step could not raise it)")
-                return done(post, prop.regs, how, usage)
+            post, report, errors = tried
+            if report.verdict is Verdict.VERIFIED and (o.over_budget or not _over_budget(report)):
+                return self._accept(r, s, prop, post)
             if report.verdict is Verdict.VERIFIED:
-                log(f"round {r + 1} sample {s + 1}: VERIFIED but beyond the registers the function's attributes "
-                    "request (llc-19 reserves them); not accepted without --over-budget")
+                o.log(f"round {r + 1} sample {s + 1}: VERIFIED but beyond the registers the function's attributes "
+                      "request (llc-19 reserves them); not accepted without --over-budget")
             if round_best is None or errors < round_best[0]:
                 round_best = (errors, prop, report)
-        renewed = dead_ends == samples and constrained and not laddered and coloured_program()
-        if dead_ends == samples and constrained and coloured and repair and not renewed:
+        stuck = dead_ends == o.samples and o.constrained
+        renewed = stuck and not self.laddered and self.coloured_program()
+        if stuck and self.coloured and o.repair and not renewed:
             # A colouring places every value of this program: the repair step allocates it
             # rather than more spill code than it needs.
-            log(f"round {r + 1}: constrained decoding ran out of registers on a program a colouring places; "
-                "the repair step allocates it")
-            break
-        if renewed or dead_ends == samples and constrained and respill():
+            o.log(f"round {r + 1}: constrained decoding ran out of registers on a program a colouring places; "
+                  "the repair step allocates it")
+            self.stop = True
+        elif renewed or stuck and self.respill():
             # Constrained decoding ran out of registers: the next round allocates the program
             # with more spill code (its registers have new numbers: feedback starts afresh).
-            work = dataclasses.replace(pre, functions=[work_fn])
-            problem = build_problem(work_fn, target)
-            problem.over_budget = over_budget
-            tables = ChoiceTables(problem)
-            feedback, bans, keep, confine, best = "", {}, {}, set(), None
-            continue
-        if dead_ends == samples and samples == 1 and first_greedy and not feedback and repair:
+            self._new_problem()
+            self.tables = ChoiceTables(self.problem)
+            self._forget()
+        elif stuck and o.samples == 1 and o.first_greedy and not self.feedback and o.repair:
             # The same program, no findings to act on: the next round would decode the same
             # dead end (its one sample is the model's most likely answer).
-            log(f"round {r + 1}: no other program to allocate; the repair step allocates this one")
-            break
-        if round_best is not None:
-            errors, prop, report = round_best
-            if best is None or errors <= best[0]:
-                best = (errors, prop)
-            if not use_feedback:
-                continue
-            feedback = render_feedback(report, rename=lambda m: rename_text(m, problem))
-            if use_bans:
-                bans_from(report, problem, prop.regs, bans)
-                confine |= confined_from(report, problem)
-            if keep_rest:
-                keep = kept_regs(report, problem, prop.regs)
-            if keep_rest and r + 1 < rounds:
-                log(f"round {r + 2}: {len(keep)} of {len(problem.order)} line(s) keep their register; "
-                    f"the model decides the other {len(problem.order) - len(keep)}")
-    why = "no VERIFIED proposal in " + (f"{rounds} round(s) of {samples} sample(s)" if lm is not None else "0 rounds")
-    dead = [a for a in attempts if a.verdict == "DEAD-END"]
-    if dead and len(dead) == len(attempts):
-        why += ("; constrained decoding ran out of registers (the function needs "
-                + ("more spill code than the spiller wrote" if spill else "spill code, and --no-spill is set")
-                + ("" if over_budget else " within the registers its attributes request") + ")")
-    if repair:
-        t1 = time.monotonic()
-        got = _repair(fn, target, best[1].regs if best else {}, timeout, seed, waves, floor, spill)
-        if isinstance(got, str):
-            attempts.append(Attempt(rounds, 0, "", "", "REPAIR-UNAVAILABLE", 0, time.monotonic() - t1))
-            why += f"; repair: {got}"
-        else:
-            assert got.function is not None
-            attempts.append(Attempt(rounds, 0, "", "", "REPAIR-VERIFIED", 0, time.monotonic() - t1))
-            spilled = got.spilled
-            return done(_module_of(pre, got.function), dict(got.assignment),
-                        f"VERIFIED after the SMT repair step ({got.status})", got.usage)
-    return LoopResult(False, None, {}, attempts, why, {}, time.monotonic() - t0, problem, spilled)
+            o.log(f"round {r + 1}: no other program to allocate; the repair step allocates this one")
+            self.stop = True
+        elif round_best is not None:
+            self._learn(r, *round_best)
+        return None
+
+    def _try(self, r: int, s: int, prop: Proposal, t1: float) -> tuple[Module, Report, int] | None:
+        """Verify sample `s` of round `r` (decoding started at `t1`) and record the attempt:
+        (the allocated module, the report, its errors), None when decoding reached a dead end."""
+        o = self.o
+        head = prompt_head(self.problem, self.feedback)
+        if prop.steered_from is not None:
+            o.log(f"round {r + 1} sample {s + 1}: decoding steered from line {prop.steered_from + 1} to keep the "
+                  f"waves/SIMD of a first fit ({prop.overridden} line(s) not the model's first answer)")
+        if prop.dead_end is not None:
+            self.attempts.append(Attempt(r, s, head, prop.text, "DEAD-END", 1, time.monotonic() - t1,
+                                         kept=_kept(prop, self.keep), confined=len(self.confine)))
+            o.log(f"round {r + 1} sample {s + 1}: constrained decoding stopped: {prop.dead_end}")
+            return None
+        post, report = o.verify(self.work, self.problem, prop.regs, prop.findings, self.opts, reference=self.pre)
+        errors = sum(1 for f in report.findings if f.severity == "error")
+        self.attempts.append(Attempt(r, s, head, prop.text, report.verdict.value, errors, time.monotonic() - t1,
+                                     list(report.findings),
+                                     feedback_read=reads_feedback(self.lm) or not self.feedback,  # type: ignore[arg-type]
+                                     kept=_kept(prop, self.keep), confined=len(self.confine)))
+        o.log(f"round {r + 1} sample {s + 1}: {report.verdict.value} ({errors} error(s), "
+              f"{time.monotonic() - t1:.1f}s)")
+        return post, report, errors
+
+    def _accept(self, r: int, s: int, prop: Proposal, post: Module) -> LoopResult:
+        """A VERIFIED proposal within the budget: the result, or the repair step's when the
+        proposal has fewer waves than the floor and the repair step raises them."""
+        o, problem = self.o, self.problem
+        usage = problem.usage(prop.regs)
+        how = f"VERIFIED in round {r + 1}, sample {s + 1}"
+        if o.repair and o.floor and usage["waves"] < problem.floor_waves:
+            raised = _repair(self.fn, self.target, prop.regs, o.timeout, o.seed, o.waves, o.floor, o.spill)
+            if not isinstance(raised, str) and raised.usage.get("waves", 0) > usage["waves"]:
+                assert raised.function is not None
+                self.attempts.append(Attempt(r, s, "", "", "REPAIR-VERIFIED", 0, raised.seconds))
+                o.log(f"repair step: {raised.usage['waves']} waves/SIMD instead of the proposal's {usage['waves']}")
+                return self.done(_module_of(self.pre, raised.function), dict(raised.assignment),
+                                 how + f"; occupancy raised by the SMT repair step ({raised.status})", raised.usage)
+            how += (f"; {usage['waves']} waves/SIMD, fewer than the {problem.floor_waves} a first-fit "
+                    "allocation reaches (the repair step could not raise it)")
+        return self.done(post, prop.regs, how, usage)
+
+    def _learn(self, r: int, errors: int, prop: Proposal, report: Report) -> None:
+        """What round `r`'s best proposal teaches the next round: its findings as feedback,
+        bans and confined lines, and the lines it does not blame kept."""
+        o, problem = self.o, self.problem
+        if self.best is None or errors <= self.best[0]:
+            self.best = (errors, prop)
+        if not o.use_feedback:
+            return
+        self.feedback = render_feedback(report, rename=lambda m: rename_text(m, problem))
+        if o.use_bans:
+            bans_from(report, problem, prop.regs, self.bans)
+            self.confine |= confined_from(report, problem)
+        if o.keep_rest:
+            self.keep = kept_regs(report, problem, prop.regs)
+        if o.keep_rest and r + 1 < o.rounds:
+            o.log(f"round {r + 2}: {len(self.keep)} of {len(problem.order)} line(s) keep their register; "
+                  f"the model decides the other {len(problem.order) - len(self.keep)}")
+
+    def _give_up(self) -> LoopResult:
+        """No proposal accepted: the repair step's allocation from the best proposal, else why
+        there is none."""
+        o = self.o
+        why = "no VERIFIED proposal in " + (f"{o.rounds} round(s) of {o.samples} sample(s)" if self.lm is not None
+                                            else "0 rounds")
+        dead = [a for a in self.attempts if a.verdict == "DEAD-END"]
+        if dead and len(dead) == len(self.attempts):
+            why += ("; constrained decoding ran out of registers (the function needs "
+                    + ("more spill code than the spiller wrote" if o.spill else "spill code, and --no-spill is set")
+                    + ("" if o.over_budget else " within the registers its attributes request") + ")")
+        if o.repair:
+            t1 = time.monotonic()
+            got = _repair(self.fn, self.target, self.best[1].regs if self.best else {}, o.timeout, o.seed, o.waves,
+                          o.floor, o.spill)
+            if isinstance(got, str):
+                self.attempts.append(Attempt(o.rounds, 0, "", "", "REPAIR-UNAVAILABLE", 0, time.monotonic() - t1))
+                why += f"; repair: {got}"
+            else:
+                assert got.function is not None
+                self.attempts.append(Attempt(o.rounds, 0, "", "", "REPAIR-VERIFIED", 0, time.monotonic() - t1))
+                self.spilled = got.spilled
+                return self.done(_module_of(self.pre, got.function), dict(got.assignment),
+                                 f"VERIFIED after the SMT repair step ({got.status})", got.usage)
+        return LoopResult(False, None, {}, self.attempts, why, {}, time.monotonic() - self.t0, self.problem, self.spilled)
 
 
 #: Margins below the budget (registers) the model loop's spill code aims for, one per try.

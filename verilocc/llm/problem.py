@@ -18,19 +18,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from verilocc.analysis.calls import expand_calls, sgpr_striped
-from verilocc.analysis.cfg import build_cfg
-from verilocc.analysis.interference import FixedUnits, VirtualLanes, interferences
+from verilocc.allocators.problem import FunctionFacts, read_function
+from verilocc.allocators.usage import register_usage
+from verilocc.analysis.interference import FixedUnits, Interference, VirtualLanes
 from verilocc.analysis.intervals import live_intervals, slot_numbers
-from verilocc.analysis.liveness import compute_liveness
-from verilocc.allocators.problem import allocation_limits
-from verilocc.analysis.operands import VReg, vreg_classes
+from verilocc.analysis.liveness import Liveness
+from verilocc.analysis.operands import VReg
 from verilocc.errors import InputError
 from verilocc.mir.model import Function, Module
 from verilocc.target import PhysReg, RegisterClass, Target, parse_physreg
-from verilocc.target.limits import Limits, register_problem
+from verilocc.target.limits import Limits
 from verilocc.target.registers import RegFile
-from verilocc.target.waves import Launch, function_launch, waves_per_simd
+from verilocc.target.waves import Launch, function_launch
 
 
 @dataclass(frozen=True)
@@ -159,55 +158,66 @@ def _bits(mask: int) -> list[int]:
     return [s for s in range(mask.bit_length()) if mask >> s & 1]
 
 
-def register_usage(fn: Function, target: Target, extra: Iterable[PhysReg] = (),
-                   launch: Launch | None = None) -> dict[str, int]:
-    """VGPRs, AGPRs and SGPRs used (highest register number + 1 per file, as llc's
-    NumVgprs/NumAgprs; SGPRs plus the target's VCC/FLAT_SCRATCH/XNACK reservation) and the
-    waves per SIMD llc gives them (`verilocc.target.waves.waves_per_simd`, with the LDS,
-    work-group size and amdgpu-waves-per-eu of `launch`, by default those of `fn`), for the
-    physical registers of `fn` plus `extra`."""
-    top = {RegFile.VGPR: 0, RegFile.AGPR: 0, RegFile.SGPR: 0}
-    regs: list[PhysReg] = list(extra)
-    for b in fn.blocks:
-        for ins in b.instructions:
-            for op in ins.operands:
-                if op.kind == "reg" and op.phys:
-                    try:
-                        regs.append(parse_physreg(op.phys))
-                    except Exception:  # noqa: BLE001 - an unknown name is the verifier's business
-                        continue
-    for r in regs:
-        if r.file in top:
-            top[r.file] = max(top[r.file], r.index + max(1, r.width32))
-    sgprs = top[RegFile.SGPR] + target.reserved_num_sgprs()
-    waves = waves_per_simd(target, launch or function_launch(fn, target), top[RegFile.VGPR], top[RegFile.AGPR], sgprs)
-    return {"vgpr": top[RegFile.VGPR], "agpr": top[RegFile.AGPR], "sgpr": top[RegFile.SGPR], "waves": waves}
-
-
 def single_function(module: Module) -> Function:
     if len(module.functions) != 1:
         raise InputError(f"expected one function per file, found {len(module.functions)}", module.file, 1, 1)
     return module.functions[0]
 
 
-def build_problem(fn: Function, target: Target) -> AllocationProblem:
-    # Calls clobber what their register masks do not preserve, as the verifier reads them; the
-    # problem keeps the function as written (what a callee clobbers is not this function's usage).
-    original = fn
-    fn = expand_calls(fn, target, sgpr_striped(fn))
-    classes = vreg_classes(fn)
-    cfg = build_cfg(fn)
-    liveness = compute_liveness(fn, cfg, classes)
-    limits = allocation_limits(original, target)  # LLVM's VGPR/AGPR split: llc reserves the rest
+def build_problem(fn: Function, target: Target, facts: FunctionFacts | None = None) -> AllocationProblem:
+    """The model's problem of `fn`, read from the facts every strategy reads
+    (`verilocc.allocators.problem.FunctionFacts`): its calls expanded, liveness, COPY partners,
+    register pools and the interference relation. `facts`: those of `fn` when made already."""
+    facts = facts or read_function(fn, target)
+    liveness = facts.liveness
+    limits = facts.limits  # LLVM's VGPR/AGPR split: llc reserves the rest
     numbers = slot_numbers(liveness)
     intervals = live_intervals(liveness)
-    blocks = {b.number: b for b in fn.blocks}
+    first_def, first_use, reads = _first_operands(facts.called, liveness, numbers)
+    big = 1 << 30
+    # Registers the `registers:` table declares but no instruction names (LLVM keeps
+    # `vreg_1` entries SILowerI1Copies emptied, a class without physical registers) are not
+    # allocated.
+    order = sorted((v for v in facts.classes if v in first_def or v in first_use),
+                   key=lambda v: (first_def.get(v, big), first_use.get(v, big), str(v)))
+    copies = _copy_partners(facts)
+    pools: dict[str, tuple[tuple[PhysReg, ...], tuple[PhysReg, ...]]] = {}
+    info: dict[VReg, VRegInfo] = {}
+    for v in order:
+        cls = facts.classes[v]
+        iv = intervals.get(v)
+        start = iv.start // 2 if iv else first_def.get(v, first_use.get(v, 0))
+        end = (iv.end + 1) // 2 if iv else start + 1
+        if cls.name not in pools:
+            pools[cls.name] = _pools(facts, cls, limits)
+        info[v] = VRegInfo(v, cls, *pools[cls.name], start, end, copies=copies[v])
+        at = first_def.get(v)
+        if at is not None:
+            info[v].dying = [w for w in reads.get(at, []) if w != v and w in intervals
+                             and intervals[w].live_at(2 * at) and not intervals[w].live_at(2 * at + 1)]
+    _add_conflicts(info, facts.interferences())
+    return AllocationProblem(fn, target, limits, order, info, launch=function_launch(fn, target))
 
+
+def _pools(facts: FunctionFacts, cls: RegisterClass, limits: Limits) -> tuple[tuple[PhysReg, ...], tuple[PhysReg, ...]]:
+    """The registers of `cls` within the hard `limits`, and those also within what the
+    function's attributes request (`limits.hint`)."""
+    hard = facts.pool(cls, limits)
+    if limits.hint is None:
+        return hard, hard
+    requested = set(facts.pool(cls, limits.hint))
+    return hard, tuple(m for m in hard if m in requested)
+
+
+def _first_operands(fn: Function, liveness: Liveness, numbers: Mapping[tuple[int, int], int]
+                    ) -> tuple[dict[VReg, int], dict[VReg, int], dict[int, list[VReg]]]:
+    """Per virtual register the instruction number of its first def and of its first use, and
+    per instruction number the virtual registers it reads."""
+    blocks = {b.number: b for b in fn.blocks}
     first_def: dict[VReg, int] = {}
     first_use: dict[VReg, int] = {}
-    reads: dict[int, list[VReg]] = {}  # instruction number -> virtual registers it reads
-    copies: dict[VReg, list[VReg | PhysReg]] = {v: [] for v in classes}
-    for b in cfg.order:
+    reads: dict[int, list[VReg]] = {}
+    for b in liveness.cfg.order:
         for idx, ins in enumerate(blocks[b].instructions):
             n = numbers[(b, idx)]
             for op in ins.operands:
@@ -215,60 +225,40 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
                     (first_def if op.is_def else first_use).setdefault(op.vreg, n)
                     if not op.is_def and op.vreg not in reads.setdefault(n, []):
                         reads[n].append(op.vreg)
-            if ins.opcode == "COPY":
-                regs = ins.explicit_regs
-                if len(regs) == 2 and not regs[0].subreg and not regs[1].subreg:
-                    a, c = regs
-                    for x, y in ((a, c), (c, a)):
-                        if x.vreg is not None and x.vreg in copies:
-                            if y.vreg is not None:
-                                copies[x.vreg].append(y.vreg)
-                            elif y.phys:
-                                try:
-                                    copies[x.vreg].append(parse_physreg(y.phys))
-                                except Exception:  # noqa: BLE001
-                                    pass
-    big = 1 << 30
-    # Registers the `registers:` table declares but no instruction names (LLVM keeps
-    # `vreg_1` entries SILowerI1Copies emptied, a class without physical registers) are not
-    # allocated.
-    order = sorted((v for v in classes if v in first_def or v in first_use),
-                   key=lambda v: (first_def.get(v, big), first_use.get(v, big), str(v)))
+    return first_def, first_use, reads
 
-    pool_cache: dict[str, tuple[tuple[PhysReg, ...], tuple[PhysReg, ...]]] = {}
-    info: dict[VReg, VRegInfo] = {}
-    for v in order:
-        cls = classes[v]
-        if cls.name not in pool_cache:
-            members = cls.members(target)
-            hard = tuple(m for m in members if register_problem(m, cls, target, limits) is None)
-            hint = limits.hint or limits
-            soft = tuple(m for m in hard if register_problem(m, cls, target, hint) is None)
-            pool_cache[cls.name] = (hard, soft)
-        hard, soft = pool_cache[cls.name]
-        iv = intervals.get(v)
-        start = iv.start // 2 if iv else first_def.get(v, first_use.get(v, 0))
-        end = (iv.end + 1) // 2 if iv else start + 1
-        info[v] = VRegInfo(v, cls, hard, soft, start, end, copies=copies[v])
-        at = first_def.get(v)
-        if at is not None:
-            info[v].dying = [w for w in reads.get(at, []) if w != v and w in intervals
-                             and intervals[w].live_at(2 * at) and not intervals[w].live_at(2 * at + 1)]
 
+def _copy_partners(facts: FunctionFacts) -> dict[VReg, list[VReg | PhysReg]]:
+    """Per virtual register the registers whole-register COPYs copy it from or to, in program
+    order."""
+    copies: dict[VReg, list[VReg | PhysReg]] = {v: [] for v in facts.classes}
+    for a, c in facts.copies:
+        if a.subreg or c.subreg:
+            continue
+        for x, y in ((a, c), (c, a)):
+            if x.vreg is not None and x.vreg in copies:
+                if y.vreg is not None:
+                    copies[x.vreg].append(y.vreg)
+                elif y.phys:
+                    try:
+                        copies[x.vreg].append(parse_physreg(y.phys))
+                    except Exception:  # noqa: BLE001
+                        pass
+    return copies
+
+
+def _add_conflicts(info: dict[VReg, VRegInfo], facts: Iterable[Interference]) -> None:
+    """The interference relation in the model's terms: conflicts between virtual registers
+    (each pair once), fixed units (merged per slot mask) and the copied lanes of COPYs."""
     seen: set[tuple[VReg, VReg, int, int]] = set()
-
-    def pair(a: VReg, am: int, c: VReg, cm: int) -> None:
-        if a == c or (a, c, am, cm) in seen:
-            return
-        seen.add((a, c, am, cm))
-        info[a].conflicts.append((c, am, cm))
-        info[c].conflicts.append((a, cm, am))
-
-    for fact in interferences(fn, liveness):
+    for fact in facts:
         d, o, ident = fact.defined, fact.other, fact.identity
         if isinstance(d, VirtualLanes) and isinstance(o, VirtualLanes):
             if ident is None:
-                pair(d.vreg, d.slots, o.vreg, o.slots)
+                if d.vreg != o.vreg and (d.vreg, o.vreg, d.slots, o.slots) not in seen:
+                    seen.add((d.vreg, o.vreg, d.slots, o.slots))
+                    info[d.vreg].conflicts.append((o.vreg, d.slots, o.slots))
+                    info[o.vreg].conflicts.append((d.vreg, o.slots, d.slots))
             else:
                 info[d.vreg].copy_conflicts.append(CopyConflict(o.vreg, d.slots, o.slots, ident))
                 info[o.vreg].copy_conflicts.append(CopyConflict(d.vreg, o.slots, d.slots, (ident[1], ident[0])))
@@ -279,9 +269,8 @@ def build_problem(fn: Function, target: Target) -> AllocationProblem:
                 info[o.vreg].fixed.append((o.slots, d.units))
             else:
                 info[o.vreg].copy_conflicts.append(CopyConflict(None, o.slots, 0, (ident[1], ident[0]), d.units))
-    for iv2 in info.values():  # merge fixed units per mask: fewer entries to test
+    for iv in info.values():  # merge fixed units per mask: fewer entries to test
         merged: dict[int, set[int]] = {}
-        for m, units in iv2.fixed:
+        for m, units in iv.fixed:
             merged.setdefault(m, set()).update(units)
-        iv2.fixed = [(m, frozenset(u)) for m, u in sorted(merged.items())]
-    return AllocationProblem(original, target, limits, order, info, launch=function_launch(original, target))
+        iv.fixed = [(m, frozenset(u)) for m, u in sorted(merged.items())]

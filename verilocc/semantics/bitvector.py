@@ -351,8 +351,14 @@ def unselected_slots(ins: Instruction, position: int, observed: dict[str, int] |
     return frozenset(s for c in (0, 1) if c not in read for s in (2 * c, 2 * c + 1))
 
 
+#: z3 resource units a discharge may use (`ignores_slots`), counted alike on every machine and
+#: under any load, so the verdict is the same everywhere: about 2 s of z3 here. A tenth of it
+#: gives the same verdicts on the findings snapshot (docs/measurements.md).
+DISCHARGE_RLIMIT = 5_000_000
+
+
 def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits: dict[int, int],
-                  timeout_ms: int = 2000, observed: dict[str, int] | None = None) -> bool | None:
+                  timeout_ms: int = 30_000, observed: dict[str, int] | None = None) -> bool | None:
     """Whether the results of `ins` are the same for every value of the 16-bit `slots` of the
     input at operand `position`, every other input held fixed. True: proved (unsat), or the
     slots are a packed component no result selects (`unselected_slots`, without a solver);
@@ -402,6 +408,9 @@ def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits:
     if not live:
         return False
     solver = z3.Solver()
+    # The resource limit decides (z3 counts it alike on every machine, so the answer does not
+    # depend on the load); the time limit is only a safety net.
+    solver.set("rlimit", DISCHARGE_RLIMIT)
     solver.set("timeout", timeout_ms)
     differs = []
     for name in sorted(live):

@@ -483,6 +483,8 @@ class _BlockRun:
                 f"{self.eq.vf.tag_name(t)}")
 
     def close(self, exit_states: dict[int, State], succs: list[int], last: Instruction | None, post_index: int) -> None:
+        """The obligations at the block's end: its side effects agree, and on each edge the
+        relation assumed at the successor's entry holds (locations, recipes, lanes of VGPRs)."""
         line = last.line if last is not None else 0
         place = Place(self.eq.post.file, self.eq.post.name, self.b, post_index, line)
         self.eq.oblige(place, f"side effects of bb.{self.b} agree", [self.ptoken], [self.qtoken])
@@ -491,126 +493,136 @@ class _BlockRun:
             target = exit_states.get(s)
             if target is None or out is None:
                 continue
-            locs = set(target.locs) | set(self.entry.locs) | self.written
-            # `pget(t) == qget(loc)` for each defined tag t that loc holds at s's entry. Most
-            # pairs are untouched by the block: the allocated program did not write loc, the
-            # virtual program did not redefine t, and `qget(loc)` would be `pentry_value(t)`
-            # (`entry_alike`). Their two sides are one term, so they are counted as discharged
-            # by identity without making it. The memos of `pget` and `qget` are read inline.
-            eq, pget, qget = self.eq, self.pget, self.qget
-            pv_set, undef_tags, q_set, written = self.pv, self.undef_tags, self.qv, self.written
-            out_defined, out_undef_fixed, held = out.defined, out.undef_fixed, target.locs
             # An obligation whose two terms an earlier one of this edge already pairs is that
             # one again (a location holding many tags known equal: one per tag): counted, and
             # left to the first (which has this place too, so a failure reads the same).
             paired: set[tuple[int, int]] = set()
-            # Locations holding the same tags (a value copied to many places, each place
-            # holding every tag known equal to it) ask the same questions: (tags, alike) ->
-            # the allocated value the first one compared with (None: none was needed), and
-            # how many of its obligations were identical and how many not. Another location
-            # with that value again makes the same obligations, the second time each: the
-            # identical ones counted as such, the others repeats of obligations `paired` holds.
-            asked: dict[tuple[frozenset[Tag], frozenset[Tag]], tuple[Any, int, int]] = {}
-            for loc in sorted_by_repr(locs):
-                if isinstance(loc, tuple) and loc[0] != "slot":
-                    continue
-                tags = held.get(loc)
-                if tags is None:
-                    tags = untouched(loc)
-                alike = self.entry_alike(loc) if loc not in written else frozenset()
-                before = asked.get((tags, alike))
-                if before is not None:
-                    q_first, same, other = before
-                    qv = None
-                    if q_first is not None:
-                        qv = q_set.get(loc)
-                        if qv is None:
-                            qv = qget(loc)
-                    if qv is q_first:
-                        eq.made += same + other
-                        eq.identical += same
-                        eq.repeated += other
-                        continue
-                q_first, same, other = None, 0, 0
-                for t in by_repr(tags):
-                    if not ((t[0] == "$" and t not in out_undef_fixed) or t in out_defined):
-                        continue
-                    pv = pv_set.get(t)
-                    if pv is None:
-                        if t in alike and t not in undef_tags:
-                            eq.made += 1
-                            eq.identical += 1
-                            same += 1
-                            continue
-                        pv = pget(t)
-                        if pv is None:
-                            continue
+            self._edge_locations(place, s, target, out, paired)
+            self._edge_recipes(place, s, target, out)
+            self._edge_lanes(place, s, target, out, paired)
+
+    def _edge_locations(self, place: Place, s: int, target: State, out: State, paired: set[tuple[int, int]]) -> None:
+        locs = set(target.locs) | set(self.entry.locs) | self.written
+        # `pget(t) == qget(loc)` for each defined tag t that loc holds at s's entry. Most
+        # pairs are untouched by the block: the allocated program did not write loc, the
+        # virtual program did not redefine t, and `qget(loc)` would be `pentry_value(t)`
+        # (`entry_alike`). Their two sides are one term, so they are counted as discharged
+        # by identity without making it. The memos of `pget` and `qget` are read inline.
+        eq, pget, qget = self.eq, self.pget, self.qget
+        pv_set, undef_tags, q_set, written = self.pv, self.undef_tags, self.qv, self.written
+        out_defined, out_undef_fixed, held = out.defined, out.undef_fixed, target.locs
+        # Locations holding the same tags (a value copied to many places, each place
+        # holding every tag known equal to it) ask the same questions: (tags, alike) ->
+        # the allocated value the first one compared with (None: none was needed), and
+        # how many of its obligations were identical and how many not. Another location
+        # with that value again makes the same obligations, the second time each: the
+        # identical ones counted as such, the others repeats of obligations `paired` holds.
+        asked: dict[tuple[frozenset[Tag], frozenset[Tag]], tuple[Any, int, int]] = {}
+        for loc in sorted_by_repr(locs):
+            if isinstance(loc, tuple) and loc[0] != "slot":
+                continue
+            tags = held.get(loc)
+            if tags is None:
+                tags = untouched(loc)
+            alike = self.entry_alike(loc) if loc not in written else frozenset()
+            before = asked.get((tags, alike))
+            if before is not None:
+                q_first, same, other = before
+                qv = None
+                if q_first is not None:
                     qv = q_set.get(loc)
                     if qv is None:
                         qv = qget(loc)
-                    q_first = qv
-                    if pv is qv:  # `oblige` would discharge it by identity
+                if qv is q_first:
+                    eq.made += same + other
+                    eq.identical += same
+                    eq.repeated += other
+                    continue
+            q_first, same, other = None, 0, 0
+            for t in by_repr(tags):
+                if not ((t[0] == "$" and t not in out_undef_fixed) or t in out_defined):
+                    continue
+                pv = pv_set.get(t)
+                if pv is None:
+                    if t in alike and t not in undef_tags:
                         eq.made += 1
                         eq.identical += 1
                         same += 1
                         continue
-                    other += 1
-                    if eq.repeats(paired, pv, qv):
+                    pv = pget(t)
+                    if pv is None:
                         continue
-                    eq.oblige(place, self.edge_text, [pv], [qv], s, loc, t)
-                if before is None:
-                    asked[(tags, alike)] = (q_first, same, other)
-            # The recipes value flow gives at s's entry (used there instead of fresh symbols)
-            # must hold here too, or they would be unproved assumptions.
-            # (Proved where the recipe was established when nothing here changed it.)
-            changed = {t for t, recipe in target.remat.items() if out.is_defined(t) and not (
-                self.entry.remat.get(t) == recipe and t not in self.pwritten and self.pwritten.isdisjoint(recipe[1]))}
-            # In the order of `repr((t, recipe))`, which is that of `repr(t)`: tags are distinct
-            # tuples, and no tuple's repr is a proper prefix of another's.
-            for t in sorted_by_repr(changed):
-                recipe = target.remat[t]
-                pv = self.pget(t)
-                again = self.recompute(recipe, self.pget)
-                if pv is not None and again is not None:
-                    self.eq.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.tag_name(t)} is "
-                                   "recomputable where it is rematerialised", [pv], [again])
-            # As `asked` above, for lanes holding the same tags and the same allocated value.
-            lanes_asked: dict[frozenset[Tag], tuple[Any, int, int]] = {}
-            # In the order of `repr((loc, store))`, which is that of `repr(loc)`: locations are
-            # distinct, and one location's repr is a proper prefix of another's only where a
-            # digit follows (ints), which sorts after the ", " that follows a whole repr.
-            lanes = target.lanes
-            for loc in sorted_by_repr(set(lanes)):
-                store = lanes[loc]
-                have = self.lanes_store(loc)
-                for k, tags in sorted(store.items()):
-                    qv = have.get(k)
-                    if qv is not None:
-                        before = lanes_asked.get(tags)
-                        if before is not None and before[0] is qv:
-                            self.fresh += before[1] + before[2]  # junk is numbered as if each lane made one
-                            eq.made += before[1] + before[2]
-                            eq.identical += before[1]
-                            eq.repeated += before[2]
+                qv = q_set.get(loc)
+                if qv is None:
+                    qv = qget(loc)
+                q_first = qv
+                if pv is qv:  # `oblige` would discharge it by identity
+                    eq.made += 1
+                    eq.identical += 1
+                    same += 1
+                    continue
+                other += 1
+                if eq.repeats(paired, pv, qv):
+                    continue
+                eq.oblige(place, self.edge_text, [pv], [qv], s, loc, t)
+            if before is None:
+                asked[(tags, alike)] = (q_first, same, other)
+
+    def _edge_recipes(self, place: Place, s: int, target: State, out: State) -> None:
+        # The recipes value flow gives at s's entry (used there instead of fresh symbols)
+        # must hold here too, or they would be unproved assumptions.
+        # (Proved where the recipe was established when nothing here changed it.)
+        changed = {t for t, recipe in target.remat.items() if out.is_defined(t) and not (
+            self.entry.remat.get(t) == recipe and t not in self.pwritten and self.pwritten.isdisjoint(recipe[1]))}
+        # In the order of `repr((t, recipe))`, which is that of `repr(t)`: tags are distinct
+        # tuples, and no tuple's repr is a proper prefix of another's.
+        for t in sorted_by_repr(changed):
+            recipe = target.remat[t]
+            pv = self.pget(t)
+            again = self.recompute(recipe, self.pget)
+            if pv is not None and again is not None:
+                self.eq.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.tag_name(t)} is "
+                               "recomputable where it is rematerialised", [pv], [again])
+
+    def _edge_lanes(self, place: Place, s: int, target: State, out: State, paired: set[tuple[int, int]]) -> None:
+        eq = self.eq
+        # As `asked` in `_edge_locations`, for lanes holding the same tags and the same allocated value.
+        lanes_asked: dict[frozenset[Tag], tuple[Any, int, int]] = {}
+        # In the order of `repr((loc, store))`, which is that of `repr(loc)`: locations are
+        # distinct, and one location's repr is a proper prefix of another's only where a
+        # digit follows (ints), which sorts after the ", " that follows a whole repr.
+        lanes = target.lanes
+        for loc in sorted_by_repr(set(lanes)):
+            store = lanes[loc]
+            have = self.lanes_store(loc)
+            for k, tags in sorted(store.items()):
+                qv = have.get(k)
+                if qv is not None:
+                    before = lanes_asked.get(tags)
+                    if before is not None and before[0] is qv:
+                        self.fresh += before[1] + before[2]  # junk is numbered as if each lane made one
+                        eq.made += before[1] + before[2]
+                        eq.identical += before[1]
+                        eq.repeated += before[2]
+                        continue
+                same = other = 0
+                for t in by_repr(tags):
+                    pv = self.pget(t) if out.is_defined(t) else None
+                    if pv is None:
+                        continue
+                    if qv is None:
+                        self.eq.oblige(place, self.lane_text, [pv], [self.new_junk()], s, k[0], loc, t)
+                        continue
+                    self.fresh += 1  # junk is numbered as if each lane made one
+                    if pv is qv:
+                        same += 1
+                    else:
+                        other += 1
+                        if eq.repeats(paired, pv, qv):
                             continue
-                    same = other = 0
-                    for t in by_repr(tags):
-                        pv = self.pget(t) if out.is_defined(t) else None
-                        if pv is None:
-                            continue
-                        if qv is None:
-                            self.eq.oblige(place, self.lane_text, [pv], [self.new_junk()], s, k[0], loc, t)
-                            continue
-                        self.fresh += 1  # junk is numbered as if each lane made one
-                        if pv is qv:
-                            same += 1
-                        else:
-                            other += 1
-                            if eq.repeats(paired, pv, qv):
-                                continue
-                        self.eq.oblige(place, self.lane_text, [pv], [qv], s, k[0], loc, t)
-                    if qv is not None and tags not in lanes_asked:
-                        lanes_asked[tags] = (qv, same, other)
+                    self.eq.oblige(place, self.lane_text, [pv], [qv], s, k[0], loc, t)
+                if qv is not None and tags not in lanes_asked:
+                    lanes_asked[tags] = (qv, same, other)
 
 
 class EquivalenceChecker:
