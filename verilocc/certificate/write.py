@@ -14,7 +14,6 @@ overwritten or deleted. The manifest is written last: a DIR without it is not a 
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import os
@@ -29,8 +28,9 @@ from verilocc.errors import InputError
 from verilocc.findings import Report, Verdict
 
 MANIFEST = "certificate.json"
-FORMAT = "verilocc-certificate/1"
+FORMAT = "verilocc-certificate/2"
 OBLIGATIONS = "obligations"
+WITNESSES = "witnesses"
 
 TRUSTED = (
     "the MIR parser and the alignment of the two programs (which instruction corresponds to which)",
@@ -55,7 +55,7 @@ def _previous_files(directory: Path) -> set[Path] | None:
         manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
         files = {directory / MANIFEST}
         root = directory.resolve()
-        for ob in manifest["obligations"]:
+        for ob in [*manifest["obligations"], *manifest.get("witnesses", [])]:
             p = directory / str(ob["file"])
             if root not in p.resolve().parents:
                 return None  # names a file outside the directory: not one of ours
@@ -90,9 +90,10 @@ def _clear_previous(d: Path) -> None:
     (d / MANIFEST).unlink(missing_ok=True)  # first: a half-removed certificate is no certificate
     for p in sorted(previous):
         p.unlink(missing_ok=True)
-    ob_dir = d / OBLIGATIONS
-    if ob_dir.is_dir() and not any(ob_dir.iterdir()):
-        ob_dir.rmdir()
+    for sub in (OBLIGATIONS, WITNESSES):
+        ob_dir = d / sub
+        if ob_dir.is_dir() and not any(ob_dir.iterdir()):
+            ob_dir.rmdir()
 
 
 def _safe(name: str) -> str:
@@ -149,6 +150,8 @@ def write_certificate(path: str, report: Report, inputs: dict[str, str | None], 
         (d / OBLIGATIONS).mkdir(exist_ok=True)
         records: list[dict[str, Any]] = []
         uncovered: list[dict[str, Any]] = []
+        witnessed: list[dict[str, Any]] = []
+        witnesses: list[dict[str, Any]] = []
         written: list[str] = []
         for k, fr in enumerate(report.functions):
             cert: FunctionCertificate | None = fr.certificate
@@ -165,12 +168,20 @@ def write_certificate(path: str, report: Report, inputs: dict[str, str | None], 
             for u in cert.uncovered:
                 uncovered.append({"layer": u.layer, "function": u.function, "block": u.block, "claim": u.claim,
                                   "reason": u.reason})
+            for u in cert.witnessed:
+                witnessed.append({"layer": u.layer, "function": u.function, "block": u.block, "claim": u.claim,
+                                  "reason": u.reason})
+            if cert.witness is not None:
+                (d / WITNESSES).mkdir(exist_ok=True)
+                rel = f"{WITNESSES}/f{k}.{_safe(fr.name)}.json"
+                data = (json.dumps(cert.witness, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8")
+                (d / rel).write_bytes(data)
+                written.append(rel)
+                witnesses.append({"file": rel, "sha256": hashlib.sha256(data).hexdigest(), "function": fr.name})
         given = {role: p for role, p in inputs.items() if p is not None}
         manifest = {
             "format": FORMAT,
             "verdict": report.verdict.value,
-            "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "verify_seconds": round(seconds, 3),
             "inputs": [{"role": role, "path": p, "sha256": sha256_file(Path(p))} for role, p in given.items()],
             "mir_syntax": mir_syntax(list(given.values())),
             "functions": [{"name": fr.name, "target": fr.target, "layers": fr.layers} for fr in report.functions],
@@ -179,6 +190,8 @@ def write_certificate(path: str, report: Report, inputs: dict[str, str | None], 
             "timeout_seconds": timeout_s,
             "layers": list(layers),
             "obligations": records,
+            "witnesses": witnesses,
+            "witnessed": witnessed,
             "not_covered": uncovered,
             "trusted": list(TRUSTED),
         }
