@@ -116,6 +116,10 @@ _ALIGNED = re.compile(r"gfx9(0a|4[0-9]|5[0-9])$")
 _AGPRS = re.compile(r"gfx9(08|0a|4[0-9]|5[0-9])$")
 
 
+def has_agprs(target: str) -> bool:
+    return bool(_AGPRS.match(target))
+
+
 def register_problem(name: str, target: str) -> str | None:
     """Why a physical register of the allocated program is not one the target has, or None."""
     try:

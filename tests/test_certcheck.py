@@ -1,0 +1,199 @@
+"""`certcheck` on real certificates: untampered ones are accepted; a changed witness, a changed
+obligation, a changed byte of either MIR file, two registers swapped in the allocated program
+(hashes fixed up, as a forger would) are refused, each with the claim that fails. Real z3,
+real cvc5, real `verilocc verify --certificate`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from certcheck.__main__ import main as certcheck_main
+from verilocc.cli import main as verilocc_main
+
+from .conftest import KERNELS, ROOT
+
+pytest.importorskip("cvc5")
+
+PAIRS = {"vadd": KERNELS / "gfx90a" / "vadd", "sgemm_naive": KERNELS / "gfx90a" / "sgemm_naive",
+         # stack spills and reloads; a whole-wave copy bracketed by $exec saves; SGPR lane spills
+         "spills": ROOT / "tests" / "fixtures" / "fidelity" / "fold-restore-undef-use.llvm19.gfx900",
+         "whole-wave": ROOT / "tests" / "fixtures" / "fidelity" / "whole-wave-register-copy.llvm22.gfx90a",
+         "lanes": ROOT / "tests" / "fixtures" / "hunt" / "known" / "issue61134.llvm19.gfx90a.fast"}
+
+
+def _certify(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> Path:
+    src = PAIRS[name]
+    post, pre = tmp_path / f"{name}.post.mir", tmp_path / f"{name}.pre.mir"
+    shutil.copy(f"{src}.post.mir", post)
+    shutil.copy(f"{src}.pre.mir", pre)
+    out = tmp_path / "cert"
+    code = verilocc_main(["verify", str(post), "--pre", str(pre), "--certificate", str(out)])
+    capsys.readouterr()
+    assert code == 0
+    return out
+
+
+def _check(capsys: pytest.CaptureFixture[str], d: Path, *more: str) -> tuple[int, str]:
+    code = certcheck_main([str(d), *more])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def _manifest(d: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads((d / "certificate.json").read_text())  # type: ignore[no-any-return]
+
+
+def _rehash(d: Path) -> None:
+    """What a forger does after an edit: every hash in the manifest made to match again."""
+    m = _manifest(d)
+    for rec in m["obligations"] + m["witnesses"]:
+        rec["sha256"] = hashlib.sha256((d / rec["file"]).read_bytes()).hexdigest()
+    for inp in m["inputs"]:
+        inp["sha256"] = hashlib.sha256(Path(inp["path"]).read_bytes()).hexdigest()
+    (d / "certificate.json").write_text(json.dumps(m, indent=2))
+
+
+def _witness(d: Path) -> tuple[Path, dict]:  # type: ignore[type-arg]
+    p = d / _manifest(d)["witnesses"][0]["file"]
+    return p, json.loads(p.read_text())
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_untampered_certificate_is_accepted(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _certify(tmp_path, name, capsys)
+    code, out = _check(capsys, d)
+    assert code == 0, out
+    assert "witness re-checked" in out and "unsat for z3 and for cvc5" in out
+    # what stays uncovered is said, claim by claim
+    m = _manifest(d)
+    assert len(m["not_covered"]) == out.count("not covered: ") >= 1
+    assert f"accepted with {len(m['not_covered'])} claim(s) not covered" in out
+    assert m["witnessed"] and all("certcheck" in w["reason"] for w in m["witnessed"])
+
+
+def test_changed_home_in_the_witness_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _certify(tmp_path, "sgemm_naive", capsys)
+    p, w = _witness(d)
+    block = next(b for b in w["blocks"] if b["entry"] and len(b["entry"]["holds"]) > 2 and b["bb"] != 0)
+    (loc, tags), (loc2, tags2) = block["entry"]["holds"][0], block["entry"]["holds"][1]
+    block["entry"]["holds"][0] = [loc, tags2]  # loc now claims to hold what loc2 holds
+    p.write_text(json.dumps(w))
+    _rehash(d)
+    code, out = _check(capsys, d)
+    assert code == 1 and "refused: value flow" in out, out
+
+
+def test_changed_pairing_in_the_witness_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _certify(tmp_path, "vadd", capsys)
+    p, w = _witness(d)
+    steps = next(b["steps"] for b in w["blocks"] if sum(s[0] == "matched" for s in b["steps"]) > 2)
+    i, j = [k for k, s in enumerate(steps) if s[0] == "matched"][:2]
+    steps[i][2], steps[j][2] = steps[j][2], steps[i][2]
+    p.write_text(json.dumps(w))
+    _rehash(d)
+    code, out = _check(capsys, d)
+    assert code == 1 and "refused: alignment" in out, out
+
+
+def test_witness_without_its_hash_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _certify(tmp_path, "vadd", capsys)
+    p, w = _witness(d)
+    p.write_text(json.dumps(w, indent=1))
+    code, out = _check(capsys, d)
+    assert code == 1 and "refused: certificate files" in out and "SHA-256" in out
+
+
+def test_changed_obligation_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Layer 3's query without its assumptions: both solvers find it satisfiable."""
+    d = _certify(tmp_path, "sgemm_naive", capsys)
+    rel = next(ob["file"] for ob in _manifest(d)["obligations"] if ob["layer"] == "equivalence")
+    text = (d / rel).read_text()
+    forged = re.sub(r"^\(assert (?!\(not ).*\n", "", text, flags=re.MULTILINE)
+    assert forged != text
+    (d / rel).write_text(forged)
+    _rehash(d)
+    code, out = _check(capsys, d)
+    assert code == 1 and f"{rel}: z3 answers sat" in out, out
+
+
+def test_obligation_with_another_command_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _certify(tmp_path, "vadd", capsys)
+    rel = _manifest(d)["obligations"][0]["file"]
+    (d / rel).write_text((d / rel).read_text().replace("(check-sat)", "(reset)\n(check-sat)"))
+    _rehash(d)
+    code, out = _check(capsys, d)
+    assert code == 1 and "command `reset` is not allowed" in out
+
+
+@pytest.mark.parametrize("role", ["pre", "post"])
+def test_one_byte_of_a_mir_file_is_refused(role: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _certify(tmp_path, "vadd", capsys)
+    path = Path(next(i["path"] for i in _manifest(d)["inputs"] if i["role"] == role))
+    data = bytearray(path.read_bytes())
+    body = data.index(b"body:")
+    data[body + (len(data) - body) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    code, out = _check(capsys, d)
+    assert code == 1 and "refused: input hashes" in out and str(path) in out
+
+
+def test_swapped_registers_in_the_post_file_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two VGPRs exchanged in one instruction, and every hash fixed up: the homes disagree."""
+    d = _certify(tmp_path, "sgemm_naive", capsys)
+    path = Path(next(i["path"] for i in _manifest(d)["inputs"] if i["role"] == "post"))
+    lines = path.read_text().split("\n")
+    k = next(k for k, ln in enumerate(lines) if "= V_ADD" in ln and len(set(re.findall(r"\$vgpr[0-9]+\b", ln))) >= 2)
+    a, b = sorted(set(re.findall(r"\$vgpr[0-9]+\b", lines[k])))[:2]
+    lines[k] = re.sub(rf"\{a}\b|\{b}\b", lambda m: b if m.group(0) == a else a, lines[k])
+    path.write_text("\n".join(lines))
+    _rehash(d)
+    code, out = _check(capsys, d)
+    assert code == 1 and "refused: value flow" in out and f":{k + 1}:" in out, out
+
+
+def test_mir_outside_the_subset_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _certify(tmp_path, "vadd", capsys)
+    path = Path(next(i["path"] for i in _manifest(d)["inputs"] if i["role"] == "post"))
+    text = path.read_text()
+    k = text.index("\n    ", text.index("body:"))
+    path.write_text(text[:k] + "\n    BUNDLE {\n    }" + text[k:])
+    _rehash(d)
+    code, out = _check(capsys, d)
+    assert code == 1 and "refused: MIR subset" in out and "bundles" in out
+
+
+def test_unreadable_certificate_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _check(capsys, tmp_path)
+    assert code == 2 and out.count("\n") == 1 and "no certificate.json" in out
+    (tmp_path / "certificate.json").write_text("{")
+    code, out = _check(capsys, tmp_path)
+    assert code == 2 and out.count("\n") == 1 and "certificate.json: error" in out
+
+
+def test_certificates_are_deterministic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = _certify(tmp_path, "vadd", capsys)
+    b = a.with_name("again")
+    assert verilocc_main(["verify", str(tmp_path / "vadd.post.mir"), "--pre", str(tmp_path / "vadd.pre.mir"),
+                          "--certificate", str(b)]) == 0
+    capsys.readouterr()
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+
+
+def test_verilocc_recheck_runs_certcheck(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _certify(tmp_path, "vadd", capsys)
+    assert verilocc_main(["recheck", str(d)]) == 0
+    assert "certcheck: accepted" in capsys.readouterr().out
+    p, w = _witness(d)
+    w["blocks"][0]["entry"]["defined"] = ["%0.0"]
+    p.write_text(json.dumps(w))
+    _rehash(d)
+    assert verilocc_main(["recheck", str(d)]) == 1
+    assert "certcheck: refused: witness" in capsys.readouterr().out
