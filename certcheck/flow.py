@@ -181,6 +181,12 @@ class Walk:
                 self.fail("alignment", qi, "post", f"an extra def `${q.reg}` that is not a super-register note")
         defs: list[tuple[Op, Op]] = []
         for po, qo in zip(pi.ops, qi.ops):
+            if po.kind == "other" and (po.text.startswith("csr_") or "regmask" in po.text):
+                self.fail("MIR subset", pi, "pre", "calls (register masks) are not modelled")
+            if po.kind == "bb":
+                if qo.kind != "bb" or self.fc.post_of.get(int(po.text)) != int(qo.text):
+                    self.fail("alignment", qi, "post", f"operand `{qo.text}` is not the block of `{po.text}`")
+                continue
             if po.kind != "reg":
                 if qo.kind != po.kind or qo.text != po.text:
                     self.fail("alignment", qi, "post", f"operand `{qo.text}` differs from `{po.text}`")
@@ -432,6 +438,7 @@ class FunctionCheck:
         self.pre, self.post, self.witness, self.target, self.paths = pre, post, witness, target, paths
         self.pre_lines = {i.line: i for b in pre.blocks for i in b.ins}
         self.keys: dict[int, tuple[Any, ...]] = {}
+        self.post_of: dict[int, int] = {}  # virtual block number -> allocated block number
 
     def path(self, side: str) -> str:
         return self.paths[0] if side == "pre" else self.paths[1]
@@ -497,20 +504,29 @@ class FunctionCheck:
             bad = regs.member_problem(qo.reg, cls, len(self.tags(po)))
         if bad:
             raise Refused("class membership", f"{self.paths[1]}:{qi.line}: home of {po.text}: {bad}")
+        bad = regs.reserved_problem(qo.reg, self.post.reserved, self.target)
+        if bad:
+            raise Refused("reserved registers", f"{self.paths[1]}:{qi.line}: home of {po.text}: {bad}")
 
     # ------------------------------------------------------------------------------------
     def run(self) -> None:
         pre_b = {b.number: b for b in self.pre.blocks}
-        post_b = {b.number: b for b in self.post.blocks}
-        if [b.number for b in self.pre.blocks] != [b.number for b in self.post.blocks]:
-            raise Refused("alignment", f"function {self.post.name}: the two programs have different blocks")
-        for n, b in pre_b.items():
-            if sorted(b.successors) != sorted(post_b[n].successors):
-                raise Refused("alignment", f"{self.paths[1]}:{post_b[n].line}: bb.{n} has other successors")
-        self.post_constraints()
+        by_number = {b.number: b for b in self.post.blocks}
         wblocks = {int(w["bb"]): w for w in self.witness["blocks"]}
         if sorted(wblocks) != sorted(pre_b) or len(wblocks) != len(self.witness["blocks"]):
             raise Refused("witness", f"function {self.post.name}: the witness does not list every block once")
+        # llc may number the blocks of the allocated program anew: the witness pairs them
+        self.post_of = {n: int(w["post_bb"]) for n, w in wblocks.items()}
+        if sorted(self.post_of.values()) != sorted(by_number) or len(by_number) != len(self.post.blocks) \
+                or self.post_of[self.pre.blocks[0].number] != self.post.blocks[0].number:
+            raise Refused("alignment", f"function {self.post.name}: the blocks of the two programs do not pair one "
+                          "to one, entry with entry")
+        post_b = {n: by_number[m] for n, m in self.post_of.items()}
+        for n, b in pre_b.items():
+            if sorted(self.post_of[s] for s in b.successors) != sorted(post_b[n].successors):
+                raise Refused("alignment", f"{self.paths[1]}:{post_b[n].line}: bb.{post_b[n].number} has other "
+                              f"successors than bb.{n} of the virtual program")
+        self.post_constraints()
         reach = self.reachable()
         entry = self.pre.blocks[0].number
         first = wblocks[entry]["entry"]
@@ -580,6 +596,9 @@ class FunctionCheck:
         return out
 
     def post_constraints(self) -> None:
+        # a physical register the virtual program names itself is the program's, not the
+        # allocator's choice (an inline-assembly clobber, an argument register)
+        fixed = {o.reg for b in self.pre.blocks for i in b.ins for o in i.ops if o.kind == "reg" and not o.virtual}
         for b in self.post.blocks:
             for ins in b.ins:
                 where = f"{self.paths[1]}:{ins.line}"
@@ -588,7 +607,7 @@ class FunctionCheck:
                         continue
                     if o.virtual:
                         raise Refused("post-only constraints", f"{where}: virtual register {o.text} after allocation")
-                    bad = regs.register_problem(o.reg, self.target)
+                    bad = None if o.reg in fixed else regs.register_problem(o.reg, self.target)
                     if bad:
                         raise Refused("registers exist, lie in the file and are aligned", f"{where}: {bad}")
                     if o.tied is not None:

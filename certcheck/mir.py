@@ -4,7 +4,9 @@ Accepted (anything else raises `BadInput` with file:line:col, never a guess):
 - YAML documents separated by `---` and closed by `...`; a first document `--- |` (the
   embedded IR module) is skipped; each other document is one machine function, of which this
   reader uses `name:`, the `registers:` list (`- { id: N, class: C ...}`), the
-  `stackPtrOffsetReg:` and `isEntryFunction:` of `machineFunctionInfo:`, and `body: |`;
+  `isEntryFunction:` and the registers it reserves (`stackPtrOffsetReg:`, `scratchRSrcReg:`,
+  `frameOffsetReg:`, `sgprForEXECCopy:`, `longBranchReservedReg:`, `vgprForAGPRCopy:`) of
+  `machineFunctionInfo:` (not `wwmReservedRegs:`: the whole-wave values live there), and `body: |`;
 - in the body: block headers `bb.N[.name][ (attributes)]:`, `successors:` (`%bb.N` with an
   optional `(probability)`), `liveins:`, comments (`;`), and one instruction per line:
   `[defs =] [instruction flags] OPCODE [operands] [:: memory operands] [trailer]`;
@@ -13,7 +15,9 @@ Accepted (anything else raises `BadInput` with file:line:col, never a guess):
   index `.subN`, a class `:class` and/or type `(s32)`, `(tied-def N)`; `$noreg`; integers;
   `%bb.N`; `%stack.N[.name][ + off]`; every other operand (globals, target flags, `%ir.`,
   `%fixed-stack.`, `%const.`, typed constants) is kept as its text and compared as such.
-- Refused: bundles (`{`, `}`, `BUNDLE`), named virtual registers used as values of unknown
+- debug instructions (`DBG_*`) are skipped: they do not execute;
+- Refused: a block without a `successors:` list that does not end the function and is not
+  the last block (LLVM would infer its successors), bundles (`{`, `}`, `BUNDLE`), named virtual registers used as values of unknown
   class, lines that do not parse.
 """
 
@@ -36,6 +40,9 @@ _REG = re.compile(r"(\$[A-Za-z_][A-Za-z0-9_]*|%[0-9]+)(?:\.([a-z0-9_]+))?(?::([A
                   r"(?:\s*\(\s*(?:tied-def\s+([0-9]+)|[sp][0-9]+|<[^()]*>|[a-z0-9]+)\s*\))*$")
 _TIED = re.compile(r"\(\s*tied-def\s+([0-9]+)\s*\)")
 _BLOCK = re.compile(r"bb\.([0-9]+)(?:\.[A-Za-z0-9_.$-]+)?(?:\s*\([^)]*\))?:$")
+# Terminators after which a block has no successor.
+ENDS = frozenset({"S_ENDPGM", "SI_RETURN", "SI_RETURN_TO_EPILOG", "S_SETPC_B64_return", "SI_TCRETURN",
+                  "S_ENDPGM_SAVED", "SI_CS_CHAIN_TC_W32", "SI_CS_CHAIN_TC_W64", "S_SETPC_B64_return_gfx"})
 _OPCODE = re.compile(r"[A-Z][A-Za-z0-9_]*$")
 
 
@@ -88,6 +95,7 @@ class Block:
     line: int
     successors: list[int] = field(default_factory=list)
     ins: list[Ins] = field(default_factory=list)
+    has_successors: bool = False  # a `successors:` line was written
 
 
 @dataclass
@@ -96,6 +104,7 @@ class Function:
     classes: dict[str, str]  # virtual register number -> class
     stack_pointer: str
     entry_function: bool
+    reserved: dict[str, str]  # register -> the machineFunctionInfo key that reserves it
     blocks: list[Block]
     line: int
 
@@ -204,6 +213,7 @@ def _function(first: int, doc: list[str], path: str) -> Function:
     classes: dict[str, str] = {}
     sp = "sp_reg"
     entry = False
+    reserved: dict[str, str] = {}
     body_at = None
     section = ""
     for k, raw in enumerate(doc):
@@ -219,6 +229,10 @@ def _function(first: int, doc: list[str], path: str) -> Function:
                 sp = m.group(1)
             if re.match(r"\s+isEntryFunction:\s*true", raw):
                 entry = True
+            if m := re.match(r"\s+(scratchRSrcReg|stackPtrOffsetReg|frameOffsetReg|sgprForEXECCopy|"
+                             r"longBranchReservedReg|vgprForAGPRCopy):\s*'?\$([a-z0-9_]+)'?\s*$", raw):
+                reserved.setdefault(m.group(2), m.group(1))
+
         if raw.startswith("body:"):
             if raw.split(":", 1)[1].strip() != "|":
                 raise BadInput(f"{path}:{ln}:1: error: `body:` must be a literal block (`|`)")
@@ -243,6 +257,7 @@ def _function(first: int, doc: list[str], path: str) -> Function:
         if cur is None:
             raise BadInput(f"{path}:{ln}:{col}: error: an instruction outside a block")
         if stripped.startswith("successors:"):
+            cur.has_successors = True
             for piece, _ in _split(stripped[len("successors:"):]):
                 sm = re.fullmatch(r"%bb\.([0-9]+)(?:\s*\([^)]*\))?", piece)
                 if not sm:
@@ -254,12 +269,14 @@ def _function(first: int, doc: list[str], path: str) -> Function:
         if stripped in ("{", "}") or stripped.endswith("{"):
             raise BadInput(f"{path}:{ln}:{col}: error: bundles are outside the accepted MIR subset")
         ins = parse_instruction(stripped, ln, col, path)
+        if ins.opcode.startswith("DBG_"):
+            continue  # debug instructions do not execute
         for op in ins.ops:
             if op.kind == "reg" and op.virtual and op.cls:
                 if classes.setdefault(op.reg, op.cls) != op.cls:
                     raise BadInput(f"{path}:{ln}:{col}: error: %{op.reg} has two classes")
         cur.ins.append(ins)
-    return Function(name, classes, sp, entry, blocks, first)
+    return Function(name, classes, sp, entry, reserved, blocks, first)
 
 
 def read_mir(path: str, data: bytes) -> list[Function]:
@@ -277,4 +294,11 @@ def read_mir(path: str, data: bytes) -> list[Function]:
         funcs.append(_function(first, doc, path))
     if not funcs:
         raise BadInput(f"{path}:1:1: error: no machine function")
+    for fn in funcs:
+        for k, b in enumerate(fn.blocks):
+            last = b.ins[-1].opcode if b.ins else ""
+            if not b.has_successors and last not in ENDS and k + 1 < len(fn.blocks):
+                # the MIR parser would infer successors (fall-through, branches): not read here
+                raise BadInput(f"{path}:{b.line}:3: error: bb.{b.number} has no `successors:` list and does "
+                               "not end the function")
     return funcs

@@ -27,6 +27,13 @@ SPECIAL128 = frozenset({"private_rsrc_reg", "scratch_rsrc_reg"})
 # (SIInstrInfo: $exec masks lanes, $mode rounds); a rematerialised definition may read them.
 AMBIENT = frozenset({"exec", "exec_lo", "exec_hi", "mode"})
 
+# Registers SIRegisterInfo::getReservedRegs reserves in every function, and those in no
+# allocatable class (SCC, the placeholders): never the home of a virtual register.
+RESERVED = ("mode", "exec", "flat_scr", "m0", "src_vccz", "src_execz", "src_scc", "src_shared_base",
+            "src_shared_limit", "src_private_base", "src_private_limit", "src_pops_exiting_wave_id", "xnack_mask",
+            "lds_direct", "tba", "tma", "sgpr_null", "scc", "pc_reg", "fp_reg", "sp_reg",
+            "private_rsrc_reg", "src_flat_scratch_base", "asynccnt", "tensorcnt")
+
 _NUM = re.compile(r"(vgpr|sgpr|agpr|ttmp)([0-9]+)(?:_(lo16|hi16))?$")
 
 
@@ -99,11 +106,11 @@ def subreg_slots(index: str) -> list[int]:
 def class_info(cls: str) -> tuple[frozenset[str], int, bool]:
     """(files a member may be in, width in 16-bit units, tuples start even) of a class name,
     read from its leading defined class (`vreg_64_align2_with_sub0` -> vreg_64_align2)."""
-    m = re.match(r"(vgpr|vreg|agpr|areg|av|sgpr|sreg|ccr_sgpr)_([0-9]+)(_align2)?", cls)
+    m = re.match(r"(vgpr|vreg|agpr|areg|av|sgpr|sreg|ccr_sgpr|gfx_ccr_sgpr)_([0-9]+)(_align2)?", cls)
     if not m:
         raise RegError(f"unknown register class `{cls}`")
     files = {"vgpr": "v", "vreg": "v", "agpr": "a", "areg": "a", "av": "va", "sgpr": "s", "sreg": "s",
-             "ccr_sgpr": "s"}[m.group(1)]
+             "ccr_sgpr": "s", "gfx_ccr_sgpr": "s"}[m.group(1)]
     bits = int(m.group(2))
     if bits == 1:
         raise RegError(f"`{cls}` is lowered before register allocation")
@@ -114,6 +121,33 @@ def class_info(cls: str) -> tuple[frozenset[str], int, bool]:
 # (GCNSubtarget::needsAlignedVGPRs). AGPRs exist where MAI instructions do.
 _ALIGNED = re.compile(r"gfx9(0a|4[0-9]|5[0-9])$")
 _AGPRS = re.compile(r"gfx9(08|0a|4[0-9]|5[0-9])$")
+
+
+def reserved_problem(name: str, function_reserved: dict[str, str], target: str) -> str | None:
+    """Why `name` may not be the home of a virtual register, or None: it overlaps a register
+    LLVM always reserves, or one the function's machineFunctionInfo reserves
+    (`vgprForAGPRCopy` only on targets with AGPRs and without gfx90a instructions: gfx908)."""
+    mine = set(units(name))
+    fr = file_and_range(name)
+    if fr is not None and fr[0] == "t":
+        return f"`${name}` is a trap-handler register, reserved on every function"
+    for r in RESERVED:
+        try:
+            theirs = set(units(r))
+        except RegError:
+            continue  # a name this reader does not know cannot be an operand either
+        if mine & theirs:
+            return f"`${name}` overlaps ${r}, reserved on every function"
+    for r, key in sorted(function_reserved.items()):
+        if key == "vgprForAGPRCopy" and target != "gfx908":
+            continue
+        try:
+            theirs = set(units(r))
+        except RegError:
+            continue
+        if mine & theirs:
+            return f"`${name}` overlaps ${r}, which the function reserves ({key})"
+    return None
 
 
 def has_agprs(target: str) -> bool:

@@ -21,9 +21,9 @@ from .conftest import KERNELS, ROOT
 pytest.importorskip("cvc5")
 
 PAIRS = {"vadd": KERNELS / "gfx90a" / "vadd", "sgemm_naive": KERNELS / "gfx90a" / "sgemm_naive",
-         # stack spills and reloads; a whole-wave copy bracketed by $exec saves; SGPR lane spills
-         "spills": ROOT / "tests" / "fixtures" / "fidelity" / "fold-restore-undef-use.llvm19.gfx900",
-         "whole-wave": ROOT / "tests" / "fixtures" / "fidelity" / "whole-wave-register-copy.llvm22.gfx90a",
+         # SGPR spills to the stack; whole-wave values; SGPR lane spills
+         "spills": ROOT / "tests" / "fixtures" / "fidelity" / "si-spill-sgpr-stack.llvm19.gfx90a",
+         "whole-wave": ROOT / "tests" / "fixtures" / "fidelity" / "set-inactive-wwm-overwrite.llvm19.gfx90a",
          "lanes": ROOT / "tests" / "fixtures" / "hunt" / "known" / "issue61134.llvm19.gfx90a.fast"}
 
 
@@ -197,3 +197,15 @@ def test_verilocc_recheck_runs_certcheck(tmp_path: Path, capsys: pytest.CaptureF
     _rehash(d)
     assert verilocc_main(["recheck", str(d)]) == 1
     assert "certcheck: refused: witness" in capsys.readouterr().out
+
+
+def test_calls_are_refused_not_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A call clobbers the registers its mask does not preserve; certcheck does not model masks,
+    so a certificate of a function with calls is refused (outside the subset), never accepted."""
+    PAIRS["call"] = ROOT / "tests" / "fixtures" / "calls" / "call.llvm19.gfx90a"
+    try:
+        d = _certify(tmp_path, "call", capsys)
+    finally:
+        del PAIRS["call"]
+    code, out = _check(capsys, d)
+    assert code == 1 and "refused: MIR subset" in out and "calls (register masks) are not modelled" in out

@@ -276,6 +276,7 @@ class _PairRun:
         self.later: list[Finding] = []
         self.layer1: Layer1 | None = None
         self.checker: ConstraintChecker | None = None
+        self.block_pairing: dict[int, int] = {}
 
     def run(self, t0: float) -> FunctionResult:
         fr, opts = self.fr, self.opts
@@ -321,6 +322,7 @@ class _PairRun:
         pair = prepare_pair(post, pre, self.target)
         self.pre, self.post, self.pre_classes, self.pre_cfg = pair.pre, pair.post, pair.pre_classes, pair.pre_cfg
         self.alignment = pair.alignment
+        self.block_pairing = pair.block_pairing
         note = renumbering_note(pair.block_pairing)
         if note is not None:
             self.fr.notes.append(note)
@@ -415,7 +417,7 @@ class _PairRun:
 
             try:
                 fr.certificate = collect_obligations(fr, self.checker, vf, eq, self.pre, self.post, self.alignment,
-                                                     opts.timeout_s, opts.seed)
+                                                     opts.timeout_s, opts.seed, self.block_pairing)
             except CertificateError as e:
                 fr.notes.append(f"no certificate: {e}")
 

@@ -70,7 +70,8 @@ def _self_check(ob: ProofObligation, timeout_s: float, seed: int) -> Answer:
 
 def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: ValueFlowChecker, eq: EquivalenceChecker,
                         pre: Function, post: Function, alignment: FunctionAlignment,
-                        timeout_s: float = 60.0, seed: int = 0) -> FunctionCertificate:
+                        timeout_s: float = 60.0, seed: int = 0,
+                        block_pairing: dict[int, int] | None = None) -> FunctionCertificate:
     cert = FunctionCertificate()
     name = post.name
 
@@ -93,7 +94,7 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
         cert.obligations.append(ProofObligation("equivalence", name, None, claim, text, origin))
     identical = int(stats.get("discharged_by_identity", 0))  # type: ignore[call-overload]
     try:
-        cert.witness = function_witness(vf, pre, post, alignment)
+        cert.witness = function_witness(vf, pre, post, alignment, block_pairing)
     except WitnessError:
         cert.witness = None
     if identical:

@@ -3,6 +3,8 @@
 `certcheck` (a package that shares no code with verilocc) re-establishes the claims that no
 solver obligation covers from the two MIR files and these witnesses:
 
+- `blocks[i].bb`, `post_bb`: a block of the virtual program and its block in the allocated
+  file (llc may number them anew);
 - `blocks[i].steps`: the pairing of each block's instructions, `[role, pre line, post line]`
   (line numbers of the two files, 0 where a side has no instruction; roles as
   `verilocc.pairing.alignment.Role`): matched instructions, moves, spill code, rematerialised
@@ -98,8 +100,12 @@ def state_json(vf: ValueFlowChecker, s: State) -> dict[str, Any]:
             "undef": _tags(s.undef_fixed), "lanes": lanes, "remat": sorted(remat)}
 
 
-def function_witness(vf: ValueFlowChecker, pre: Function, post: Function,
-                     alignment: FunctionAlignment) -> dict[str, Any]:
+def function_witness(vf: ValueFlowChecker, pre: Function, post: Function, alignment: FunctionAlignment,
+                     block_pairing: dict[int, int] | None = None) -> dict[str, Any]:
+    """`block_pairing`: allocated block number -> virtual one (`verilocc.pairing.blocks`), where
+    llc numbered the allocated program's blocks anew; `post` is renumbered to the virtual
+    numbers, the witness says which block of the file each one is (`post_bb`)."""
+    post_number = {v: k for k, v in (block_pairing or {}).items()}
     pre_blocks = {b.number: b for b in pre.blocks}
     post_blocks = {b.number: b for b in post.blocks}
     blocks: list[dict[str, Any]] = []
@@ -108,5 +114,6 @@ def function_witness(vf: ValueFlowChecker, pre: Function, post: Function,
         steps = [[st.role.value, pb.instructions[st.pre].line if st.pre is not None else 0,
                   qb.instructions[st.post].line if st.post is not None else 0] for st in alignment.steps[b]]
         entry = vf.entry_states.get(b)
-        blocks.append({"bb": b, "steps": steps, "entry": None if entry is None else state_json(vf, entry)})
+        blocks.append({"bb": b, "post_bb": post_number.get(b, b), "steps": steps,
+                       "entry": None if entry is None else state_json(vf, entry)})
     return {"format": WITNESS_FORMAT, "function": post.name, "blocks": blocks}
