@@ -209,3 +209,26 @@ def test_calls_are_refused_not_accepted(tmp_path: Path, capsys: pytest.CaptureFi
         del PAIRS["call"]
     code, out = _check(capsys, d)
     assert code == 1 and "refused: MIR subset" in out and "calls (register masks) are not modelled" in out
+
+
+def test_lean_certificate_is_accepted_and_smaller(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    full = _certify(tmp_path, "sgemm_naive", capsys)
+    lean = tmp_path / "lean"
+    assert verilocc_main(["verify", str(tmp_path / "sgemm_naive.post.mir"), "--pre", str(tmp_path / "sgemm_naive.pre.mir"),
+                          "--certificate", str(lean), "--certificate-lean"]) == 0
+    capsys.readouterr()
+    layers = [ob["layer"] for ob in _manifest(lean)["obligations"]]
+    assert "value-flow" not in layers and {"constraints", "equivalence"} <= set(layers)
+    assert any(w["layer"] == "value-flow" for w in _manifest(lean)["witnessed"])
+    size = lambda d: sum(p.stat().st_size for p in d.rglob("*") if p.is_file())  # noqa: E731
+    assert size(lean) * 2 < size(full)
+    code, out = _check(capsys, lean)
+    assert code == 0 and "accepted" in out, out
+    # the witness still carries value flow: a wrong home is refused without any layer 2 obligation
+    p, w = _witness(lean)
+    block = next(b for b in w["blocks"] if b["entry"] and len(b["entry"]["holds"]) > 2 and b["bb"] != 0)
+    block["entry"]["holds"][0][1] = block["entry"]["holds"][1][1]
+    p.write_text(json.dumps(w))
+    _rehash(lean)
+    code, out = _check(capsys, lean)
+    assert code == 1 and "refused: value flow" in out, out
