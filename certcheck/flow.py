@@ -24,6 +24,7 @@ A failure raises `Refused` with the claim and the place.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from certcheck import regs
@@ -72,6 +73,16 @@ def is_pure(ins: Ins) -> bool:
         return False
     defs = ins.defs
     return len(defs) == 1 and not defs[0].implicit and defs[0].virtual
+
+
+def deletable(ins: Ins) -> bool:
+    """A definition with no effect but its defs (an allocator deletes it when its value is
+    dead or rematerialised elsewhere)."""
+    if ins.opcode.startswith(SIDE_EFFECTS) or ins.opcode in ("COPY", "KILL", "IMPLICIT_DEF"):
+        return False
+    if ins.mem and ("invariant load" not in ins.mem or "store" in ins.mem):
+        return False
+    return bool(ins.defs)
 
 
 class Walk:
@@ -363,6 +374,8 @@ class Walk:
                 and after[1].text == "0"
         if not ok:
             self.fail("spill code", qi, "post", "the slot is not addressed by the stack pointer and offset 0")
+        if slot.text in fc.pre_stack:
+            self.fail("spill code", qi, "post", f"spills into %stack.{slot.text}, which the virtual program uses")
         data = r[0]
         fr = regs.file_and_range(data.reg)
         kind = op[len("SI_SPILL_"):].split("_")[0]  # V32, AV64, S32, A128, WWM_V32...
@@ -439,6 +452,9 @@ class FunctionCheck:
         self.pre_lines = {i.line: i for b in pre.blocks for i in b.ins}
         self.keys: dict[int, tuple[Any, ...]] = {}
         self.post_of: dict[int, int] = {}  # virtual block number -> allocated block number
+        # stack objects the virtual program itself uses (a spill slot must be none of them)
+        self.pre_stack = {o.text.split("+")[0] for i in self.pre_lines.values() for o in i.ops if o.kind == "stack"} \
+            | {m for i in self.pre_lines.values() for m in re.findall(r"%stack\.([0-9]+)", i.mem)}
 
     def path(self, side: str) -> str:
         return self.paths[0] if side == "pre" else self.paths[1]
@@ -521,6 +537,9 @@ class FunctionCheck:
                 or self.post_of[self.pre.blocks[0].number] != self.post.blocks[0].number:
             raise Refused("alignment", f"function {self.post.name}: the blocks of the two programs do not pair one "
                           "to one, entry with entry")
+        if [self.post_of[b.number] for b in self.pre.blocks] != [b.number for b in self.post.blocks]:
+            raise Refused("alignment", f"function {self.post.name}: the blocks are not in the same layout order "
+                          "(fall-through would reach other blocks)")
         post_b = {n: by_number[m] for n, m in self.post_of.items()}
         for n, b in pre_b.items():
             if sorted(self.post_of[s] for s in b.successors) != sorted(post_b[n].successors):
@@ -548,6 +567,9 @@ class FunctionCheck:
                     if role == "move":
                         walk.pre_move(pi)
                     elif role == "remat-origin":
+                        if not deletable(pi):
+                            walk.fail("alignment", pi, "pre", f"`{pi.opcode}` has effects besides its defs: the "
+                                      "allocator may not delete it")
                         recipe = self.recipe(pi) if is_pure(pi) else None
                         for d in pi.defs:
                             walk.undefine_rest(d)

@@ -232,3 +232,27 @@ def test_lean_certificate_is_accepted_and_smaller(tmp_path: Path, capsys: pytest
     _rehash(lean)
     code, out = _check(capsys, lean)
     assert code == 1 and "refused: value flow" in out, out
+
+
+def test_dropped_store_passed_off_as_a_deleted_definition_is_refused(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The store removed from the allocated file, the witness renumbered to match and the store's
+    step turned into `remat-origin` (a definition the allocator deleted): a store has an effect
+    besides its defs, so it may not be deleted."""
+    d = _certify(tmp_path, "vadd", capsys)
+    path = Path(next(i["path"] for i in _manifest(d)["inputs"] if i["role"] == "post"))
+    lines = path.read_text().split("\n")
+    k = next(k for k, ln in enumerate(lines) if "GLOBAL_STORE" in ln) + 1  # its line number
+    del lines[k - 1]
+    path.write_text("\n".join(lines))
+    p, w = _witness(d)
+    for b in w["blocks"]:
+        for s in b["steps"]:
+            if s[2] == k:
+                s[0], s[2] = "remat-origin", 0
+            elif s[2] > k:
+                s[2] -= 1
+    p.write_text(json.dumps(w))
+    _rehash(d)
+    code, out = _check(capsys, d)
+    assert code == 1 and "refused: alignment" in out and "may not delete it" in out, out
