@@ -112,8 +112,12 @@ class Function:
 def _split(text: str) -> list[tuple[str, int]]:
     """Comma-separated pieces at parenthesis depth 0, with their column offsets."""
     out: list[tuple[str, int]] = []
-    depth, start = 0, 0
+    depth, start, quoted = 0, 0, False
     for i, ch in enumerate(text):
+        if ch == '"' and (i == 0 or text[i - 1] != "\\"):
+            quoted = not quoted
+        if quoted:
+            continue
         if ch in "([{<":
             depth += 1
         elif ch in ")]}>":

@@ -256,3 +256,76 @@ def test_dropped_store_passed_off_as_a_deleted_definition_is_refused(tmp_path: P
     _rehash(d)
     code, out = _check(capsys, d)
     assert code == 1 and "refused: alignment" in out and "may not delete it" in out, out
+
+
+def test_mutation_sweep_over_the_witness(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every field of a witness changed one at a time, checked against the MIR files. Changes
+    that survive must be explained: only removing one claim from a block's entry state can
+    (a home, lane, recipe or undefined mark that no later read needs: a weaker invariant that
+    still proves every read, so the certificate still proves the verdict). Every other change
+    (a step's role, either line of a step, a block's pairing, a claim moved to another value
+    or place) is refused."""
+    from certcheck import flow
+    from certcheck.mir import read_mir
+
+    d = _certify(tmp_path, "vadd", capsys)
+    m = _manifest(d)
+    files = {i["role"]: Path(i["path"]) for i in m["inputs"]}
+    pre, post = (read_mir(str(files[r]), files[r].read_bytes())[0] for r in ("pre", "post"))
+    _, w = _witness(d)
+
+    def verdict(wit: dict) -> str | None:  # type: ignore[type-arg]
+        try:
+            flow.FunctionCheck(pre, post, wit, "gfx90a", ("pre", "post")).run()
+        except flow.Refused as e:
+            return str(e)
+        return None
+
+    assert verdict(w) is None
+    survivors: list[str] = []
+    refused = 0
+
+    def attempt(what: str, kind: str) -> None:
+        nonlocal refused
+        if verdict(w) is None:
+            survivors.append(f"{kind}: {what}")
+        else:
+            refused += 1
+
+    roles = ["matched", "move", "spill", "remat", "remat-origin"]
+    for b in w["blocks"]:
+        for s in b["steps"]:
+            old = list(s)
+            for r in roles:
+                if r != old[0]:
+                    s[0] = r
+                    attempt(f"bb.{b['bb']} step {old} as {r}", "role")
+            s[0] = old[0]
+            for k in (1, 2):
+                if s[k]:
+                    s[k] += 1
+                    attempt(f"bb.{b['bb']} step {old} line {k} + 1", "line")
+                    s[k] = old[k]
+        old_post = b["post_bb"]
+        b["post_bb"] = (old_post + 1) % len(w["blocks"])
+        attempt(f"bb.{b['bb']} paired with bb.{b['post_bb']}", "block")
+        b["post_bb"] = old_post
+        e = b["entry"]
+        if not e:
+            continue
+        for key in ("holds", "defined", "undef", "lanes", "remat"):
+            for i in range(len(e[key])):
+                item = e[key].pop(i)
+                attempt(f"bb.{b['bb']} {key} without {item}", f"removed {key}")
+                e[key].insert(i, item)
+        for i in range(0, len(e["holds"]) - 1, 2):  # a home moved to the next place
+            a, c = e["holds"][i][1], e["holds"][i + 1][1]
+            if a != c:
+                e["holds"][i][1], e["holds"][i + 1][1] = c, a
+                attempt(f"bb.{b['bb']} holds of {e['holds'][i][0]} and {e['holds'][i + 1][0]} exchanged", "moved")
+                e["holds"][i][1], e["holds"][i + 1][1] = a, c
+    assert verdict(w) is None
+    explained = ("removed holds", "removed lanes", "removed remat", "removed undef")
+    unexplained = [s for s in survivors if not s.startswith(explained)]
+    print(f"{refused} refused, {len(survivors)} survived (all removals)")
+    assert refused > 100 and not unexplained, unexplained
