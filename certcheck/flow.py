@@ -171,8 +171,6 @@ class Walk:
         if len(tags) != len(units):
             self.fail("operand widths", qi, "post", f"`${qo.reg}` has {len(units) * 16} bits, {po.text} "
                       f"{len(tags) * 16}")
-        if po.virtual and not any(self.is_defined(t) for t in tags):
-            self.fail("undefined reads", pi, "pre", f"{po.text} is read before any path defines it")
         for t, u in zip(tags, units):
             if t not in self.held(u) and self.is_defined(t):
                 have = ", ".join(sorted(self.held(u))) or "nothing"
@@ -184,12 +182,14 @@ class Walk:
                       "but differs in opcode, flags or memory operands")
         if len(qi.ops) < len(pi.ops):
             self.fail("alignment", qi, "post", "fewer operands than its counterpart")
-        explicit_defs = [self.fc.post_units(q) for q in qi.ops if q.kind == "reg" and q.is_def and not q.implicit]
         for q in qi.ops[len(pi.ops):]:
             if q.kind != "reg" or not q.implicit:
                 self.fail("alignment", qi, "post", f"an extra operand `{q.text}`")
-            if q.is_def and not any(set(d) <= set(self.fc.post_units(q)) for d in explicit_defs):
-                self.fail("alignment", qi, "post", f"an extra def `${q.reg}` that is not a super-register note")
+            if q.is_def and regs.file_and_range(q.reg) is None:
+                self.fail("alignment", qi, "post", f"an extra def `${q.reg}` of a special register")
+            # an extra implicit-def of a general register is the rewriter's liveness note (the
+            # super-register of a subregister def, the lanes an `undef` def leaves): the
+            # instruction writes what its opcode writes, which the counterpart's defs name
         defs: list[tuple[Op, Op]] = []
         for po, qo in zip(pi.ops, qi.ops):
             if po.kind == "other" and (po.text.startswith("csr_") or "regmask" in po.text):
@@ -406,8 +406,8 @@ class Walk:
             self.lanes.pop(dst, None)
 
     def remat_copy(self, qi: Ins) -> None:
-        defs = qi.defs
-        if len(defs) != 1:
+        defs = [o for o in qi.defs if not o.implicit]
+        if len(defs) != 1 or any(regs.file_and_range(o.reg) is None for o in qi.defs if o.implicit):
             self.fail("rematerialisation", qi, "post", "a rematerialised instruction with other than one def")
         key = recipe_key(qi)
         units = self.fc.post_units(defs[0])
@@ -547,6 +547,7 @@ class FunctionCheck:
                               f"successors than bb.{n} of the virtual program")
         self.post_constraints()
         reach = self.reachable()
+        self.undefined_reads(reach)
         entry = self.pre.blocks[0].number
         first = wblocks[entry]["entry"]
         if first is None or any(first[k] for k in ("holds", "defined", "undef", "lanes", "remat")):
@@ -584,6 +585,35 @@ class FunctionCheck:
                 if target is None:
                     raise Refused("witness", f"bb.{s} is reachable but has no entry state")
                 walk.edge(s, target)
+
+    def undefined_reads(self, reach: set[int]) -> None:
+        """No virtual register is read (a use without `undef`) where no path from the entry has
+        written it (any def counts, IMPLICIT_DEF too): a forward may-analysis of the virtual
+        program."""
+        gen = {b.number: {o.reg for i in b.ins for o in i.ops if o.kind == "reg" and o.virtual and o.is_def}
+               for b in self.pre.blocks}
+        into: dict[int, set[str]] = {b.number: set() for b in self.pre.blocks}
+        changed = True
+        while changed:
+            changed = False
+            for b in self.pre.blocks:
+                if b.number not in reach:
+                    continue
+                out = into[b.number] | gen[b.number]
+                for s in b.successors:
+                    if not out <= into[s]:
+                        into[s] |= out
+                        changed = True
+        for b in self.pre.blocks:
+            if b.number not in reach:
+                continue
+            have = set(into[b.number])
+            for i in b.ins:
+                for o in i.ops:
+                    if o.reads and o.virtual and o.reg not in have:
+                        raise Refused("undefined reads", f"{self.paths[0]}:{i.line}: bb.{b.number}: {o.text} is read "
+                                      "before any path defines it")
+                have |= {o.reg for o in i.ops if o.kind == "reg" and o.virtual and o.is_def}
 
     def reachable(self) -> set[int]:
         succ = {b.number: b.successors for b in self.pre.blocks}
@@ -629,7 +659,9 @@ class FunctionCheck:
                         continue
                     if o.virtual:
                         raise Refused("post-only constraints", f"{where}: virtual register {o.text} after allocation")
-                    bad = None if o.reg in fixed else regs.register_problem(o.reg, self.target)
+                    # COPY is lowered one 32-bit register at a time: no tuple alignment applies
+                    bad = None if o.reg in fixed else regs.register_problem(
+                        o.reg, self.target, aligned=ins.opcode not in ("COPY", "KILL", "IMPLICIT_DEF"))
                     if bad:
                         raise Refused("registers exist, lie in the file and are aligned", f"{where}: {bad}")
                     if o.tied is not None:

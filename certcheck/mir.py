@@ -192,6 +192,17 @@ def parse_instruction(text: str, line: int, col: int, path: str) -> Ins:
     return Ins(opcode, ops, line, tuple(flags), mem)
 
 
+def _uncomment(raw: str) -> str:
+    """The line without its `;` comment (a `;` inside a quoted string is text)."""
+    quoted = False
+    for i, ch in enumerate(raw):
+        if ch == '"' and (i == 0 or raw[i - 1] != "\\"):
+            quoted = not quoted
+        elif ch == ";" and not quoted:
+            return raw[:i]
+    return raw
+
+
 def _documents(lines: list[str]) -> list[tuple[int, list[str]]]:
     docs: list[tuple[int, list[str]]] = []
     cur: list[str] | None = None
@@ -249,7 +260,7 @@ def _function(first: int, doc: list[str], path: str) -> Function:
     for k in range(body_at, len(doc)):
         raw = doc[k]
         ln = first + k
-        text = raw.split(";", 1)[0].rstrip() if not raw.lstrip().startswith(";") else ""
+        text = _uncomment(raw).rstrip()
         stripped = text.strip()
         if not stripped:
             continue

@@ -154,7 +154,7 @@ def has_agprs(target: str) -> bool:
     return bool(_AGPRS.match(target))
 
 
-def register_problem(name: str, target: str) -> str | None:
+def register_problem(name: str, target: str, aligned: bool = True) -> str | None:
     """Why a physical register of the allocated program is not one the target has, or None."""
     try:
         units(name)
@@ -172,7 +172,7 @@ def register_problem(name: str, target: str) -> str | None:
         return f"`${name}` lies outside the SGPR file"
     if f == "s" and width > 1 and first % (2 if width == 2 else 4):
         return f"`${name}` is not an aligned SGPR tuple"
-    if f in "va" and width > 1 and _ALIGNED.match(target) and first % 2:
+    if aligned and f in "va" and width > 1 and _ALIGNED.match(target) and first % 2:
         return f"`${name}` is an odd-aligned vector tuple, which {target} does not allow"
     return None
 
