@@ -124,7 +124,7 @@ def _check(d: Path, m: dict[str, Any], res: Result, root: str | None, overrides:
     if names != [f.name for f in post]:
         raise flow.Refused("functions", "the manifest's functions are not those of the allocated program")
     # 2. witnesses
-    listed = {"obligations": set(), "witnesses": set()}
+    listed: dict[str, set[Path]] = {"obligations": set(), "witnesses": set()}
     witnesses = {w.get("function"): w for w in m["witnesses"]}
     targets = {f.get("name"): str(f.get("target")) for f in m["functions"]}
     for fn in post:

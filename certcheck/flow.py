@@ -25,7 +25,7 @@ A failure raises `Refused` with the claim and the place.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 from certcheck import regs
 from certcheck.mir import Block, Function, Ins, Op
@@ -160,7 +160,7 @@ class Walk:
                     self.undefine(t)
 
     # checks ------------------------------------------------------------------------------
-    def fail(self, claim: str, ins: Ins, side: str, what: str) -> None:
+    def fail(self, claim: str, ins: Ins, side: str, what: str) -> NoReturn:
         raise Refused(claim, f"{self.fc.path(side)}:{ins.line}: {self.where}: {what}")
 
     def use(self, pi: Ins, qi: Ins, po: Op, qo: Op) -> None:
@@ -299,8 +299,8 @@ class Walk:
             return self.remat_copy(qi)
         if role == "move":
             if op == "IMPLICIT_DEF":
-                for d in qi.defs:
-                    self.clobber(fc.post_units(d))
+                for o in qi.defs:
+                    self.clobber(fc.post_units(o))
                 return
             if op == "KILL":
                 return
@@ -308,12 +308,12 @@ class Walk:
                 ex = [o for o in qi.ops if not (o.kind == "reg" and o.implicit)]
                 if len(ex) != 2 or ex[0].kind != "reg" or not ex[0].is_def or ex[1].text != "-1":
                     self.fail("alignment", qi, "post", "not an $exec save")
-                src = "exec_lo" if op.endswith("B32") else "exec"
-                moved = [self.held(u) for u in regs.units(src)]
+                exec_name = "exec_lo" if op.endswith("B32") else "exec"
+                saved = [self.held(u) for u in regs.units(exec_name)]
                 for o in qi.defs:
                     if o is not ex[0]:
                         self.clobber(fc.post_units(o))
-                for u, ts in zip(fc.post_units(ex[0]), moved):
+                for u, ts in zip(fc.post_units(ex[0]), saved):
                     self.holds[u] = ts
                     self.lanes.pop(u, None)
                 return
@@ -435,8 +435,8 @@ class Walk:
                 if t not in have and self.is_defined(t):
                     raise Refused("value flow", f"{self.where} -> bb.{s}: lane {lane} of {loc} does not hold {t}")
         for t, line, inputs, pos in target["remat"]:
-            want = (self.fc.recipe_key_at(int(line), f"bb.{s} entry, recipe of {t}"), tuple(inputs), int(pos))
-            if self.is_defined(t) and self.remat.get(t) != want:
+            recipe = (self.fc.recipe_key_at(int(line), f"bb.{s} entry, recipe of {t}"), tuple(inputs), int(pos))
+            if self.is_defined(t) and self.remat.get(t) != recipe:
                 raise Refused("value flow", f"{self.where} -> bb.{s}: the recipe of {t} does not hold at the edge")
         if not self.defined <= set(target["defined"]):
             extra = sorted(self.defined - set(target["defined"]))[0]

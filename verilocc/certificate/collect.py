@@ -127,6 +127,8 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
                                    "not unsat; the certificate would not prove the verdict")
 
     # Layer 2.
+    vf_obs: list[ProofObligation]
+    vf_uncovered: list[Uncovered]
     if lean and cert.witness is not None:
         cert.witnessed.append(Uncovered("value-flow", name, "every block: from its entry state every use reads its "
                                         "value and every successor's entry state holds", WITNESS_REASON))
