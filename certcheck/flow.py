@@ -102,6 +102,14 @@ class Walk:
             for t, line, inputs, pos in entry["remat"]}
         self.where = f"bb.{bb}"
 
+    def successor_walk(self, bb: int) -> Walk:
+        """A walk of `bb` from this walk's state (bb's one predecessor is this block)."""
+        w = Walk(self.fc, bb, {"holds": [], "lanes": [], "defined": [], "undef": [], "remat": []})
+        w.holds = dict(self.holds)
+        w.lanes = {loc: dict(store) for loc, store in self.lanes.items()}
+        w.defined, w.undef, w.remat = set(self.defined), set(self.undef), dict(self.remat)
+        return w
+
     # state -------------------------------------------------------------------------------
     def held(self, loc: str) -> frozenset[str]:
         got = self.holds.get(loc)
@@ -550,41 +558,59 @@ class FunctionCheck:
         self.undefined_reads(reach)
         entry = self.pre.blocks[0].number
         first = wblocks[entry]["entry"]
-        if first is None or any(first[k] for k in ("holds", "defined", "undef", "lanes", "remat")):
+        if not isinstance(first, dict) or any(first[k] for k in ("holds", "defined", "undef", "lanes", "remat")):
             raise Refused("witness", f"function {self.post.name}: the entry block's state is not the empty state")
+        steps = {n: self.check_steps(pre_b[n], post_b[n], wblocks[n]["steps"]) for n in sorted(pre_b)}
+        # A block whose one predecessor is another block starts from that block's exit state
+        # (`"entry": "pred"`): exactly what reaches it, so it needs no invariant of its own.
+        preds: dict[int, list[int]] = {n: [] for n in pre_b}
+        for n, b in pre_b.items():
+            for t in set(b.successors):
+                preds[t].append(n)
+        for n, w in wblocks.items():
+            if w["entry"] == "pred" and (len(preds[n]) != 1 or preds[n][0] == n):
+                raise Refused("witness", f"bb.{n} takes its predecessor's state but has not exactly one other "
+                              "predecessor")
         for n in sorted(pre_b):
-            w = wblocks[n]
-            steps = self.check_steps(pre_b[n], post_b[n], w["steps"])
-            if n not in reach:
+            entry = wblocks[n]["entry"]
+            if n not in reach or entry == "pred":
                 continue
-            if w["entry"] is None:
+            if not isinstance(entry, dict):
                 raise Refused("witness", f"bb.{n} is reachable but has no entry state")
-            walk = Walk(self, n, w["entry"])
-            for role, pi, qi in steps:
-                if role == "matched":
-                    assert pi is not None and qi is not None
-                    walk.matched(pi, qi)
-                elif pi is not None:
-                    if role == "move":
-                        walk.pre_move(pi)
-                    elif role == "remat-origin":
-                        if not deletable(pi):
-                            walk.fail("alignment", pi, "pre", f"`{pi.opcode}` has effects besides its defs: the "
-                                      "allocator may not delete it")
-                        recipe = self.recipe(pi) if is_pure(pi) else None
-                        for d in pi.defs:
-                            walk.undefine_rest(d)
-                            walk.define(self.tags(d), [], recipe)
+            todo = [Walk(self, n, entry)]
+            while todo:
+                walk = todo.pop()
+                self.walk_block(walk, steps[walk.bb])
+                for t in sorted(set(pre_b[walk.bb].successors)):
+                    target = wblocks[t]["entry"]
+                    if target == "pred":
+                        todo.append(walk.successor_walk(t))
+                    elif not isinstance(target, dict):
+                        raise Refused("witness", f"bb.{t} is reachable but has no entry state")
                     else:
-                        walk.fail("alignment", pi, "pre", f"`{pi.opcode}` has no counterpart ({role})")
+                        walk.edge(t, target)
+
+    def walk_block(self, walk: Walk, steps: list[tuple[str, Ins | None, Ins | None]]) -> None:
+        for role, pi, qi in steps:
+            if role == "matched":
+                assert pi is not None and qi is not None
+                walk.matched(pi, qi)
+            elif pi is not None:
+                if role == "move":
+                    walk.pre_move(pi)
+                elif role == "remat-origin":
+                    if not deletable(pi):
+                        walk.fail("alignment", pi, "pre", f"`{pi.opcode}` has effects besides its defs: the "
+                                  "allocator may not delete it")
+                    recipe = self.recipe(pi) if is_pure(pi) else None
+                    for d in pi.defs:
+                        walk.undefine_rest(d)
+                        walk.define(self.tags(d), [], recipe)
                 else:
-                    assert qi is not None
-                    walk.post_step(role, qi)
-            for s in sorted(set(pre_b[n].successors)):
-                target = wblocks[s]["entry"]
-                if target is None:
-                    raise Refused("witness", f"bb.{s} is reachable but has no entry state")
-                walk.edge(s, target)
+                    walk.fail("alignment", pi, "pre", f"`{pi.opcode}` has no counterpart ({role})")
+            else:
+                assert qi is not None
+                walk.post_step(role, qi)
 
     def undefined_reads(self, reach: set[int]) -> None:
         """No virtual register is read (a use without `undef`) where no path from the entry has

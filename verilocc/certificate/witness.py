@@ -14,7 +14,8 @@ solver obligation covers from the two MIR files and these witnesses:
   lanes are defined (`defined`), which physical registers of the virtual program are undefined
   (`undef`), the SGPR values spilled into lanes of VGPRs (`lanes`) and how rematerialisable
   lanes were computed (`remat`: the virtual program's line of the computing instruction, its
-  input values and the lane's position).
+  input values and the lane's position). A block whose one predecessor is another block has
+  `"entry": "pred"`: the checker starts it from that block's exit state.
 
 Names are independent of verilocc's internals: a location is a 16-bit half of a 32-bit
 register, `vgpr5.0` (low) / `vgpr5.1` (high), `vcc_lo.0`, `scc.1`, `private_rsrc_reg.3`, or
@@ -108,12 +109,18 @@ def function_witness(vf: ValueFlowChecker, pre: Function, post: Function, alignm
     post_number = {v: k for k, v in (block_pairing or {}).items()}
     pre_blocks = {b.number: b for b in pre.blocks}
     post_blocks = {b.number: b for b in post.blocks}
+    preds: dict[int, list[int]] = {n: [] for n in pre_blocks}
+    for n in pre_blocks:
+        for t in set(vf.cfg.successors(n)):
+            preds.setdefault(t, []).append(n)
     blocks: list[dict[str, Any]] = []
     for b in sorted(alignment.steps):
         pb, qb = pre_blocks[b], post_blocks[b]
         steps = [[st.role.value, pb.instructions[st.pre].line if st.pre is not None else 0,
                   qb.instructions[st.post].line if st.post is not None else 0] for st in alignment.steps[b]]
         entry = vf.entry_states.get(b)
-        blocks.append({"bb": b, "post_bb": post_number.get(b, b), "steps": steps,
-                       "entry": None if entry is None else state_json(vf, entry)})
+        state: dict[str, Any] | str | None = None if entry is None else state_json(vf, entry)
+        if entry is not None and b != pre.blocks[0].number and len(preds[b]) == 1 and preds[b][0] != b:
+            state = "pred"  # the checker starts from the predecessor's exit state
+        blocks.append({"bb": b, "post_bb": post_number.get(b, b), "steps": steps, "entry": state})
     return {"format": WITNESS_FORMAT, "function": post.name, "blocks": blocks}
