@@ -3,7 +3,7 @@
 Order (the first failing claim is the verdict): manifest shape; SHA-256 of both MIR files;
 reading them (the accepted subset, `certcheck.mir`); per function, the witness file's SHA-256
 and its check against the MIR (`certcheck.flow`); each obligation file's SHA-256 and its
-decision by z3 and by cvc5, both `unsat`. Then the claims the certificate lists as not
+decision by cvc5 and by z3, both `unsat`. Then the claims the certificate lists as not
 covered are reported: they are not re-established by anyone.
 """
 
@@ -174,10 +174,7 @@ def _check(d: Path, m: dict[str, Any], res: Result, root: str | None, overrides:
             raise flow.Refused("certificate files", f"{ob.get('file')}: SHA-256 differs from the manifest's")
         text = raw.decode("utf-8", errors="replace")
         claim = f"{ob.get('function')}: {ob.get('layer')}" + ("" if ob.get("block") is None else f", bb.{ob['block']}")
-        why = solvers.commands_ok(text)
-        if why:
-            raise flow.Refused(claim, f"{ob.get('file')}: {why}")
-        for name, decide in (("z3", solvers.z3_answer), ("cvc5", solvers.cvc5_answer)):
+        for name, decide in (("cvc5", solvers.cvc5_answer), ("z3", solvers.z3_answer)):
             answer = decide(text, timeout_s)
             if answer != "unsat":
                 raise flow.Refused(claim, f"{ob.get('file')}: {name} answers {answer}, not unsat")

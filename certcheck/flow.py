@@ -85,13 +85,41 @@ def deletable(ins: Ins) -> bool:
     return bool(ins.defs)
 
 
+class Holds(dict[str, frozenset[str]]):
+    """Location -> the values it holds, with the inverse (value -> locations) kept beside it.
+    Only `h[loc] = values` changes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.index: dict[str, set[str]] = {}
+
+    def __setitem__(self, loc: str, ts: frozenset[str]) -> None:
+        old = self.get(loc, NOTHING)
+        for t in old - ts:
+            self.index[t].discard(loc)
+        for t in ts - old:
+            self.index.setdefault(t, set()).add(loc)
+        super().__setitem__(loc, ts)
+
+    def where(self, t: str) -> set[str]:
+        return self.index.get(t, set())
+
+    def copy(self) -> Holds:
+        h = Holds()
+        dict.update(h, self)
+        h.index = {t: set(locs) for t, locs in self.index.items() if locs}
+        return h
+
+
 class Walk:
     """One block's walk: the state and the transfer rules."""
 
     def __init__(self, fc: FunctionCheck, bb: int, entry: dict[str, Any]) -> None:
         self.fc = fc
         self.bb = bb
-        self.holds: dict[str, frozenset[str]] = {loc: frozenset(ts) for loc, ts in entry["holds"]}
+        self.holds = Holds()
+        for loc, ts in entry["holds"]:
+            self.holds[loc] = frozenset(ts)
         self.lanes: dict[str, Store] = {}
         for loc, lane, half, ts in entry["lanes"]:
             self.lanes.setdefault(loc, {})[(int(lane), int(half))] = frozenset(ts)
@@ -101,11 +129,12 @@ class Walk:
             t: (fc.recipe_key_at(int(line), f"bb.{bb} entry, recipe of {t}"), tuple(inputs), int(pos))
             for t, line, inputs, pos in entry["remat"]}
         self.where = f"bb.{bb}"
+        self._users: dict[str, set[str]] | None = None
 
     def successor_walk(self, bb: int) -> Walk:
         """A walk of `bb` from this walk's state (bb's one predecessor is this block)."""
         w = Walk(self.fc, bb, {"holds": [], "lanes": [], "defined": [], "undef": [], "remat": []})
-        w.holds = dict(self.holds)
+        w.holds = self.holds.copy()
         w.lanes = {loc: dict(store) for loc, store in self.lanes.items()}
         w.defined, w.undef, w.remat = set(self.defined), set(self.undef), dict(self.remat)
         return w
@@ -121,9 +150,8 @@ class Walk:
         return t not in self.undef if t.startswith("$") else t in self.defined
 
     def forget(self, t: str) -> None:
-        for loc, ts in list(self.holds.items()):
-            if t in ts:
-                self.holds[loc] = ts - {t}
+        for loc in list(self.holds.where(t)):
+            self.holds[loc] = self.holds[loc] - {t}
         if t.startswith("$") and t[1:] not in self.holds:
             self.holds[t[1:]] = NOTHING
         for store in self.lanes.values():
@@ -131,8 +159,25 @@ class Walk:
                 if t in ts:
                     store[k] = ts - {t}
         self.remat.pop(t, None)
-        for x in [x for x, (_, inputs, _) in self.remat.items() if t in inputs]:
-            del self.remat[x]
+        for x in self.users().pop(t, ()):
+            if x in self.remat and t in self.remat[x][1]:
+                del self.remat[x]
+
+    def users(self) -> dict[str, set[str]]:
+        """Input value -> the values whose recipe reads it (made when first needed, then kept
+        by `set_remat`; an entry may name a recipe that is gone, which `forget` skips)."""
+        if self._users is None:
+            self._users = {}
+            for x, (_, inputs, _) in self.remat.items():
+                for i in inputs:
+                    self._users.setdefault(i, set()).add(x)
+        return self._users
+
+    def set_remat(self, t: str, recipe: tuple[tuple[Any, ...], tuple[str, ...], int]) -> None:
+        self.remat[t] = recipe
+        if self._users is not None:
+            for i in recipe[1]:
+                self._users.setdefault(i, set()).add(t)
 
     def clobber(self, units: list[str]) -> None:
         for u in units:
@@ -157,7 +202,7 @@ class Walk:
             if not t.startswith("$"):
                 self.defined.add(t)
                 if recipe is not None and t not in recipe[1]:
-                    self.remat[t] = (recipe[0], recipe[1], p)
+                    self.set_remat(t, (recipe[0], recipe[1], p))
 
     def undefine_rest(self, op: Op) -> None:
         """An `undef` subregister def leaves the other lanes of its register undefined."""
@@ -286,7 +331,7 @@ class Walk:
                 self.undef.discard(dt)
             else:
                 self.defined.add(dt)
-            for loc in [loc for loc, ts in self.holds.items() if st in ts]:
+            for loc in list(self.holds.where(st)):
                 self.holds[loc] = self.holds[loc] | {dt}
             if st.startswith("$") and st[1:] not in self.holds:
                 self.holds[st[1:]] = frozenset({st, dt})
@@ -295,7 +340,7 @@ class Walk:
                     if st in ts:
                         store[k] = ts | {dt}
             if st in self.remat and dt not in self.remat[st][1]:
-                self.remat[dt] = self.remat[st]
+                self.set_remat(dt, self.remat[st])
         for dt in dtags[len(stags):]:
             self.undefine(dt)
 

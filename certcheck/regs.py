@@ -9,6 +9,7 @@ special register's halves are named after it (`m0.0`), and a 64-bit special is i
 
 from __future__ import annotations
 
+import functools
 import re
 
 FILES = {"vgpr": "v", "sgpr": "s", "agpr": "a", "ttmp": "t"}
@@ -43,15 +44,20 @@ class RegError(Exception):
 
 def units(name: str) -> list[str]:
     """The 16-bit units of a physical register (name without `$`), in memory order."""
+    return list(_units(name))
+
+
+@functools.lru_cache(maxsize=None)
+def _units(name: str) -> tuple[str, ...]:
     if name in SPECIAL64:
         lo, hi = SPECIAL64[name]
-        return [f"{lo}.0", f"{lo}.1", f"{hi}.0", f"{hi}.1"]
+        return (f"{lo}.0", f"{lo}.1", f"{hi}.0", f"{hi}.1")
     if name in SPECIAL32:
-        return [f"{name}.0", f"{name}.1"]
+        return (f"{name}.0", f"{name}.1")
     if name in SPECIAL128:
-        return [f"{name}.{k}" for k in range(8)]
+        return tuple(f"{name}.{k}" for k in range(8))
     if name.endswith(("_lo16", "_hi16")) and name[:-5] in SPECIAL32:
-        return [f"{name[:-5]}.{0 if name.endswith('_lo16') else 1}"]
+        return (f"{name[:-5]}.{0 if name.endswith('_lo16') else 1}",)
     out: list[str] = []
     for piece in _pieces(name):
         m = _NUM.match(piece)
@@ -59,7 +65,7 @@ def units(name: str) -> list[str]:
         base = f"{m.group(1)}{int(m.group(2))}"
         out += [f"{base}.0"] if m.group(3) == "lo16" else [f"{base}.1"] if m.group(3) == "hi16" \
             else [f"{base}.0", f"{base}.1"]
-    return out
+    return tuple(out)
 
 
 def _pieces(name: str) -> list[str]:
@@ -123,6 +129,17 @@ _ALIGNED = re.compile(r"gfx9(0a|4[0-9]|5[0-9])$")
 _AGPRS = re.compile(r"gfx9(08|0a|4[0-9]|5[0-9])$")
 
 
+@functools.lru_cache(maxsize=1)
+def _reserved_units() -> tuple[tuple[str, frozenset[str]], ...]:
+    out = []
+    for r in RESERVED:
+        try:
+            out.append((r, frozenset(units(r))))
+        except RegError:
+            continue  # a name this reader does not know cannot be an operand either
+    return tuple(out)
+
+
 def reserved_problem(name: str, function_reserved: dict[str, str], target: str) -> str | None:
     """Why `name` may not be the home of a virtual register, or None: it overlaps a register
     LLVM always reserves, or one the function's machineFunctionInfo reserves
@@ -131,18 +148,14 @@ def reserved_problem(name: str, function_reserved: dict[str, str], target: str) 
     fr = file_and_range(name)
     if fr is not None and fr[0] == "t":
         return f"`${name}` is a trap-handler register, reserved on every function"
-    for r in RESERVED:
-        try:
-            theirs = set(units(r))
-        except RegError:
-            continue  # a name this reader does not know cannot be an operand either
+    for r, theirs in _reserved_units():
         if mine & theirs:
             return f"`${name}` overlaps ${r}, reserved on every function"
     for r, key in sorted(function_reserved.items()):
         if key == "vgprForAGPRCopy" and target != "gfx908":
             continue
         try:
-            theirs = set(units(r))
+            theirs = frozenset(units(r))
         except RegError:
             continue
         if mine & theirs:

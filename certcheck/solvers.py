@@ -1,51 +1,14 @@
-"""Decide one SMT-LIB obligation with z3 and with cvc5 (their Python APIs, fresh solvers).
+"""Decide one SMT-LIB obligation with cvc5 and with z3 (their Python APIs, fresh solvers).
 
 An obligation may only set the logic or an info, declare and define sorts, functions and
-constants, assert, and end with exactly one `(check-sat)`. Each solver parses the text itself.
+constants, assert, and end with exactly one `(check-sat)`: cvc5's parser names each command,
+and any other refuses the obligation before z3 reads it. Each solver parses the text itself.
 """
 
 from __future__ import annotations
 
-import re
-
 ALLOWED = frozenset({"set-logic", "set-info", "declare-sort", "declare-fun", "declare-const", "define-fun",
                      "define-sort", "assert", "check-sat"})
-
-
-def commands_ok(text: str) -> str | None:
-    """Why the script has a command outside ALLOWED or not one final `(check-sat)`, or None.
-    Commands are the top-level `(name`; comments and string literals are skipped."""
-    depth, names, i, n = 0, [], 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == ";":
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-            continue
-        if ch == '"' or ch == "|":
-            j = text.find(ch, i + 1)
-            if j < 0:
-                return "an unterminated literal"
-            i = j + 1
-            continue
-        if ch == "(":
-            if depth == 0:
-                m = re.match(r"\(\s*([a-z-]+)", text[i:i + 40])
-                names.append(m.group(1) if m else "?")
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                return "unbalanced parentheses"
-        i += 1
-    if depth:
-        return "unbalanced parentheses"
-    bad = [c for c in names if c not in ALLOWED]
-    if bad:
-        return f"command `{bad[0]}` is not allowed in an obligation"
-    if names.count("check-sat") != 1 or names[-1] != "check-sat":
-        return "not exactly one final (check-sat)"
-    return None
 
 
 def z3_answer(text: str, timeout_s: float) -> str:
@@ -72,13 +35,20 @@ def cvc5_answer(text: str, timeout_s: float) -> str:
     symbols = cvc5.SymbolManager(tm)
     parser = cvc5.InputParser(solver, symbols)
     answer = "error (no check-sat)"
+    checks = 0
     try:
         parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "obligation")
         while True:
             cmd = parser.nextCommand()
             if cmd.isNull():
                 break
-            if cmd.getCommandName() == "check-sat":
+            name = cmd.getCommandName()
+            if checks:
+                return f"error (`{name}` after check-sat)"
+            if name not in ALLOWED:
+                return f"error (command `{name}` is not allowed in an obligation)"
+            if name == "check-sat":
+                checks += 1
                 r = solver.checkSat()
                 answer = "unsat" if r.isUnsat() else "sat" if r.isSat() else "unknown"
             else:
