@@ -5,7 +5,12 @@ Layout of DIR:
   verdict, time; each obligation file with its SHA-256, layer, function, block, claim and the
   expected answer `unsat`; the claims no obligation covers, and what stays trusted);
 - `obligations/*.smt2`: SMT-LIB 2 scripts, each ending in `(check-sat)`, whose
-  unsatisfiability is the proof.
+  unsatisfiability is the proof;
+- `witnesses/*.json`: per function, the pairing of the two programs and the value-flow state at
+  each block entry (`verilocc.certificate.witness`), from which `certcheck` re-establishes the
+  claims no obligation covers (the manifest's `witnessed`).
+
+The manifest records no time, so the same inputs give the same bytes.
 
 DIR may be missing or empty. A DIR that holds a previous certificate (its manifest) and
 nothing else is replaced; any other non-empty DIR is refused, so no user file is ever
@@ -33,6 +38,8 @@ OBLIGATIONS = "obligations"
 WITNESSES = "witnesses"
 
 TRUSTED = (
+    ("with certcheck: its trusted base (certcheck/README.md: Python, its MIR reader and rules, z3, cvc5, SHA-256); "
+     "what follows is what `verilocc recheck` alone rests on"),
     "the MIR parser and the alignment of the two programs (which instruction corresponds to which)",
     ("the translation of the programs into the obligations: layer 1's constraints from liveness and the register "
     "classes, layer 3's symbolic execution (opcode semantics, assumptions A1-A5 of docs/soundness.md), layer 2's "
