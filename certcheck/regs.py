@@ -18,10 +18,15 @@ SPECIAL32 = frozenset({"m0", "scc", "mode", "sgpr_null", "sp_reg", "fp_reg", "vc
                        "flat_scr_lo", "flat_scr_hi", "xnack_mask_lo", "xnack_mask_hi", "tba_lo", "tba_hi", "tma_lo",
                        "tma_hi", "src_scc", "src_vccz", "src_execz", "lds_direct", "src_pops_exiting_wave_id",
                        "src_shared_base_lo", "src_shared_limit_lo", "src_private_base_lo", "src_private_limit_lo",
+                       "src_shared_base_hi", "src_shared_limit_hi", "src_private_base_hi", "src_private_limit_hi",
                        "sgpr_null64_lo", "src_flat_scratch_base_lo", "src_flat_scratch_base_hi"})
 # 64-bit special registers: their two 32-bit halves.
 SPECIAL64 = {"vcc": ("vcc_lo", "vcc_hi"), "exec": ("exec_lo", "exec_hi"), "flat_scr": ("flat_scr_lo", "flat_scr_hi"),
-             "xnack_mask": ("xnack_mask_lo", "xnack_mask_hi"), "tba": ("tba_lo", "tba_hi"), "tma": ("tma_lo", "tma_hi")}
+             "xnack_mask": ("xnack_mask_lo", "xnack_mask_hi"), "tba": ("tba_lo", "tba_hi"), "tma": ("tma_lo", "tma_hi"),
+             "src_shared_base": ("src_shared_base_lo", "src_shared_base_hi"),
+             "src_shared_limit": ("src_shared_limit_lo", "src_shared_limit_hi"),
+             "src_private_base": ("src_private_base_lo", "src_private_base_hi"),
+             "src_private_limit": ("src_private_limit_lo", "src_private_limit_hi")}
 # 128-bit placeholders LLVM uses before frame lowering.
 SPECIAL128 = frozenset({"private_rsrc_reg", "scratch_rsrc_reg"})
 # Registers whose implicit reads are part of how every instruction runs, not one of its values
