@@ -1,23 +1,26 @@
 """Re-check a function's witness against the two MIR files.
 
-The witness (docs/certificates.md) gives, per block, the pairing of its instructions and the
-value-flow state at its entry. This module checks, with its own rules:
+The witness (docs/certificates.md) gives, per block, its block in the allocated file, the
+pairing of its instructions and the value-flow state at its entry. This module checks, with
+its own rules:
 
-1. alignment: both programs have the same blocks with the same successors; each block's steps
-   use every instruction of both sides once, in order; a matched pair has the same opcode,
-   flags, memory operands and non-register operands, and register operands at the same
-   positions; a post-only step is a move, spill code or a rematerialised definition, a
-   pre-only step a COPY, KILL, IMPLICIT_DEF or a deleted definition;
-2. homes: walking each reachable block from its entry state, every register the virtual
+1. alignment: the blocks pair one to one, entry with entry, in the same layout order, with the
+   same successors; each block's steps use every instruction of both sides once, in order; a
+   matched pair has the same opcode, flags, memory operands and non-register operands, and
+   register operands at the same positions; a post-only step is a move, spill code or a
+   rematerialised definition, a pre-only step a COPY, KILL, IMPLICIT_DEF or a deleted
+   definition with no other effect;
+2. homes: walking each reachable block from its entry state (or, for a block whose one
+   predecessor is another block, from that block's exit state), every register the virtual
    program reads is read, in the allocated program, from units that hold that value (or the
    value is undefined there); defs, copies, spills, reloads, lane spills and
    rematerialisations move values by the rules below; at every edge the successor's entry
    state holds (the states are an inductive invariant; the entry block starts empty);
-3. post-only constraints: every register exists on the target, lies in its file, is aligned;
-   each home is in its virtual register's class file and width; tied operands are equal;
-   early-clobber defs overlap no use; no COPY from a vector into a scalar register; spill
-   pseudos store registers of their file; no virtual register is read before some path
-   defines it.
+3. undefined reads: no virtual register is read where no path writes it;
+4. post-only constraints: every register exists on the target, lies in its file, is aligned;
+   each home is in its virtual register's class file and width and not reserved; tied
+   operands are equal; early-clobber defs overlap no use that reads a value; no COPY from a
+   vector into a scalar register; spill pseudos store registers of their file.
 
 A failure raises `Refused` with the claim and the place.
 """
