@@ -39,6 +39,7 @@ SIDE_EFFECTS = ("S_BRANCH", "S_CBRANCH", "SI_", "S_ENDPGM", "S_SETPC", "S_BARRIE
                 "S_SENDMSG", "S_SLEEP", "ATOMIC_FENCE", "S_SETREG", "S_DCACHE", "S_MEMTIME", "S_MEMREALTIME",
                 "S_GETREG", "BUFFER_", "GLOBAL_", "FLAT_", "SCRATCH_", "DS_", "INLINEASM", "DBG_")
 LANE_READS = ("V_READFIRSTLANE_B32", "V_READLANE_B32")
+RETURNS = frozenset({"SI_RETURN", "S_SETPC_B64_return", "S_SETPC_B64_return_gfx", "SI_RETURN_TO_EPILOG"})
 # Opcodes some of whose vector operands take either file on targets with AGPRs (memory data,
 # MFMA sources, AV moves): a home there is only checked to be a vector register.
 EITHER_VECTOR_FILE = ("GLOBAL_", "FLAT_", "BUFFER_", "DS_", "SCRATCH_", "V_MFMA_", "V_SMFMAC_", "AV_MOV_", "INLINEASM")
@@ -247,9 +248,12 @@ class Walk:
             # super-register of a subregister def, the lanes an `undef` def leaves): the
             # instruction writes what its opcode writes, which the counterpart's defs name
         defs: list[tuple[Op, Op]] = []
+        mask: frozenset[str] | None = None
         for po, qo in zip(pi.ops, qi.ops):
-            if po.kind == "other" and (po.text.startswith("csr_") or "regmask" in po.text):
-                self.fail("MIR subset", pi, "pre", "calls (register masks) are not modelled")
+            if po.kind == "other" and (po.text.lower().startswith(("csr_", "customregmask(")) or "regmask" in po.text):
+                mask = regs.preserved_by(po.text, self.fc.pre.later_sgpr_masks or self.fc.post.later_sgpr_masks)
+                if mask is None:
+                    self.fail("MIR subset", pi, "pre", f"the register mask `{po.text}` is not known here")
             if po.kind == "bb":
                 if qo.kind != "bb" or self.fc.post_of.get(int(po.text)) != int(qo.text):
                     self.fail("alignment", qi, "post", f"operand `{qo.text}` is not the block of `{po.text}`")
@@ -270,6 +274,8 @@ class Walk:
                 defs.append((po, qo))
             elif po.reads:
                 self.use(pi, qi, po, qo)
+        if mask is not None or pi.opcode in RETURNS:
+            self.reads_exec(pi, qi)
         self.early_clobbers(pi, qi)
         recipe = self.fc.recipe(pi) if is_pure(pi) else None
         for po, qo in defs:
@@ -281,6 +287,22 @@ class Walk:
                           f"{len(tags) * 16}")
             self.undefine_rest(po)
             self.define(tags, units, recipe)
+        if mask is not None:
+            # A call clobbers every register its mask does not preserve: in both programs each
+            # holds what the call left there (the same in both), never a value kept across it.
+            written = {u for po in pi.ops if po.kind == "reg" and po.is_def and not po.virtual
+                       for u in self.fc.pre_units(po)}
+            for r in regs.clobbered_by(mask, self.fc.target):
+                units = [u for u in regs.units(r) if u not in written]
+                self.define(["$" + u for u in units], units, None)
+
+    def reads_exec(self, pi: Ins, qi: Ins) -> None:
+        """A call runs, and a return hands back, the lanes $exec has on in the virtual program
+        (the callee returns with its caller's $exec): the allocated program's $exec holds it."""
+        for u in regs.units("exec"):
+            if "$" + u not in self.held(u) and self.is_defined("$" + u):
+                self.fail("value flow", qi, "post", f"`{qi.opcode}` runs with {u} not holding the virtual program's "
+                          "$exec")
 
     def early_clobbers(self, pi: Ins, qi: Ins) -> None:
         """An early-clobber def is written before the uses are read: it may share no unit with
@@ -368,7 +390,9 @@ class Walk:
                 saved = [self.held(u) for u in regs.units(exec_name)]
                 for o in qi.defs:
                     if o is not ex[0]:
-                        self.clobber(fc.post_units(o))
+                        # wave32: the low half of $exec is set; the operands name all of it
+                        wave32_exec = op.endswith("B32") and o.reg == "exec"
+                        self.clobber(regs.units("exec_lo") if wave32_exec else fc.post_units(o))
                 for u, ts in zip(fc.post_units(ex[0]), saved):
                     self.holds[u] = ts
                     self.lanes.pop(u, None)

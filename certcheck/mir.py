@@ -105,6 +105,7 @@ class Function:
     stack_pointer: str
     entry_function: bool
     reserved: dict[str, str]  # register -> the machineFunctionInfo key that reserves it
+    later_sgpr_masks: bool  # written by llc 20 or later (`hasFakeUses:`/`noPhis:`): s40-s47 ... not preserved
     blocks: list[Block]
     line: int
 
@@ -229,10 +230,13 @@ def _function(first: int, doc: list[str], path: str) -> Function:
     sp = "sp_reg"
     entry = False
     reserved: dict[str, str] = {}
+    later = False
     body_at = None
     section = ""
     for k, raw in enumerate(doc):
         ln = first + k
+        if raw.startswith(("hasFakeUses:", "noPhis:")):
+            later = True
         if raw.startswith("name:"):
             name = raw.split(":", 1)[1].strip().strip("'\"")
         if raw and not raw.startswith(" "):
@@ -291,7 +295,7 @@ def _function(first: int, doc: list[str], path: str) -> Function:
                 if classes.setdefault(op.reg, op.cls) != op.cls:
                     raise BadInput(f"{path}:{ln}:{col}: error: %{op.reg} has two classes")
         cur.ins.append(ins)
-    return Function(name, classes, sp, entry, reserved, blocks, first)
+    return Function(name, classes, sp, entry, reserved, later, blocks, first)
 
 
 def read_mir(path: str, data: bytes) -> list[Function]:

@@ -213,3 +213,55 @@ def member_problem(name: str, cls: str, slots: int) -> str | None:
     if even and fr[2] > 1 and fr[1] % 2:
         return f"`${name}` is not even-aligned as class `{cls}` needs"
     return None
+
+
+# Register masks of calls (llvm/lib/Target/AMDGPU/AMDGPUCallingConv.td, CSR_AMDGPU_*, and
+# SIRegisterInfo::getCallPreservedMask): the 32-bit registers a call preserves. VGPRs: stripes
+# of eight from v40, every other one, to v255. SGPRs: s30-s105 up to LLVM 20, only s30-s39,
+# s48-s55, s64-s71, s80-s87, s96-s105 from LLVM 21 (`striped`). The `amdgpu_gfx` masks keep
+# s4-s31 and s64-s105; LLVM 13-14's `highregs` s32-s105; the `_gfx90ainsts` / `_with_agprs`
+# variants also a32-a255. $exec and $mode are preserved by the calling convention.
+_VGPR_STRIPES = tuple(range(start, start + 8) for start in range(40, 256, 16))
+_SGPRS = {"old": (range(30, 106),), "striped": ((range(30, 40), range(48, 56), range(64, 72), range(80, 88),
+                                                 range(96, 106))),
+          "gfx": (range(4, 32), range(64, 106)), "highregs": (range(32, 106),)}
+
+
+def _regs(prefix: str, ranges: tuple[range, ...]) -> set[str]:
+    return {f"{prefix}{i}" for r in ranges for i in r}
+
+
+def preserved_by(mask: str, striped: bool) -> frozenset[str] | None:
+    """The 32-bit registers a call through `mask` (as MIR prints it) preserves, or None for a
+    mask not known here."""
+    key = mask.lower()
+    if key.startswith("customregmask(") and key.endswith(")"):
+        names = [x.strip().lstrip("$") for x in key[len("customregmask("):-1].split(",") if x.strip()]
+        keep = {n for n in names if _NUM.match(n) and not _NUM.match(n).group(3)}  # type: ignore[union-attr]
+        return frozenset(keep | {"exec_lo", "exec_hi", "mode"}) if keep else frozenset()
+    agprs = key.endswith(("_gfx90ainsts", "_with_agprs"))
+    base = key.removesuffix("_gfx90ainsts").removesuffix("_with_agprs")
+    if base == "csr_amdgpu_highregs":
+        keep = _regs("vgpr", _VGPR_STRIPES) | _regs("sgpr", _SGPRS["highregs"])
+    elif base == "csr_amdgpu":
+        keep = _regs("vgpr", _VGPR_STRIPES) | _regs("sgpr", _SGPRS["striped" if striped else "old"])
+    elif base == "csr_amdgpu_si_gfx":
+        keep = _regs("vgpr", _VGPR_STRIPES) | _regs("sgpr", _SGPRS["gfx"])
+    elif base == "csr_amdgpu_cs_chainpreserve" and not agprs:
+        keep = _regs("vgpr", (range(8, 256),))
+    elif base == "csr_amdgpu_noregs" and not agprs:
+        return frozenset()
+    else:
+        return None
+    if agprs:
+        keep |= _regs("agpr", (range(32, 256),))
+    return frozenset(keep | {"exec_lo", "exec_hi", "mode"})
+
+
+def clobbered_by(preserved: frozenset[str], target: str) -> list[str]:
+    """The 32-bit registers (and VCC, M0, SCC) of the target a call clobbers."""
+    names = [f"sgpr{i}" for i in range(106)] + [f"vgpr{i}" for i in range(256)]
+    if has_agprs(target):
+        names += [f"agpr{i}" for i in range(256)]
+    names += ["vcc_lo", "vcc_hi", "m0", "scc"]
+    return [n for n in names if n not in preserved]

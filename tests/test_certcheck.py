@@ -201,16 +201,27 @@ def test_verilocc_recheck_runs_certcheck(tmp_path: Path, capsys: pytest.CaptureF
     assert "certcheck: refused: witness" in capsys.readouterr().out
 
 
-def test_calls_are_refused_not_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A call clobbers the registers its mask does not preserve; certcheck does not model masks,
-    so a certificate of a function with calls is refused (outside the subset), never accepted."""
+def test_a_value_kept_across_a_call_in_a_clobbered_register_is_refused(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A call clobbers every register its mask (`csr_amdgpu_gfx90ainsts`) does not preserve.
+    LLVM keeps a value across the call in $vgpr42 (preserved); moved to $vgpr20 (clobbered),
+    hashes fixed up, the read after the call is refused."""
     PAIRS["call"] = ROOT / "tests" / "fixtures" / "calls" / "call.llvm19.gfx90a"
     try:
         d = _certify(tmp_path, "call", capsys)
     finally:
         del PAIRS["call"]
     code, out = _check(capsys, d)
-    assert code == 1 and "refused: MIR subset" in out and "calls (register masks) are not modelled" in out
+    assert code == 0 and "accepted" in out, out
+    path = Path(next(i["path"] for i in _manifest(d)["inputs"] if i["role"] == "post"))
+    text = path.read_text()
+    assert "$vgpr42" in text and "$vgpr20" not in text
+    path.write_text(text.replace("$vgpr42", "$vgpr20"))
+    _rehash(d)
+    code, out = _check(capsys, d)
+    assert code == 1 and "refused: value flow" in out and "SI_CALL" not in out, out
+    line = next(k for k, ln in enumerate(text.split("\n"), 1) if "V_ADD_U32_e32 killed $vgpr0, killed $vgpr42" in ln)
+    assert f":{line}:" in out
 
 
 def test_lean_certificate_is_accepted_and_smaller(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
