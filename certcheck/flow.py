@@ -234,7 +234,8 @@ class Walk:
                 self.fail("value flow", qi, "post", f"reads {u} expecting {t}, but it holds {have}")
 
     def matched(self, pi: Ins, qi: Ins) -> None:
-        if operation(pi.opcode) != operation(qi.opcode) or pi.flags != qi.flags or pi.mem != qi.mem:
+        if operation(pi.opcode) != operation(qi.opcode) or pi.flags != qi.flags \
+                or self.fc.fixed(pi.mem, True) != self.fc.fixed(qi.mem, False):
             self.fail("alignment", qi, "post", f"`{qi.opcode}` is paired with `{pi.opcode}` (pre line {pi.line}) "
                       "but differs in opcode, flags or memory operands")
         if len(qi.ops) < len(pi.ops):
@@ -259,7 +260,7 @@ class Walk:
                     self.fail("alignment", qi, "post", f"operand `{qo.text}` is not the block of `{po.text}`")
                 continue
             if po.kind != "reg":
-                if qo.kind != po.kind or qo.text != po.text:
+                if qo.kind != po.kind or self.fc.fixed(qo.text, False) != self.fc.fixed(po.text, True):
                     self.fail("alignment", qi, "post", f"operand `{qo.text}` differs from `{po.text}`")
                 continue
             if qo.kind != "reg" or qo.is_def != po.is_def or qo.implicit != po.implicit:
@@ -532,9 +533,27 @@ class FunctionCheck:
         self.pre_lines = {i.line: i for b in pre.blocks for i in b.ins}
         self.keys: dict[int, tuple[Any, ...]] = {}
         self.post_of: dict[int, int] = {}  # virtual block number -> allocated block number
+        # Fixed stack objects by the memory they name, as the lowest virtual-program id of it
+        # (llc numbers them anew when it re-reads a file); an allocated-program object that
+        # names no memory of the virtual program gets a name no operand of it has.
+        lowest: dict[tuple[str, ...], str] = {}
+        for i, desc in sorted(pre.fixed_stack.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else -1):
+            lowest.setdefault(desc, i)
+        self.pre_fixed = {i: lowest[d] for i, d in pre.fixed_stack.items()}
+        self.post_fixed = {i: lowest.get(d, f"unpaired{i}") for i, d in post.fixed_stack.items()}
         # stack objects the virtual program itself uses (a spill slot must be none of them)
         self.pre_stack = {o.text.split("+")[0] for i in self.pre_lines.values() for o in i.ops if o.kind == "stack"} \
             | {m for i in self.pre_lines.values() for m in re.findall(r"%stack\.([0-9]+)", i.mem)}
+
+    def fixed(self, text: str, pre_side: bool) -> str:
+        """`text` with each `%fixed-stack.N` named by the memory it is (`pre_fixed`/`post_fixed`)."""
+        if "%fixed-stack." not in text:
+            return text
+        names = self.pre_fixed if pre_side else self.post_fixed
+
+        def name(m: re.Match[str]) -> str:
+            return f"%fixed-stack.{names.get(m.group(1), 'unknown' + m.group(1))}"
+        return re.sub(r"%fixed-stack\.([0-9]+)", name, text)
 
     def path(self, side: str) -> str:
         return self.paths[0] if side == "pre" else self.paths[1]

@@ -40,6 +40,8 @@ _REG = re.compile(r"(\$[A-Za-z_][A-Za-z0-9_]*|%[0-9]+)(?:\.([a-z0-9_]+))?(?::([A
                   r"(?:\s*\(\s*(?:tied-def\s+([0-9]+)|[sp][0-9]+|<[^()]*>|[a-z0-9]+)\s*\))*$")
 _TIED = re.compile(r"\(\s*tied-def\s+([0-9]+)\s*\)")
 _BLOCK = re.compile(r"bb\.([0-9]+)(?:\.[A-Za-z0-9_.$-]+)?(?:\s*\([^)]*\))?:$")
+# What makes two fixed stack objects the same memory (llc numbers them anew when it re-reads a file).
+MEMORY_FIELDS = ("type", "offset", "size", "stack-id", "isImmutable", "isAliased")
 # Terminators after which a block has no successor.
 ENDS = frozenset({"S_ENDPGM", "SI_RETURN", "SI_RETURN_TO_EPILOG", "S_SETPC_B64_return", "SI_TCRETURN",
                   "S_ENDPGM_SAVED", "SI_CS_CHAIN_TC_W32", "SI_CS_CHAIN_TC_W64", "S_SETPC_B64_return_gfx"})
@@ -106,6 +108,7 @@ class Function:
     entry_function: bool
     reserved: dict[str, str]  # register -> the machineFunctionInfo key that reserves it
     later_sgpr_masks: bool  # written by llc 20 or later (`hasFakeUses:`/`noPhis:`): s40-s47 ... not preserved
+    fixed_stack: dict[str, tuple[str, ...]]  # id -> the memory it names (type, offset, size, ...)
     blocks: list[Block]
     line: int
 
@@ -231,6 +234,8 @@ def _function(first: int, doc: list[str], path: str) -> Function:
     entry = False
     reserved: dict[str, str] = {}
     later = False
+    fixed: dict[str, tuple[str, ...]] = {}
+    entry_text = ""
     body_at = None
     section = ""
     for k, raw in enumerate(doc):
@@ -252,6 +257,12 @@ def _function(first: int, doc: list[str], path: str) -> Function:
                              r"longBranchReservedReg|vgprForAGPRCopy):\s*'?\$([a-z0-9_]+)'?\s*$", raw):
                 reserved.setdefault(m.group(2), m.group(1))
 
+        if section == "fixedStack":
+            entry_text = (entry_text + " " + raw.strip()) if entry_text or raw.strip().startswith("- {") else ""
+            if entry_text.endswith("}"):
+                fields = dict(re.findall(r"([A-Za-z-]+):\s*('[^']*'|[^,}]*)", entry_text))
+                fixed[fields.get("id", "").strip()] = tuple(fields.get(f, "").strip() for f in MEMORY_FIELDS)
+                entry_text = ""
         if raw.startswith("body:"):
             if raw.split(":", 1)[1].strip() != "|":
                 raise BadInput(f"{path}:{ln}:1: error: `body:` must be a literal block (`|`)")
@@ -295,7 +306,7 @@ def _function(first: int, doc: list[str], path: str) -> Function:
                 if classes.setdefault(op.reg, op.cls) != op.cls:
                     raise BadInput(f"{path}:{ln}:{col}: error: %{op.reg} has two classes")
         cur.ins.append(ins)
-    return Function(name, classes, sp, entry, reserved, later, blocks, first)
+    return Function(name, classes, sp, entry, reserved, later, fixed, blocks, first)
 
 
 def read_mir(path: str, data: bytes) -> list[Function]:

@@ -364,3 +364,24 @@ def test_a_witness_dropped_from_the_manifest_is_reported_not_covered(tmp_path: P
     (d / "certificate.json").write_text(json.dumps(m))
     code, out = _check(capsys, d)
     assert code == 0 and "(the certificate has no witness for it)" in out and "accepted with 2 claim(s)" in out, out
+
+
+def test_fixed_stack_objects_pair_by_their_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """llc numbers fixed stack objects anew when it re-reads a file: they pair by the memory they
+    name (offset, size, ...). A store moved to another object of the allocated program's own
+    list (hashes fixed up) is refused."""
+    PAIRS["byval"] = ROOT / "tests" / "fixtures" / "fixed-stack" / "byval.llvm19.gfx90a"
+    try:
+        d = _certify(tmp_path, "byval", capsys)
+    finally:
+        del PAIRS["byval"]
+    code, out = _check(capsys, d)
+    assert code == 0 and "accepted" in out, out
+    path = Path(next(i["path"] for i in _manifest(d)["inputs"] if i["role"] == "post"))
+    lines = path.read_text().split("\n")
+    k = next(k for k, ln in enumerate(lines) if "STORE" in ln and "%fixed-stack.34" in ln)
+    lines[k] = lines[k].replace("%fixed-stack.34", "%fixed-stack.0")
+    path.write_text("\n".join(lines))
+    _rehash(d)
+    code, out = _check(capsys, d)
+    assert code == 1 and "refused: alignment" in out and f":{k + 1}:" in out, out
