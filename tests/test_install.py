@@ -31,7 +31,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     pytest.importorskip("torch")
     tmp = tmp_path_factory.mktemp("install")
     src = tmp / "src"  # a copy, so that building leaves nothing in the checkout
-    shutil.copytree(ROOT / "verilocc", src / "verilocc", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("verilocc", "certcheck"):
+        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
@@ -70,6 +71,20 @@ def test_installed_verify_and_allocate(installed: tuple[Path, dict[str, str]], t
     assert "default model" not in r.stderr
     r = _run([verilocc, "verify", "alloc.mir", "--pre", f"{pair}.pre.mir"], tmp_path, env)
     assert r.returncode == 0 and "VERIFIED" in r.stdout, r.stdout + r.stderr
+
+
+def test_installed_certificate_and_certcheck(installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """The wheel installs the independent checker beside verilocc, as its own console script."""
+    venv, env = installed
+    pair = EXAMPLES / "gfx90a" / "vadd"
+    r = _run([venv / "bin" / "verilocc", "verify", f"{pair}.post.mir", "--pre", f"{pair}.pre.mir", "--certificate",
+              "cert"], tmp_path, env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _run([venv / "bin" / "certcheck", "cert"], tmp_path, env)
+    assert r.returncode == 0 and "accepted" in r.stdout, r.stdout + r.stderr
+    r = _run([venv / "bin" / "python", "-c", "import certcheck, pathlib; print(pathlib.Path(certcheck.__file__).parent)"],
+             tmp_path, env)
+    assert Path(r.stdout.strip()).is_relative_to(venv)
 
 
 def test_installed_pair_maker_runs(installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:

@@ -49,6 +49,8 @@ class Options:
     timeout_s: float = 60.0
     seed: int = 0
     certify: bool = False  # keep the proof obligations of a VERIFIED function (--certificate)
+    # --certificate-lean: no layer 2 obligations where the witness covers the function
+    certify_lean: bool = False
     # Layer 1 of a large function in a child process beside layers 2 and 3 (`Layer1`); only
     # for a caller that runs no other threads (the command line), where fork is safe.
     fork: bool = False
@@ -276,6 +278,7 @@ class _PairRun:
         self.later: list[Finding] = []
         self.layer1: Layer1 | None = None
         self.checker: ConstraintChecker | None = None
+        self.block_pairing: dict[int, int] = {}
 
     def run(self, t0: float) -> FunctionResult:
         fr, opts = self.fr, self.opts
@@ -321,6 +324,7 @@ class _PairRun:
         pair = prepare_pair(post, pre, self.target)
         self.pre, self.post, self.pre_classes, self.pre_cfg = pair.pre, pair.post, pair.pre_classes, pair.pre_cfg
         self.alignment = pair.alignment
+        self.block_pairing = pair.block_pairing
         note = renumbering_note(pair.block_pairing)
         if note is not None:
             self.fr.notes.append(note)
@@ -415,7 +419,8 @@ class _PairRun:
 
             try:
                 fr.certificate = collect_obligations(fr, self.checker, vf, eq, self.pre, self.post, self.alignment,
-                                                     opts.timeout_s, opts.seed)
+                                                     opts.timeout_s, opts.seed, self.block_pairing,
+                                                     lean=opts.certify_lean)
             except CertificateError as e:
                 fr.notes.append(f"no certificate: {e}")
 

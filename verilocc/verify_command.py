@@ -48,6 +48,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="if VERIFIED, write the proof obligations (SMT-LIB) and a manifest with input hashes to DIR "
                    "(new, empty, or a previous certificate; otherwise exit 2); other verdicts write nothing; exit 3 "
                    "if a VERIFIED proof cannot be written; check it with `verilocc recheck DIR`")
+    v.add_argument("--certificate-lean", action="store_true",
+                   help="with --certificate: leave out layer 2's per-block obligations where the function's witness "
+                   "covers them (certcheck re-establishes value flow from the witness; about a third of the size)")
     add_runner_options(v, "a batch: worker processes (default 1)")
     v.set_defaults(func=cmd_verify)
 
@@ -62,6 +65,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if given:
             raise InputError(f"{flag} applies to a batch: give a directory of pairs or --manifest FILE", flag, 0, 0)
     check_timeout(args.timeout)
+    if args.certificate_lean and not args.certificate:
+        raise InputError("--certificate-lean applies to --certificate DIR", "--certificate-lean", 0, 0)
     if "constraints" not in args.layers and not args.certificate:
         return _verify_pair(args)
     from verilocc.smt.solver import solver_process
@@ -84,7 +89,7 @@ def _verify_pair(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     post, pre, extra = load_inputs(args.alloc, args.pre, args.assignment)
     opts = Options(mcpu=args.mcpu, layers=args.layers, timeout_s=args.timeout, seed=args.seed,
-                   certify=bool(args.certificate), fork=True)
+                   certify=bool(args.certificate), certify_lean=bool(args.certificate_lean), fork=True)
     report = verify_modules(post, pre, opts, extra_findings=extra)
     if args.format == "json":
         write_output(args.output, to_json(report, timings=args.timings), [args.alloc, args.pre, args.assignment])

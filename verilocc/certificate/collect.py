@@ -24,6 +24,7 @@ from verilocc.certificate.obligation import (
 )
 from verilocc.certificate.smt2 import query_text
 from verilocc.certificate.valueflow import valueflow_obligations
+from verilocc.certificate.witness import WitnessError, function_witness
 from verilocc.findings import FunctionResult
 from verilocc.mir.model import Function
 from verilocc.semantics.equivalence import EquivalenceChecker
@@ -31,21 +32,31 @@ from verilocc.semantics.valueflow import ValueFlowChecker
 from verilocc.smt.constraints import ConstraintChecker
 from verilocc.smt.solver import Answer, check_z3
 
-# Checks of a VERIFIED verdict that run in Python only, with no solver query to certify.
+# Checks of a VERIFIED verdict that run in Python only, with no solver query to certify. The
+# second element says whether `certcheck` re-establishes the claim from the witness
+# (`verilocc.certificate.witness`) and the two MIR files; "entry-only" claims it only for entry
+# functions (kernels), which save no register for a caller.
 PYTHON_ONLY = (
-    ("constraints", ("registers of the allocated program exist, lie in the file and the budget, are aligned and "
-     "not reserved; tied operands share a register, the ties the instruction's definition implies "
-     "(verilocc.target.opcodes) included; early-clobber defs do not overlap uses (post-only checks)")),
+    ("constraints", ("registers of the allocated program exist, lie in the file and are aligned; every home of a "
+     "virtual register is in its class's file; tied operands share a register; early-clobber defs do not overlap "
+     "uses (post-only checks)"), True),
+    ("constraints", ("the registers of the allocated program lie in the function's budget and are not reserved; the "
+     "ties an instruction's definition implies without printing them (verilocc.target.opcodes)"), False),
     ("constraints", ("every COPY is one LLVM can lower: none from a vector register (one value per thread lane) into a "
-     "scalar one (illegal copies); every spill pseudo's data operand is in a file its definition takes")),
-    ("constraints", "no register is read before some path defines it (undefined reads)"),
+     "scalar one (illegal copies); every spill pseudo's data operand is in a file its definition takes"), True),
+    ("constraints", "no register is read before some path defines it (undefined reads)", True),
     ("constraints", ("class membership of the homes of split, spilled or rematerialised virtual registers (they have "
-     "no variable in the SMT obligation)")),
+     "no variable in the SMT obligation)"), True),
     ("value-flow", ("the allocated program has the virtual program's blocks and successors, and no instruction is "
-     "added or dropped (alignment of the two programs)")),
+     "added or dropped (alignment of the two programs)"), True),
     ("value-flow", ("the registers the allocated program saves for its caller hold their entry values at every "
-     "return (callee-saved registers, verilocc.semantics.calleesaved)")),
+     "return (callee-saved registers, verilocc.semantics.calleesaved)"), "entry-only"),
 )
+WITNESS_REASON = "re-established by certcheck from the witness and the two MIR files"
+
+
+def _is_entry_function(fn: Function) -> bool:
+    return fn.calling_convention == "amdgpu_kernel" or fn.machine_function_info.get("isEntryFunction") is True
 
 
 def _header(layer: str, fn: str, claim: str, origin: str) -> list[str]:
@@ -59,7 +70,10 @@ def _self_check(ob: ProofObligation, timeout_s: float, seed: int) -> Answer:
 
 def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: ValueFlowChecker, eq: EquivalenceChecker,
                         pre: Function, post: Function, alignment: FunctionAlignment,
-                        timeout_s: float = 60.0, seed: int = 0) -> FunctionCertificate:
+                        timeout_s: float = 60.0, seed: int = 0,
+                        block_pairing: dict[int, int] | None = None, lean: bool = False) -> FunctionCertificate:
+    """`lean`: where the witness covers the function, layer 2 gets no per-block obligations
+    (certcheck re-establishes its claim from the witness) and the claim is listed as witnessed."""
     cert = FunctionCertificate()
     name = post.name
 
@@ -81,14 +95,28 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
         text = query_text(eq.z3, eq.query, "QF_UFBV", _header("layer 3 (equivalence)", name, claim, origin))
         cert.obligations.append(ProofObligation("equivalence", name, None, claim, text, origin))
     identical = int(stats.get("discharged_by_identity", 0))  # type: ignore[call-overload]
+    try:
+        cert.witness = function_witness(vf, pre, post, alignment, block_pairing)
+    except WitnessError:
+        cert.witness = None
     if identical:
-        cert.uncovered.append(Uncovered(
-            "equivalence", name,
-            f"{identical} equivalence obligation(s) whose two sides are the same hash-consed term",
-            "discharged by syntactic identity, not by a solver: no obligation to re-check"))
+        what = f"{identical} equivalence obligation(s) whose two sides are the same hash-consed term"
+        if cert.witness is not None:
+            # The witness check shows that every matched instruction reads, in the allocated
+            # program, the values its counterpart reads: equal inputs, equal results.
+            cert.witnessed.append(Uncovered("equivalence", name, what, WITNESS_REASON + " (every matched "
+                                            "instruction reads the values its counterpart reads)"))
+        else:
+            cert.uncovered.append(Uncovered("equivalence", name, what,
+                                            "discharged by syntactic identity, not by a solver: no obligation to re-check"))
 
-    for layer, what in PYTHON_ONLY:
-        cert.uncovered.append(Uncovered(layer, name, what, "checked in Python; no solver query to certify"))
+    entry = _is_entry_function(post)
+    for layer, what, by_witness in PYTHON_ONLY:
+        if cert.witness is not None and (by_witness is True or (by_witness == "entry-only" and entry)):
+            reason = WITNESS_REASON if by_witness is True else WITNESS_REASON + " (an entry function saves no register)"
+            cert.witnessed.append(Uncovered(layer, name, what, reason))
+        else:
+            cert.uncovered.append(Uncovered(layer, name, what, "checked in Python; no solver query to certify"))
 
     # Layer 1's text is the one z3 already found unsat (a VERIFIED verdict needs that); layer
     # 3's is a re-print of z3's terms, so z3 decides the printed text once more.
@@ -99,14 +127,25 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
                                    "not unsat; the certificate would not prove the verdict")
 
     # Layer 2.
-    vf_obs, vf_uncovered = valueflow_obligations(vf, pre, post, alignment)
-    cert.uncovered.extend(vf_uncovered)
+    vf_obs: list[ProofObligation]
+    vf_uncovered: list[Uncovered]
+    if lean and cert.witness is not None:
+        cert.witnessed.append(Uncovered("value-flow", name, "every block: from its entry state every use reads its "
+                                        "value and every successor's entry state holds", WITNESS_REASON))
+        vf_obs, vf_uncovered = [], []
+    else:
+        vf_obs, vf_uncovered = valueflow_obligations(vf, pre, post, alignment)
+    for u in vf_uncovered:
+        if cert.witness is not None:  # certcheck walks every block of the witness with its own rules
+            cert.witnessed.append(Uncovered(u.layer, u.function, u.claim, WITNESS_REASON, u.block))
+        else:
+            cert.uncovered.append(u)
     for ob in vf_obs:
         answer = _self_check(ob, timeout_s, seed)
         if answer is Answer.UNSAT:
             cert.obligations.append(ob)
         else:
-            cert.uncovered.append(Uncovered(ob.layer, name, ob.claim,
+            (cert.witnessed if cert.witness is not None else cert.uncovered).append(Uncovered(ob.layer, name, ob.claim,
                                             f"the certificate's value encoding is {answer.value}, not unsat (it is "
                                             "weaker than the checker's own rules here)", ob.block))
     cert.stats = {"obligations": len(cert.obligations), "uncovered": len(cert.uncovered),

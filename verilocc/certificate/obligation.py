@@ -42,3 +42,7 @@ class FunctionCertificate:
     obligations: list[ProofObligation] = field(default_factory=list)
     uncovered: list[Uncovered] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
+    # `verilocc.certificate.witness.function_witness`, None when the state cannot be named
+    witness: dict[str, object] | None = None
+    # claims that the witness lets `certcheck` re-establish (not covered by an obligation)
+    witnessed: list[Uncovered] = field(default_factory=list)

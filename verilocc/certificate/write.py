@@ -5,7 +5,12 @@ Layout of DIR:
   verdict, time; each obligation file with its SHA-256, layer, function, block, claim and the
   expected answer `unsat`; the claims no obligation covers, and what stays trusted);
 - `obligations/*.smt2`: SMT-LIB 2 scripts, each ending in `(check-sat)`, whose
-  unsatisfiability is the proof.
+  unsatisfiability is the proof;
+- `witnesses/*.json`: per function, the pairing of the two programs and the value-flow state at
+  each block entry (`verilocc.certificate.witness`), from which `certcheck` re-establishes the
+  claims no obligation covers (the manifest's `witnessed`).
+
+The manifest records no time, so the same inputs give the same bytes.
 
 DIR may be missing or empty. A DIR that holds a previous certificate (its manifest) and
 nothing else is replaced; any other non-empty DIR is refused, so no user file is ever
@@ -14,7 +19,6 @@ overwritten or deleted. The manifest is written last: a DIR without it is not a 
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import os
@@ -29,10 +33,13 @@ from verilocc.errors import InputError
 from verilocc.findings import Report, Verdict
 
 MANIFEST = "certificate.json"
-FORMAT = "verilocc-certificate/1"
+FORMAT = "verilocc-certificate/2"
 OBLIGATIONS = "obligations"
+WITNESSES = "witnesses"
 
 TRUSTED = (
+    ("with certcheck: its trusted base (certcheck/README.md: Python, its MIR reader and rules, z3, cvc5, SHA-256); "
+     "what follows is what `verilocc recheck` alone rests on"),
     "the MIR parser and the alignment of the two programs (which instruction corresponds to which)",
     ("the translation of the programs into the obligations: layer 1's constraints from liveness and the register "
     "classes, layer 3's symbolic execution (opcode semantics, assumptions A1-A5 of docs/soundness.md), layer 2's "
@@ -55,7 +62,7 @@ def _previous_files(directory: Path) -> set[Path] | None:
         manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
         files = {directory / MANIFEST}
         root = directory.resolve()
-        for ob in manifest["obligations"]:
+        for ob in [*manifest["obligations"], *manifest.get("witnesses", [])]:
             p = directory / str(ob["file"])
             if root not in p.resolve().parents:
                 return None  # names a file outside the directory: not one of ours
@@ -90,9 +97,10 @@ def _clear_previous(d: Path) -> None:
     (d / MANIFEST).unlink(missing_ok=True)  # first: a half-removed certificate is no certificate
     for p in sorted(previous):
         p.unlink(missing_ok=True)
-    ob_dir = d / OBLIGATIONS
-    if ob_dir.is_dir() and not any(ob_dir.iterdir()):
-        ob_dir.rmdir()
+    for sub in (OBLIGATIONS, WITNESSES):
+        ob_dir = d / sub
+        if ob_dir.is_dir() and not any(ob_dir.iterdir()):
+            ob_dir.rmdir()
 
 
 def _safe(name: str) -> str:
@@ -149,6 +157,8 @@ def write_certificate(path: str, report: Report, inputs: dict[str, str | None], 
         (d / OBLIGATIONS).mkdir(exist_ok=True)
         records: list[dict[str, Any]] = []
         uncovered: list[dict[str, Any]] = []
+        witnessed: list[dict[str, Any]] = []
+        witnesses: list[dict[str, Any]] = []
         written: list[str] = []
         for k, fr in enumerate(report.functions):
             cert: FunctionCertificate | None = fr.certificate
@@ -165,12 +175,20 @@ def write_certificate(path: str, report: Report, inputs: dict[str, str | None], 
             for u in cert.uncovered:
                 uncovered.append({"layer": u.layer, "function": u.function, "block": u.block, "claim": u.claim,
                                   "reason": u.reason})
+            for u in cert.witnessed:
+                witnessed.append({"layer": u.layer, "function": u.function, "block": u.block, "claim": u.claim,
+                                  "reason": u.reason})
+            if cert.witness is not None:
+                (d / WITNESSES).mkdir(exist_ok=True)
+                rel = f"{WITNESSES}/f{k}.{_safe(fr.name)}.json"
+                data = (json.dumps(cert.witness, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8")
+                (d / rel).write_bytes(data)
+                written.append(rel)
+                witnesses.append({"file": rel, "sha256": hashlib.sha256(data).hexdigest(), "function": fr.name})
         given = {role: p for role, p in inputs.items() if p is not None}
         manifest = {
             "format": FORMAT,
             "verdict": report.verdict.value,
-            "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "verify_seconds": round(seconds, 3),
             "inputs": [{"role": role, "path": p, "sha256": sha256_file(Path(p))} for role, p in given.items()],
             "mir_syntax": mir_syntax(list(given.values())),
             "functions": [{"name": fr.name, "target": fr.target, "layers": fr.layers} for fr in report.functions],
@@ -179,6 +197,8 @@ def write_certificate(path: str, report: Report, inputs: dict[str, str | None], 
             "timeout_seconds": timeout_s,
             "layers": list(layers),
             "obligations": records,
+            "witnesses": witnesses,
+            "witnessed": witnessed,
             "not_covered": uncovered,
             "trusted": list(TRUSTED),
         }

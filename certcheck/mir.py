@@ -1,0 +1,334 @@
+"""A reader of the MIR subset that LLVM prints for AMDGPU around register allocation.
+
+Accepted (anything else raises `BadInput` with file:line:col, never a guess):
+- YAML documents separated by `---` and closed by `...`; a first document `--- |` (the
+  embedded IR module) is skipped; each other document is one machine function, of which this
+  reader uses `name:`, the `registers:` list (`- { id: N, class: C ...}`), the
+  `isEntryFunction:` and the registers it reserves (`stackPtrOffsetReg:`, `scratchRSrcReg:`,
+  `frameOffsetReg:`, `sgprForEXECCopy:`, `longBranchReservedReg:`, `vgprForAGPRCopy:`) of
+  `machineFunctionInfo:` (not `wwmReservedRegs:`: the whole-wave values live there), and `body: |`;
+- in the body: block headers `bb.N[.name][ (attributes)]:`, `successors:` (`%bb.N` with an
+  optional `(probability)`), `liveins:`, comments (`;`), and one instruction per line:
+  `[defs =] [instruction flags] OPCODE [operands] [:: memory operands] [trailer]`;
+- operands: registers `$name` or `%N` with register flags (implicit, implicit-def, def, dead,
+  killed, undef, internal, early-clobber, renamable, debug-use), an optional subregister
+  index `.subN`, a class `:class` and/or type `(s32)`, `(tied-def N)`; `$noreg`; integers;
+  `%bb.N`; `%stack.N[.name][ + off]`; every other operand (globals, target flags, `%ir.`,
+  `%fixed-stack.`, `%const.`, typed constants) is kept as its text and compared as such.
+- debug instructions (`DBG_*`) are skipped: they do not execute;
+- Refused: a block without a `successors:` list that does not end the function and is not
+  the last block (LLVM would infer its successors), bundles (`{`, `}`, `BUNDLE`), named virtual registers used as values of unknown
+  class, lines that do not parse.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+class BadInput(Exception):
+    """Input outside the accepted subset; str() is one line with file:line:col."""
+
+
+REG_FLAGS = ("implicit-def", "implicit", "def", "dead", "killed", "undef", "internal", "early-clobber", "renamable",
+             "debug-use")
+INSTR_FLAGS = frozenset({"nofpexcept", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "nuw", "nsw",
+                         "exact", "frame-setup", "frame-destroy", "nneg", "disjoint", "samesign", "unpredictable",
+                         "noconvergent", "nusw", "inbounds"})
+_REG = re.compile(r"(\$[A-Za-z_][A-Za-z0-9_]*|%[0-9]+)(?:\.([a-z0-9_]+))?(?::([A-Za-z_][A-Za-z0-9_]*))?"
+                  r"(?:\s*\(\s*(?:tied-def\s+([0-9]+)|[sp][0-9]+|<[^()]*>|[a-z0-9]+)\s*\))*$")
+_TIED = re.compile(r"\(\s*tied-def\s+([0-9]+)\s*\)")
+_BLOCK = re.compile(r"bb\.([0-9]+)(?:\.[A-Za-z0-9_.$-]+)?(?:\s*\([^)]*\))?:$")
+# What makes two fixed stack objects the same memory (llc numbers them anew when it re-reads a file).
+MEMORY_FIELDS = ("type", "offset", "size", "stack-id", "isImmutable", "isAliased")
+# Terminators after which a block has no successor.
+ENDS = frozenset({"S_ENDPGM", "SI_RETURN", "SI_RETURN_TO_EPILOG", "S_SETPC_B64_return", "SI_TCRETURN",
+                  "S_ENDPGM_SAVED", "SI_CS_CHAIN_TC_W32", "SI_CS_CHAIN_TC_W64", "S_SETPC_B64_return_gfx"})
+_OPCODE = re.compile(r"[A-Z][A-Za-z0-9_]*$")
+
+
+@dataclass
+class Op:
+    kind: str  # reg, imm, bb, stack, other
+    text: str  # the operand as written, flags and class stripped for registers
+    flags: frozenset[str] = frozenset()
+    reg: str = ""  # physical name without `$`, or the virtual register number as text
+    virtual: bool = False
+    subreg: str = ""
+    cls: str = ""
+    tied: int | None = None
+
+    @property
+    def is_def(self) -> bool:
+        return bool(self.flags & {"def", "implicit-def"})
+
+    @property
+    def implicit(self) -> bool:
+        return bool(self.flags & {"implicit", "implicit-def"})
+
+    @property
+    def reads(self) -> bool:
+        """A use whose value matters."""
+        return self.kind == "reg" and not self.is_def and not (self.flags & {"undef", "debug-use", "internal"}) \
+            and self.reg != "noreg"
+
+
+@dataclass
+class Ins:
+    opcode: str
+    ops: list[Op]
+    line: int
+    flags: tuple[str, ...]
+    mem: str
+
+    @property
+    def defs(self) -> list[Op]:
+        return [o for o in self.ops if o.kind == "reg" and o.is_def]
+
+    @property
+    def explicit_regs(self) -> list[Op]:
+        return [o for o in self.ops if o.kind == "reg" and not o.implicit]
+
+
+@dataclass
+class Block:
+    number: int
+    line: int
+    successors: list[int] = field(default_factory=list)
+    ins: list[Ins] = field(default_factory=list)
+    has_successors: bool = False  # a `successors:` line was written
+
+
+@dataclass
+class Function:
+    name: str
+    classes: dict[str, str]  # virtual register number -> class
+    stack_pointer: str
+    entry_function: bool
+    reserved: dict[str, str]  # register -> the machineFunctionInfo key that reserves it
+    later_sgpr_masks: bool  # written by llc 20 or later (`hasFakeUses:`/`noPhis:`): s40-s47 ... not preserved
+    fixed_stack: dict[str, tuple[str, ...]]  # id -> the memory it names (type, offset, size, ...)
+    blocks: list[Block]
+    line: int
+
+
+def _split(text: str) -> list[tuple[str, int]]:
+    """Comma-separated pieces at parenthesis depth 0, with their column offsets."""
+    out: list[tuple[str, int]] = []
+    depth, start, quoted = 0, 0, False
+    for i, ch in enumerate(text):
+        if ch == '"' and (i == 0 or text[i - 1] != "\\"):
+            quoted = not quoted
+        if quoted:
+            continue
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append((text[start:i], start))
+            start = i + 1
+    out.append((text[start:], start))
+    return [(p.strip(), c + len(p) - len(p.lstrip())) for p, c in out if p.strip()]
+
+
+def _operand(piece: str, where: str, is_def_side: bool) -> Op:
+    words = piece.split()
+    flags: set[str] = set()
+    while words and words[0] in REG_FLAGS:
+        flags.add(words.pop(0))
+    rest = " ".join(words)
+    if rest.startswith(("$", "%")) and not rest.startswith(("%bb.", "%stack.", "%fixed-stack.", "%const.", "%ir.",
+                                                             "%ir-block.", "%subreg.", "%jump-table.")):
+        m = _REG.match(rest)
+        if not m:
+            raise BadInput(f"{where}: error: register operand `{piece}` is outside the accepted MIR subset")
+        name = m.group(1)
+        tied = _TIED.search(rest)
+        if is_def_side:
+            flags.add("def")
+        op = Op("reg", name, frozenset(flags), name[1:], name.startswith("%"), m.group(2) or "", m.group(3) or "",
+                int(tied.group(1)) if tied else None)
+        return op
+    if flags:
+        raise BadInput(f"{where}: error: register flags on a non-register operand `{piece}`")
+    if re.fullmatch(r"-?[0-9]+", rest):
+        return Op("imm", rest)
+    if m := re.fullmatch(r"%bb\.([0-9]+)", rest):
+        return Op("bb", m.group(1))
+    if m := re.fullmatch(r"%stack\.([0-9]+)(?:\.[A-Za-z0-9_.]+)?(\s*\+\s*[0-9]+)?", rest):
+        return Op("stack", m.group(1) + (m.group(2) or "").replace(" ", ""))
+    return Op("other", " ".join(rest.split()))
+
+
+def parse_instruction(text: str, line: int, col: int, path: str) -> Ins:
+    where = f"{path}:{line}:{col}"
+    body = text
+    mem = ""
+    if " :: " in body:
+        body, mem = body.split(" :: ", 1)
+        mem = mem.strip()
+    # trailers LLVM prints after the operands (no meaning for the allocation)
+    body = re.split(r",?\s+(?:debug-location|debug-instr-number|pcsections|mmra|pre-instr-symbol|"
+                    r"post-instr-symbol|heap-alloc-marker)\b", body, maxsplit=1)[0]
+    mem = re.split(r"\s+(?:debug-location|pcsections|mmra)\b", mem, maxsplit=1)[0]
+    defs: list[tuple[str, int]] = []
+    if " = " in body:
+        lhs, rhs = body.split(" = ", 1)
+        if lhs.strip() and all(p.split()[-1].startswith(("$", "%")) for p, _ in _split(lhs)):
+            defs, body = _split(lhs), rhs
+    words = body.split(None, 1)
+    flags: list[str] = []
+    while words and words[0] in INSTR_FLAGS:
+        flags.append(words[0])
+        words = words[1].split(None, 1) if len(words) > 1 else []
+    if not words or not _OPCODE.match(words[0]):
+        raise BadInput(f"{where}: error: no opcode in `{text.strip()[:60]}`")
+    opcode = words[0]
+    if opcode in ("BUNDLE",):
+        raise BadInput(f"{where}: error: bundles are outside the accepted MIR subset")
+    ops = [_operand(p, f"{path}:{line}:{col + c}", True) for p, c in defs]
+    if any(o.kind != "reg" for o in ops):
+        raise BadInput(f"{where}: error: a definition that is not a register")
+    if len(words) > 1:
+        ops += [_operand(p, f"{path}:{line}:{col}", False) for p, _ in _split(words[1])]
+    return Ins(opcode, ops, line, tuple(flags), mem)
+
+
+def _uncomment(raw: str) -> str:
+    """The line without its `;` comment (a `;` inside a quoted string is text)."""
+    quoted = False
+    for i, ch in enumerate(raw):
+        if ch == '"' and (i == 0 or raw[i - 1] != "\\"):
+            quoted = not quoted
+        elif ch == ";" and not quoted:
+            return raw[:i]
+    return raw
+
+
+def _documents(lines: list[str]) -> list[tuple[int, list[str]]]:
+    docs: list[tuple[int, list[str]]] = []
+    cur: list[str] | None = None
+    start = 0
+    for i, raw in enumerate(lines, 1):
+        if raw.startswith("---"):
+            if cur is not None:
+                docs.append((start, cur))
+            cur, start = ([raw], i)
+        elif raw.startswith("..."):
+            if cur is not None:
+                docs.append((start, cur))
+            cur = None
+        elif cur is not None:
+            cur.append(raw)
+    if cur is not None:
+        docs.append((start, cur))
+    return docs
+
+
+def _function(first: int, doc: list[str], path: str) -> Function:
+    name = ""
+    classes: dict[str, str] = {}
+    sp = "sp_reg"
+    entry = False
+    reserved: dict[str, str] = {}
+    later = False
+    fixed: dict[str, tuple[str, ...]] = {}
+    entry_text = ""
+    body_at = None
+    section = ""
+    for k, raw in enumerate(doc):
+        ln = first + k
+        if raw.startswith(("hasFakeUses:", "noPhis:")):
+            later = True
+        if raw.startswith("name:"):
+            name = raw.split(":", 1)[1].strip().strip("'\"")
+        if raw and not raw.startswith(" "):
+            section = raw.split(":", 1)[0]
+        if section == "registers" and (m := re.search(r"id:\s*([0-9]+),\s*class:\s*([A-Za-z_0-9]+)", raw)):
+            classes[m.group(1)] = m.group(2)
+        if section == "machineFunctionInfo":
+            if m := re.match(r"\s+stackPtrOffsetReg:\s*'?\$?([a-z0-9_]+)'?", raw):
+                sp = m.group(1)
+            if re.match(r"\s+isEntryFunction:\s*true", raw):
+                entry = True
+            if m := re.match(r"\s+(scratchRSrcReg|stackPtrOffsetReg|frameOffsetReg|sgprForEXECCopy|"
+                             r"longBranchReservedReg|vgprForAGPRCopy):\s*'?\$([a-z0-9_]+)'?\s*$", raw):
+                reserved.setdefault(m.group(2), m.group(1))
+
+        if section == "fixedStack":
+            entry_text = (entry_text + " " + raw.strip()) if entry_text or raw.strip().startswith("- {") else ""
+            if entry_text.endswith("}"):
+                fields = dict(re.findall(r"([A-Za-z-]+):\s*('[^']*'|[^,}]*)", entry_text))
+                fixed[fields.get("id", "").strip()] = tuple(fields.get(f, "").strip() for f in MEMORY_FIELDS)
+                entry_text = ""
+        if raw.startswith("body:"):
+            if raw.split(":", 1)[1].strip() != "|":
+                raise BadInput(f"{path}:{ln}:1: error: `body:` must be a literal block (`|`)")
+            body_at = k + 1
+            break
+    if not name or body_at is None:
+        raise BadInput(f"{path}:{first}:1: error: a function document without `name:` or `body:`")
+    blocks: list[Block] = []
+    cur: Block | None = None
+    for k in range(body_at, len(doc)):
+        raw = doc[k]
+        ln = first + k
+        text = _uncomment(raw).rstrip()
+        stripped = text.strip()
+        if not stripped:
+            continue
+        col = len(text) - len(text.lstrip()) + 1
+        if m := _BLOCK.match(stripped):
+            cur = Block(int(m.group(1)), ln)
+            blocks.append(cur)
+            continue
+        if cur is None:
+            raise BadInput(f"{path}:{ln}:{col}: error: an instruction outside a block")
+        if stripped.startswith("successors:"):
+            cur.has_successors = True
+            for piece, _ in _split(stripped[len("successors:"):]):
+                sm = re.fullmatch(r"%bb\.([0-9]+)(?:\s*\([^)]*\))?", piece)
+                if not sm:
+                    raise BadInput(f"{path}:{ln}:{col}: error: successor `{piece}` is outside the accepted MIR subset")
+                cur.successors.append(int(sm.group(1)))
+            continue
+        if stripped.startswith("liveins:"):
+            continue
+        if stripped in ("{", "}") or stripped.endswith("{"):
+            raise BadInput(f"{path}:{ln}:{col}: error: bundles are outside the accepted MIR subset")
+        ins = parse_instruction(stripped, ln, col, path)
+        if ins.opcode.startswith("DBG_"):
+            continue  # debug instructions do not execute
+        for op in ins.ops:
+            if op.kind == "reg" and op.virtual and op.cls:
+                if classes.setdefault(op.reg, op.cls) != op.cls:
+                    raise BadInput(f"{path}:{ln}:{col}: error: %{op.reg} has two classes")
+        cur.ins.append(ins)
+    return Function(name, classes, sp, entry, reserved, later, fixed, blocks, first)
+
+
+def read_mir(path: str, data: bytes) -> list[Function]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{path}:1:1: error: not UTF-8 ({e.reason})") from None
+    lines = text.split("\n")
+    funcs: list[Function] = []
+    for first, doc in _documents(lines):
+        if doc[0].startswith("--- |"):
+            continue
+        if doc[0].strip() != "---":
+            raise BadInput(f"{path}:{first}:1: error: unexpected document header `{doc[0][:40]}`")
+        funcs.append(_function(first, doc, path))
+    if not funcs:
+        raise BadInput(f"{path}:1:1: error: no machine function")
+    for fn in funcs:
+        for k, b in enumerate(fn.blocks):
+            last = b.ins[-1].opcode if b.ins else ""
+            if not b.has_successors and last not in ENDS and k + 1 < len(fn.blocks):
+                # the MIR parser would infer successors (fall-through, branches): not read here
+                raise BadInput(f"{path}:{b.line}:3: error: bb.{b.number} has no `successors:` list and does "
+                               "not end the function")
+    return funcs

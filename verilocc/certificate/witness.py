@@ -1,0 +1,126 @@
+"""The witnesses of a certificate: what the verifier found, for an independent checker to re-check.
+
+`certcheck` (a package that shares no code with verilocc) re-establishes the claims that no
+solver obligation covers from the two MIR files and these witnesses:
+
+- `blocks[i].bb`, `post_bb`: a block of the virtual program and its block in the allocated
+  file (llc may number them anew);
+- `blocks[i].steps`: the pairing of each block's instructions, `[role, pre line, post line]`
+  (line numbers of the two files, 0 where a side has no instruction; roles as
+  `verilocc.pairing.alignment.Role`): matched instructions, moves, spill code, rematerialised
+  copies and the definitions the allocator deleted;
+- `blocks[i].entry`: value flow's state at the block's entry (`verilocc.semantics.valueflow`):
+  which allocated locations hold which values of the virtual program (`holds`), which virtual
+  lanes are defined (`defined`), which physical registers of the virtual program are undefined
+  (`undef`), the SGPR values spilled into lanes of VGPRs (`lanes`) and how rematerialisable
+  lanes were computed (`remat`: the virtual program's line of the computing instruction, its
+  input values and the lane's position). A block whose one predecessor is another block has
+  `"entry": "pred"`: the checker starts it from that block's exit state.
+
+Names are independent of verilocc's internals: a location is a 16-bit half of a 32-bit
+register, `vgpr5.0` (low) / `vgpr5.1` (high), `vcc_lo.0`, `scc.1`, `private_rsrc_reg.3`, or
+piece k of a stack slot, `slot:3.k`; a value is `%12.2` (16-bit lane 2 of %12) or `$vgpr5.1`
+(what that unit holds at the function's entry).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from verilocc.mir.model import Function
+from verilocc.pairing.alignment import FunctionAlignment
+from verilocc.pairing.steps import Loc
+from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker, untouched
+from verilocc.target import register_for_units
+from verilocc.target.registers import parse_physreg, special_register_names
+
+WITNESS_FORMAT = "verilocc-witness/1"
+
+
+class WitnessError(Exception):
+    """A state the witness format cannot name; the function's witness is then not written."""
+
+
+@lru_cache(maxsize=None)
+def _special_units() -> dict[int, str]:
+    """Unit -> name for the units of special registers that no 16-bit register name covers."""
+    out: dict[int, str] = {}
+    names = sorted(special_register_names(), key=lambda n: (len(parse_physreg(n).units), n))
+    for name in names:
+        for k, u in enumerate(parse_physreg(name).units):
+            out.setdefault(u, f"{name}.{k}")
+    return out
+
+
+@lru_cache(maxsize=None)
+def unit_name(u: int) -> str:
+    reg = register_for_units((u,))
+    if reg is not None:
+        m = re.fullmatch(r"(.+)_(lo16|hi16)", reg.name)
+        if m:
+            return f"{m.group(1)}.{0 if m.group(2) == 'lo16' else 1}"
+    got = _special_units().get(u)
+    if got is None:
+        raise WitnessError(f"register unit {u} has no name")
+    return got
+
+
+def loc_name(loc: Loc) -> str:
+    if isinstance(loc, int):
+        return unit_name(loc)
+    if isinstance(loc, tuple) and len(loc) == 3 and loc[0] == "slot":
+        return f"slot:{loc[1]}.{loc[2]}"
+    raise WitnessError(f"location {loc!r}")
+
+
+def tag_name(t: Tag) -> str:
+    if t[0] == "$":
+        return "$" + unit_name(int(t[1]))  # type: ignore[call-overload]
+    if len(t) == 2 and isinstance(t[1], int):
+        return f"%{t[0]}.{t[1]}"
+    raise WitnessError(f"value {t!r}")
+
+
+def _tags(ts: Any) -> list[str]:
+    return sorted(tag_name(t) for t in ts)
+
+
+def state_json(vf: ValueFlowChecker, s: State) -> dict[str, Any]:
+    holds = sorted([loc_name(loc), _tags(ts)] for loc, ts in s.locs.items() if ts != untouched(loc))
+    lanes = sorted([loc_name(loc), lane, half, _tags(ts)]
+                   for loc, store in s.lanes.items() for (lane, half), ts in store.items() if ts)
+    remat: list[list[Any]] = []
+    for t, (key, inputs, pos) in s.remat.items():
+        ins = vf.remat_instructions.get(key)
+        if ins is None:
+            raise WitnessError(f"no instruction for the recipe of {t!r}")
+        remat.append([tag_name(t), ins.line, [tag_name(x) for x in inputs], pos])
+    return {"holds": holds, "defined": _tags(t for t in s.defined if t[0] != "$"),
+            "undef": _tags(s.undef_fixed), "lanes": lanes, "remat": sorted(remat)}
+
+
+def function_witness(vf: ValueFlowChecker, pre: Function, post: Function, alignment: FunctionAlignment,
+                     block_pairing: dict[int, int] | None = None) -> dict[str, Any]:
+    """`block_pairing`: allocated block number -> virtual one (`verilocc.pairing.blocks`), where
+    llc numbered the allocated program's blocks anew; `post` is renumbered to the virtual
+    numbers, the witness says which block of the file each one is (`post_bb`)."""
+    post_number = {v: k for k, v in (block_pairing or {}).items()}
+    pre_blocks = {b.number: b for b in pre.blocks}
+    post_blocks = {b.number: b for b in post.blocks}
+    preds: dict[int, list[int]] = {n: [] for n in pre_blocks}
+    for n in pre_blocks:
+        for t in set(vf.cfg.successors(n)):
+            preds.setdefault(t, []).append(n)
+    blocks: list[dict[str, Any]] = []
+    for b in sorted(alignment.steps):
+        pb, qb = pre_blocks[b], post_blocks[b]
+        steps = [[st.role.value, pb.instructions[st.pre].line if st.pre is not None else 0,
+                  qb.instructions[st.post].line if st.post is not None else 0] for st in alignment.steps[b]]
+        entry = vf.entry_states.get(b)
+        state: dict[str, Any] | str | None = None if entry is None else state_json(vf, entry)
+        if entry is not None and b != pre.blocks[0].number and len(preds[b]) == 1 and preds[b][0] != b:
+            state = "pred"  # the checker starts from the predecessor's exit state
+        blocks.append({"bb": b, "post_bb": post_number.get(b, b), "steps": steps, "entry": state})
+    return {"format": WITNESS_FORMAT, "function": post.name, "blocks": blocks}
