@@ -166,7 +166,7 @@ def _strategy(name: str, timeout: float):  # noqa: ANN202
 
 
 def run_file(item: tuple[str, str, str], strategy: str, timeout: float, llc: int | None,
-             done: set[str]) -> list[dict[str, Any]]:
+             done: set[str], keep: str | None = None) -> list[dict[str, Any]]:
     from verilocc.allocators.problem import register_usage
     from verilocc.errors import InputError
     from verilocc.llc.asm import resources
@@ -233,8 +233,13 @@ def run_file(item: tuple[str, str, str], strategy: str, timeout: float, llc: int
         ours_res: dict[str, dict[str, int]] = {}
         verdict = None
         if all(f is not None for f in allocated) and len(allocated) == len(pre.functions):
-            verdict, ours_asm = _llc(print_module(Module(pre.file, pre.ir_text, allocated, pre.ir_blank_lines)), cpu, llc)
+            written = print_module(Module(pre.file, pre.ir_text, allocated, pre.ir_blank_lines))
+            verdict, ours_asm = _llc(written, cpu, llc)
             ours_res = resources(ours_asm)
+            if verdict != "ok" and keep:  # the written file llc rejects, to look at
+                kept = Path(keep) / f"{strategy}-{name.replace('/', '-')}.mir"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(written)
             if verdict != "ok" and theirs != "ok":
                 verdict += THEIRS_TOO
         for r in rows:
@@ -365,10 +370,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         for strategy in strategies:
             if args.jobs <= 1:
                 for item in work:
-                    emit(run_file(item, strategy, args.timeout, args.llc, done))
+                    emit(run_file(item, strategy, args.timeout, args.llc, done, args.keep))
             else:
                 with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
-                    futures = [pool.submit(run_file, item, strategy, args.timeout, args.llc, done) for item in work]
+                    futures = [pool.submit(run_file, item, strategy, args.timeout, args.llc, done, args.keep) for item in work]
                     for fut in futures:
                         emit(fut.result())
     if args.set == "heldout":
@@ -545,8 +550,9 @@ def final_assembly_report(rows: list[dict[str, Any]]) -> list[str]:
     for key in sorted(groups, key=lambda k: (k[0], k[1], STRATEGY_ORDER.index(k[2]) if k[2] in STRATEGY_ORDER else 9)):
         out.append(_summary_line(*key, groups[key]))
         total.setdefault(key[2], []).extend(groups[key])
-    for s in strategies:
-        out.append(_summary_line("all", "all", s, total[s]))
+    if len({k[:2] for k in groups}) > 1:  # totals over every llc version and target
+        for s in strategies:
+            out.append(_summary_line("all", "all", s, total[s]))
 
     out += ["", "Where a strategy loses to greedy (or does not finish):"]
     losses = []
@@ -636,6 +642,7 @@ def main() -> int:
     r.add_argument("--llc", nargs="?", type=int, const=19, default=None, metavar="VERSION",
                    help="finish code generation with llc-VERSION (default 19) from each written file")
     r.add_argument("-j", "--jobs", type=int, default=1)
+    r.add_argument("--keep", default=None, metavar="DIR", help="write each allocated file llc fails to finish into DIR")
     r.add_argument("-o", "--output", required=True, help="JSON-lines file (appended; a run resumes)")
     r.set_defaults(func=cmd_run)
     t = sub.add_parser("table", help="markdown tables from JSON-lines files")
