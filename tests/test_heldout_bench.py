@@ -150,3 +150,26 @@ def test_bench_without_a_model_says_so_and_runs_the_solver(tmp_path: Path) -> No
     ours, greedy = r["asm"]["ours"], r["asm"]["greedy"]
     assert ours["scratch"] == greedy["scratch"] == 0 and ours["waves"] >= 1
     assert "| llc-19/gfx90a/vadd |" in got.stdout  # the per-kernel table
+
+
+def test_report_counts_against_greedy_on_the_assembly_and_names_every_loss() -> None:
+    def row(kernel: str, ours: dict[str, int] | None, greedy: dict[str, int], spills: tuple[int, int],
+            llc: str = "ok") -> dict[str, object]:
+        return {"set": "heldout", "strategy": "solver", "file": f"llc-19/gfx90a/{kernel}", "function": kernel,
+                "target": "gfx90a", "status": "feasible", "verified": True, "llc": llc, "seconds": 1.0,
+                "ours": {"spills": spills[0], "spills_weighted": spills[0]},
+                "greedy": {"spills": spills[1], "spills_weighted": spills[1]},
+                "asm": {"ours": ours, "greedy": greedy, "llc": 19, "greedy_seconds": 0.1}}
+
+    fit = {"waves": 8, "vgpr": 40, "agpr": 0, "scratch": 0}
+    rows = [row("fits", {**fit, "vgpr": 39}, fit, (0, 0)),
+            row("spills", {"waves": 8, "vgpr": 60, "agpr": 0, "scratch": 96}, {"waves": 8, "vgpr": 64, "agpr": 0, "scratch": 36},
+                (24, 20)),
+            row("rejected", None, {"waves": 6, "vgpr": 80, "agpr": 0, "scratch": 100}, (0, 5), llc="fail: Bad machine code")]
+    text = "\n".join(bench().final_assembly_report(rows))
+    summary = next(ln for ln in text.splitlines() if ln.startswith("| llc-19 | gfx90a | solver |"))
+    assert summary.split(" | ")[3:11] == ["3", "2/3 (67%)", "2/2 (100%)", "0/1 (0%)", "96 / 36", "24 / 20",
+                                           "1/1 (100%)", "39 / 40"]
+    losses = text.split("Where a strategy loses to greedy (or does not finish):")[1].strip().splitlines()
+    assert losses == ["- solver llc-19/gfx90a/rejected: llc: fail: Bad machine code",
+                      "- solver llc-19/gfx90a/spills: scratch 96 > 36 bytes; weighted spills 24 > 20"]
