@@ -23,7 +23,7 @@ CHECK_TESTS := tests/test_layers.py tests/test_examples.py tests/test_mir.py tes
                tests/test_fixed_stack.py tests/test_as_read.py \
                tests/test_native.py::test_the_package_type_checks
 
-.PHONY: install native model-install llvm hunt-llvm hunt hunt-random hunt-llvm-tests demo check test bench clean dataset model model-marks model-eval
+.PHONY: install native model-install llvm hunt-llvm hunt hunt-random hunt-llvm-tests demo check test bench clean dataset model model-marks model-eval heldout-pairs heldout-bench
 
 # The checkout on the path as a plain `.pth` line: setuptools' default editable finder costs every
 # command about 50 ms of start-up (a sixth of verifying a small kernel).
@@ -189,6 +189,23 @@ hunt-llvm-tests: install hunt-llvm
 
 bench: install native llvm
 	$(PY) bench/verify_bench.py
+
+# The held-out kernels of bench/heldout (written for the bench, never used to tune anything) as
+# pre/post pairs of llc-19 and llc-22 for gfx90a, gfx942 and gfx1100 (about a minute), and the
+# bench on the final assembly (docs/allocate.md#the-held-out-bench-on-the-final-assembly):
+# HELDOUT_LLVM, HELDOUT_ONLY (shell patterns of llc-V/target/kernel), HELDOUT_STRATEGY.
+HELDOUT_LLVM ?= 19
+HELDOUT_ONLY ?= llc-$(HELDOUT_LLVM)/gfx90a/*
+HELDOUT_STRATEGY ?= model,solver
+HELDOUT_TIMEOUT ?= 20
+heldout-pairs:
+	for v in 19 22; do nice -n 10 $(PY) scripts/llc_corpus.py --llc llc-$$v --hip bench/heldout --clang clang-19 \
+	    --targets gfx90a,gfx942,gfx1100 --out build/heldout-bench/pairs-llc-$$v -j 2 || exit 1; done
+
+heldout-bench: model-install
+	@test -d build/heldout-bench/pairs-llc-$(HELDOUT_LLVM) || $(MAKE) --no-print-directory heldout-pairs
+	nice -n 10 $(PY) bench/optimal_vs_greedy.py run --set heldout --llvm $(HELDOUT_LLVM) --only '$(HELDOUT_ONLY)' \
+	    --strategy $(HELDOUT_STRATEGY) --timeout $(HELDOUT_TIMEOUT) -o build/heldout-bench/results.jsonl
 
 clean:
 	$(PYTHON) scripts/build_native.py --clean
