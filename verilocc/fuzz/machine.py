@@ -7,6 +7,7 @@ Nothing here comes from the verifier (`tests/test_layers.py`): the machine is th
 
 from __future__ import annotations
 
+import abc
 import functools
 import zlib
 from collections.abc import Callable
@@ -96,7 +97,7 @@ class Plan:
     key: int = 0
 
 
-class MachineState:
+class MachineState(abc.ABC):
     """The state of one run and the decoding of its instructions; `Machine` adds what each
     instruction does."""
 
@@ -429,9 +430,9 @@ class MachineState:
             out |= v << (32 * k)
         return out
 
+    @abc.abstractmethod
     def _handler(self, opcode: str, ins: Instruction) -> Callable[[Any, Plan], str | None]:
         """The method that runs an instruction (`Machine`'s)."""
-        raise NotImplementedError
 
 
 def dead_copy(ins: Instruction) -> bool:
