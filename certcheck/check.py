@@ -73,6 +73,20 @@ def _inside(d: Path, rel: object) -> Path:
     return p
 
 
+
+def _listed_file(d: Path, entry: dict[str, Any], seen: set[Path]) -> bytes:
+    """The bytes of a file the manifest lists (a witness or an obligation), with the SHA-256
+    the manifest gives it."""
+    p = _inside(d, entry.get("file"))
+    seen.add(p)
+    try:
+        raw = p.read_bytes()
+    except OSError:
+        raise flow.Refused("certificate files", f"{entry.get('file')} is missing") from None
+    if sha256(raw) != entry.get("sha256"):
+        raise flow.Refused("certificate files", f"{entry.get('file')}: SHA-256 differs from the manifest's")
+    return raw
+
 def check(directory: str, *, input_root: str | None = None, overrides: dict[str, str] | None = None,
           timeout_s: float = 60.0) -> Result:
     start = time.perf_counter()
@@ -140,14 +154,7 @@ def _check(d: Path, m: dict[str, Any], res: Result, root: str | None, overrides:
             res.uncovered.append(f"{fn.name}: alignment, homes, value flow, undefined reads and post-only constraints "
                                  "(the certificate has no witness for it)")
             continue
-        p = _inside(d, w.get("file"))
-        listed["witnesses"].add(p)
-        try:
-            raw = p.read_bytes()
-        except OSError:
-            raise flow.Refused("certificate files", f"{w.get('file')} is missing") from None
-        if sha256(raw) != w.get("sha256"):
-            raise flow.Refused("certificate files", f"{w.get('file')}: SHA-256 differs from the manifest's")
+        raw = _listed_file(d, w, listed["witnesses"])
         try:
             wit = json.loads(raw)
             if wit.get("format") != WITNESS_FORMAT or wit.get("function") != fn.name:
@@ -164,14 +171,9 @@ def _check(d: Path, m: dict[str, Any], res: Result, root: str | None, overrides:
         if fn.name not in with_constraints:
             raise flow.Refused("obligations", f"function {fn.name}: no layer 1 (constraints) obligation")
     for ob in m["obligations"]:
-        p = _inside(d, ob.get("file"))
-        listed["obligations"].add(p)
-        try:
-            raw = p.read_bytes()
-        except OSError:
-            raise flow.Refused("certificate files", f"{ob.get('file')} is missing") from None
-        if sha256(raw) != ob.get("sha256") or ob.get("expect") != "unsat":
-            raise flow.Refused("certificate files", f"{ob.get('file')}: SHA-256 differs from the manifest's")
+        if ob.get("expect") != "unsat":
+            raise flow.Refused("obligations", f"{ob.get('file')}: the manifest expects {ob.get('expect')!r}, not unsat")
+        raw = _listed_file(d, ob, listed["obligations"])
         text = raw.decode("utf-8", errors="replace")
         claim = f"{ob.get('function')}: {ob.get('layer')}" + ("" if ob.get("block") is None else f", bb.{ob['block']}")
         for name, decide in (("cvc5", solvers.cvc5_answer), ("z3", solvers.z3_answer)):

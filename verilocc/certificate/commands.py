@@ -16,11 +16,13 @@ from verilocc.options import check_timeout
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r = sub.add_parser(
         "recheck",
-        help="re-check a certificate with cvc5, independently of verilocc's proof",
+        help="re-check a certificate with cvc5 and the independent checker certcheck",
         description="Re-hash the inputs and obligations of a certificate written by `verify --certificate` and "
-        "decide every obligation with cvc5; each must be unsat. Input paths are read as recorded (relative to the "
-        "current directory), under --input-root, or as given by --post/--pre/--assignment. Exit codes: 0 re-checked, "
-        "1 a problem (changed or missing file, extra obligation, sat, unknown or timeout), 2 unreadable certificate.",
+        "decide every obligation with cvc5; each must be unsat. Then certcheck, which shares no code with verilocc, "
+        "re-checks the witnesses against the two MIR files and decides every obligation with z3 and cvc5; it lists "
+        "the claims it does not cover. Input paths are read as recorded (relative to the current directory), under "
+        "--input-root, or as given by --post/--pre/--assignment. Exit codes: 0 re-checked, 1 a problem (changed or "
+        "missing file, extra obligation, sat, unknown or timeout, or certcheck refused), 2 unreadable certificate.",
     )
     r.add_argument("directory", metavar="DIR", help="the certificate directory")
     r.add_argument("--input-root", metavar="DIR", help="resolve the recorded relative input paths under DIR")
