@@ -90,9 +90,9 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
     stats = eq.stats
     claim = ("the allocated program is equivalent to the virtual one: every side effect sees equal inputs and every "
              "block-entry relation is inductive (all obligations not discharged by syntactic identity)")
-    if eq.query is not None:
+    if eq.proof.query is not None:
         origin = "the assertions layer 3 sent to z3"
-        text = query_text(eq.z3, eq.query, "QF_UFBV", _header("layer 3 (equivalence)", name, claim, origin))
+        text = query_text(eq.proof.z3, eq.proof.query, "QF_UFBV", _header("layer 3 (equivalence)", name, claim, origin))
         cert.obligations.append(ProofObligation("equivalence", name, None, claim, text, origin))
     identical = int(stats.get("discharged_by_identity", 0))  # type: ignore[call-overload]
     try:

@@ -32,7 +32,8 @@ from typing import Any
 from verilocc.mir.model import Function
 from verilocc.pairing.alignment import FunctionAlignment
 from verilocc.pairing.steps import Loc
-from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker, untouched
+from verilocc.semantics.holdings import State, Tag, untouched
+from verilocc.semantics.valueflow import ValueFlowChecker
 from verilocc.target import register_for_units
 from verilocc.target.registers import parse_physreg, special_register_names
 
