@@ -19,15 +19,18 @@ its own rules:
 3. undefined reads: no virtual register is read where no path writes it;
 4. post-only constraints: every register exists on the target, lies in its file, is aligned;
    each home is in its virtual register's class file and width and not reserved; tied
-   operands are equal; early-clobber defs overlap no use that reads a value; no COPY from a
-   vector into a scalar register; spill pseudos store registers of their file.
+   operands are equal, printed or implied by the opcode (`certcheck.ties`); early-clobber defs
+   overlap no use that reads a value; no COPY from a vector into a scalar register; spill
+   pseudos store registers of their file;
+5. callee-saved registers: at every return, each SGPR the function keeps for its caller holds
+   its entry value `^unit` (the walk from the entry block starts with every unit holding its
+   own; the witness states where they are at other blocks).
 
 A failure raises `Refused` with the claim and the place.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any, NoReturn
 
@@ -324,9 +327,9 @@ class Walk:
         """At a return (or tail call) each callee-saved SGPR holds its entry value: `^unit`, or
         `$unit` where the virtual program never writes the register (its value is the entry
         one throughout)."""
-        for u in self.fc.callee_saved():
+        for u in self.fc.saved:
             held = self.held(u)
-            if "^" + u not in held and ("$" + u not in held or u in self.fc.pre_written()):
+            if "^" + u not in held and ("$" + u not in held or u in self.fc.written):
                 self.fail("callee-saved registers", qi, "post", f"`{qi.opcode}` returns with {u} not holding its "
                           f"value at the function's entry (callee-saved in the calling convention {self.fc.pre.cc})")
 
@@ -667,6 +670,7 @@ class FunctionCheck:
                 raise Refused("alignment", f"{self.paths[1]}:{post_b[n].line}: bb.{post_b[n].number} has other "
                               f"successors than bb.{n} of the virtual program")
         self.post_constraints()
+        self.saved, self.written = self.callee_saved(), self.pre_written()
         reach = self.reachable()
         self.undefined_reads(reach)
         entry = self.pre.blocks[0].number
@@ -755,7 +759,6 @@ class FunctionCheck:
                                       "before any path defines it")
                 have |= {o.reg for o in i.ops if o.kind == "reg" and o.virtual and o.is_def}
 
-    @functools.cache
     def callee_saved(self) -> list[str]:
         """The units of the SGPRs the function's calling convention says are callee-saved, but
         those `machineFunctionInfo` reserves: frame lowering saves and restores them itself (the
@@ -771,7 +774,6 @@ class FunctionCheck:
             skip |= set(regs.units("sgpr30_sgpr31"))
         return [u for r in sgprs for u in regs.units(r) if u not in skip]
 
-    @functools.cache
     def pre_written(self) -> frozenset[str]:
         """The units of physical registers the virtual program writes anywhere (defs and what
         its calls clobber)."""
