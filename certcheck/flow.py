@@ -760,15 +760,17 @@ class FunctionCheck:
                 have |= {o.reg for o in i.ops if o.kind == "reg" and o.virtual and o.is_def}
 
     def callee_saved(self) -> list[str]:
-        """The units of the SGPRs the function's calling convention says are callee-saved, but
-        those `machineFunctionInfo` reserves: frame lowering saves and restores them itself (the
-        stack and frame pointers, the SGPRs for EXEC copies and long branches; README.md)."""
+        """The units of the SGPRs the function's calling convention says are callee-saved, but the
+        stack pointer and the SGPRs for EXEC copies that `machineFunctionInfo` names: frame
+        lowering restores and saves those itself (SIFrameLowering; README.md)."""
         if self.pre.cc != self.post.cc:
             raise Refused("alignment", f"function {self.post.name}: the two programs have other calling conventions")
         sgprs = regs.callee_saved_sgprs(self.pre.cc, self.pre.later_sgpr_masks or self.post.later_sgpr_masks)
         if sgprs is None:
             raise Refused("MIR subset", f"function {self.post.name}: calling convention {self.pre.cc} is not modelled")
-        skip = {u for r in (*self.pre.reserved, *self.post.reserved, self.pre.stack_pointer) for u in regs.units(r)}
+        frame = [r for f in (self.pre, self.post) for r, key in f.reserved.items()
+                 if key in ("stackPtrOffsetReg", "sgprForEXECCopy")]
+        skip = {u for r in (*frame, self.pre.stack_pointer, self.post.stack_pointer) for u in regs.units(r)}
         if any(i.opcode.startswith("S_SETPC_B64_return") for i in self.pre_lines.values()):
             # LLVM 14 and before return through an operand: $sgpr30_sgpr31 is an argument then
             skip |= set(regs.units("sgpr30_sgpr31"))
