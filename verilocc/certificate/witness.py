@@ -102,9 +102,9 @@ def state_json(vf: ValueFlowChecker, s: State, entry_values: EntryValues | None 
         tags = [t for t in ("^" + unit_name(u) for u in units) if t.startswith("^sgpr")]  # what certcheck checks
         if not tags:
             continue
-        if isinstance(loc, tuple) and loc[0] == "lane":
-            key = (unit_name(loc[1]), loc[2], loc[3])
-            lanes_d[key] = sorted(set(lanes_d.get(key, [])) | set(tags))
+        if isinstance(loc, tuple) and len(loc) == 4 and loc[0] == "lane":  # ("lane", VGPR unit, lane, half)
+            lane_key = (unit_name(int(loc[1])), loc[2], loc[3])
+            lanes_d[lane_key] = sorted(set(lanes_d.get(lane_key, [])) | set(tags))
         else:
             name = loc_name(loc)
             default = _tags(untouched(loc)) if isinstance(loc, int) else []
