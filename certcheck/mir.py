@@ -46,6 +46,8 @@ MEMORY_FIELDS = ("type", "offset", "size", "stack-id", "isImmutable", "isAliased
 ENDS = frozenset({"S_ENDPGM", "SI_RETURN", "SI_RETURN_TO_EPILOG", "S_SETPC_B64_return", "SI_TCRETURN",
                   "S_ENDPGM_SAVED", "SI_CS_CHAIN_TC_W32", "SI_CS_CHAIN_TC_W64", "S_SETPC_B64_return_gfx"})
 _OPCODE = re.compile(r"[A-Z][A-Za-z0-9_]*$")
+# `define [linkage, cc, attributes] type @name(` in the IR document: group 1 is what precedes the name
+_DEFINE = re.compile(r"\s*define\s+(.*?)@(\"?)([^\"(]+)\2\s*\(")
 
 
 @dataclass
@@ -111,6 +113,7 @@ class Function:
     fixed_stack: dict[str, tuple[str, ...]]  # id -> the memory it names (type, offset, size, ...)
     blocks: list[Block]
     line: int
+    cc: str = "ccc"  # the calling convention of its `define` in the IR document (C without one)
 
 
 def _split(text: str) -> list[tuple[str, int]]:
@@ -316,12 +319,23 @@ def read_mir(path: str, data: bytes) -> list[Function]:
         raise BadInput(f"{path}:1:1: error: not UTF-8 ({e.reason})") from None
     lines = text.split("\n")
     funcs: list[Function] = []
+    ccs: dict[str, str] | None = None  # function -> calling convention, from the IR document
     for first, doc in _documents(lines):
         if doc[0].startswith("--- |"):
+            ccs = {}
+            for raw in doc:
+                if m := _DEFINE.match(raw):
+                    cc = re.search(r"\b(amdgpu_\w+|ccc|fastcc|coldcc|cc\s*[0-9]+|[a-z_]+cc)\b", m.group(1))
+                    ccs[m.group(3)] = cc.group(1) if cc else "ccc"
             continue
         if doc[0].strip() != "---":
             raise BadInput(f"{path}:{first}:1: error: unexpected document header `{doc[0][:40]}`")
-        funcs.append(_function(first, doc, path))
+        fn = _function(first, doc, path)
+        if ccs is not None:
+            if fn.name not in ccs:
+                raise BadInput(f"{path}:{fn.line}:1: error: the IR document does not define function {fn.name}")
+            fn.cc = ccs[fn.name]
+        funcs.append(fn)
     if not funcs:
         raise BadInput(f"{path}:1:1: error: no machine function")
     for fn in funcs:
