@@ -251,7 +251,7 @@ def test_relative_inputs_and_input_root(capsys: pytest.CaptureFixture[str], tmp_
 def test_manifest_states_what_is_not_covered(vadd_cert: Path, capsys: pytest.CaptureFixture[str]) -> None:
     m = _manifest(vadd_cert)
     layers = {u["layer"] for u in m["not_covered"]}  # type: ignore[attr-defined]
-    assert layers == {"constraints"}  # the budget and reservations: certcheck does not re-check them
+    assert layers == {"constraints"}  # reservations and implied ties: certcheck does not re-check them
     witnessed = {u["layer"] for u in m["witnessed"]}  # type: ignore[attr-defined]
     assert {"constraints", "value-flow"} <= witnessed  # the rest is the witness's, for certcheck
     assert m["trusted"] and m["versions"]["z3"] and m["seed"] == 0  # type: ignore[index]

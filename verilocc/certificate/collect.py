@@ -40,8 +40,10 @@ PYTHON_ONLY = (
     ("constraints", ("registers of the allocated program exist, lie in the file and are aligned; every home of a "
      "virtual register is in its class's file; tied operands share a register; early-clobber defs do not overlap "
      "uses (post-only checks)"), True),
-    ("constraints", ("the registers of the allocated program lie in the function's budget and are not reserved; the "
-     "ties an instruction's definition implies without printing them (verilocc.target.opcodes)"), False),
+    ("constraints", ("the registers of the allocated program lie in the function's budget (from the target and its "
+     "attributes)"), True),
+    ("constraints", ("the registers of the allocated program are not reserved; the ties an instruction's definition "
+     "implies without printing them (verilocc.target.opcodes)"), False),
     ("constraints", ("every COPY is one LLVM can lower: none from a vector register (one value per thread lane) into a "
      "scalar one (illegal copies); every spill pseudo's data operand is in a file its definition takes"), True),
     ("constraints", "no register is read before some path defines it (undefined reads)", True),
