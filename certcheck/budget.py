@@ -36,9 +36,6 @@ from certcheck import regs
 from certcheck.flow import Refused
 from certcheck.mir import BudgetInputs as Inputs, Function, Op
 
-# --------------------------------------------------------------------------------------------
-# Processors
-# --------------------------------------------------------------------------------------------
 # Older names llc accepts for gfx6-gfx8 processors (AMDGPUUsage, "Processors").
 LEGACY = {"tahiti": "gfx600", "pitcairn": "gfx601", "verde": "gfx601", "oland": "gfx602", "hainan": "gfx602",
           "kaveri": "gfx700", "hawaii": "gfx701", "kabini": "gfx703", "mullins": "gfx703", "bonaire": "gfx704",
@@ -48,113 +45,68 @@ _PROCESSOR = re.compile(r"gfx(60[0-2]|70[0-5]|80[1235]|810|90[02469ac]|908|94[01
                         r"101[0-3]|10-1-generic|103[0-6]|10-3-generic|110[0-3]|115[0-3]|11-generic|120[01]|12-generic)$")
 
 
-@dataclass(frozen=True)
-class Processor:
-    name: str
-    major: int
-    mai: bool  # FeatureMAIInsts: AGPRs
-    unified: bool  # FeatureGFX90AInsts: one 512-entry VGPR+AGPR file
-    v103: bool  # FeatureGFX10_3Insts
-    vgprs_15x: bool  # Feature1_5xVGPRs
-    flat_scratch: bool  # FeatureArchitectedFlatScratch
-    xnack: bool  # supports XNACK (the default target id "any" counts as on)
-    init_bug: bool  # FeatureSGPRInitBug: 96 SGPRs whatever the function asks
-
-
-def processor(name: str) -> Processor | None:
-    """The processor `name` (an llc -mcpu name), or None for one not known here."""
-    name = LEGACY.get(name, name)
-    if not _PROCESSOR.match(name):
-        return None
-    major = int(name[3:5]) if name[3:5] in ("10", "11", "12") else int(name[3])
-    gfx90a = bool(re.match(r"gfx9(0a|4.|50|-4-generic)$", name))
-    return Processor(name, major, mai=gfx90a or name == "gfx908", unified=gfx90a,
-                     v103=major >= 11 or bool(re.match(r"gfx10(3.|-3-generic)$", name)),
-                     vgprs_15x=name in ("gfx1100", "gfx1101", "gfx1151", "gfx1200", "gfx1201", "gfx12-generic"),
-                     flat_scratch=gfx90a and name != "gfx90a",
-                     xnack=major == 9 or name in ("gfx801", "gfx810") or bool(re.match(r"gfx10(1.|-1-generic)$", name)),
-                     init_bug=name in ("gfx802", "gfx805"))
-
-
 def _down(x: int, granule: int) -> int:
     return x // granule * granule
 
 
-@dataclass(frozen=True)
 class Subtarget:
     """A processor at one wave size, in CU or WGP mode, with or without a trap handler."""
 
-    p: Processor
-    wave: int
-    cu_mode: bool
-    trap: bool
-
-    @property
-    def max_waves(self) -> int:  # waves per SIMD
-        return 8 if self.p.unified else 10 if self.p.major <= 9 else 16 if self.p.v103 else 20
-
-    @property
-    def eus(self) -> int:  # SIMDs the waves of one work group share
-        return 2 if self.p.major >= 10 and self.cu_mode else 4
-
-    @property
-    def vgpr_file(self) -> tuple[int, int]:  # (allocation granule, VGPRs per SIMD lane)
-        if self.p.unified:
-            return 8, 512
-        if self.p.major <= 9:
-            return 4, 256
-        granule, total = (24, 1536) if self.p.vgprs_15x else (16 if self.p.v103 else 8, 1024)  # at wave32
-        return (granule, total) if self.wave == 32 else (granule // 2, total // 2)
-
-    @property
-    def addressable_vector(self) -> int:
-        return 512 if self.p.unified else 256
-
-    @property
-    def addressable_sgprs(self) -> int:
-        return 96 if self.p.init_bug else 106 if self.p.major >= 10 else 102 if self.p.major >= 8 else 104
+    def __init__(self, name: str, wave: int | None, cu_mode: bool, trap: bool) -> None:
+        self.name, self.cu_mode, self.trap = name, cu_mode, trap
+        self.major = major = int(name[3:5]) if name[3:5] in ("10", "11", "12") else int(name[3])
+        self.wave = wave = wave or (64 if major <= 9 else 32)
+        self.unified = bool(re.match(r"gfx9(0a|4.|50|-4-generic)$", name))  # FeatureGFX90AInsts
+        self.mai = self.unified or name == "gfx908"  # FeatureMAIInsts: AGPRs
+        v103 = major >= 11 or bool(re.match(r"gfx10(3.|-3-generic)$", name))  # FeatureGFX10_3Insts
+        self.xnack = major == 9 or name in ("gfx801", "gfx810") or bool(re.match(r"gfx10(1.|-1-generic)$", name))
+        self.init_bug = name in ("gfx802", "gfx805")  # FeatureSGPRInitBug: 96 SGPRs, whatever is asked
+        self.max_waves = 8 if self.unified else 10 if major <= 9 else 16 if v103 else 20  # per SIMD
+        self.eus = 2 if major >= 10 and cu_mode else 4  # SIMDs the waves of one work group share
+        if self.unified or major <= 9:  # (allocation granule, VGPRs per SIMD lane)
+            self.granule, self.total = (8, 512) if self.unified else (4, 256)
+        else:  # Feature1_5xVGPRs: gfx1100/1101/1151, gfx12; halved at wave64
+            g, t = (24, 1536) if name in ("gfx1100", "gfx1101", "gfx1151", "gfx1200", "gfx1201", "gfx12-generic") \
+                else (16 if v103 else 8, 1024)
+            self.granule, self.total = (g, t) if wave == 32 else (g // 2, t // 2)
+        self.vector = 512 if self.unified else 256  # addressable VGPRs (+ AGPRs on a unified file)
+        self.sgprs = 96 if self.init_bug else 106 if major >= 10 else 102 if major >= 8 else 104  # addressable
 
     def max_vgprs(self, waves: int) -> int:
-        granule, total = self.vgpr_file
-        return min(_down(total // waves, granule), self.addressable_vector)
-
-    def waves_with_vgprs(self, n: int) -> int:
-        granule, total = self.vgpr_file
-        return min(max(total // (-(-max(n, 1) // granule) * granule), 1), self.max_waves)
+        return min(_down(self.total // waves, self.granule), self.vector)
 
     def min_vgprs(self, waves: int) -> int:
         """The fewest VGPRs that keep occupancy at `waves` (more would allow waves + 1)."""
-        granule, total = self.vgpr_file
-        if waves >= self.max_waves or _down(total // waves, granule) == _down(total // self.max_waves, granule):
+        g, t = self.granule, self.total
+        if waves >= self.max_waves or _down(t // waves, g) == _down(t // self.max_waves, g):
             return 0
-        floor = self.waves_with_vgprs(self.addressable_vector)
+        floor = min(max(t // (-(-self.vector // g) * g), 1), self.max_waves)  # the waves all addressable VGPRs allow
         if waves < floor:
             return self.min_vgprs(floor)
-        return min(1 + min(_down(total // waves, granule) - granule, _down(total // (waves + 1), granule)),
-                   self.addressable_vector)
+        return min(1 + min(_down(t // waves, g) - g, _down(t // (waves + 1), g)), self.vector)
 
     def _sgpr_share(self, waves: int) -> int:
-        share = (800 if self.p.major >= 8 else 512) // waves
-        return share - min(share, 16) if self.trap else share  # a trap handler takes 16 of each share
+        share = (800 if self.major >= 8 else 512) // waves
+        share -= min(share, 16) if self.trap else 0  # a trap handler takes 16 of each share
+        return _down(share, 16 if self.major >= 8 else 8)
 
     def max_sgprs(self, waves: int, addressable: bool) -> int:
-        if self.p.major >= 10:
-            return self.addressable_sgprs if addressable else 108
-        limit = self.addressable_sgprs if addressable or self.p.major < 8 else 112
-        return min(_down(self._sgpr_share(waves), 16 if self.p.major >= 8 else 8), limit)
+        if self.major >= 10:
+            return self.sgprs if addressable else 108
+        return min(self._sgpr_share(waves), self.sgprs if addressable or self.major < 8 else 112)
 
     def min_sgprs(self, waves: int) -> int:
-        if self.p.major >= 10 or waves >= self.max_waves:
+        if self.major >= 10 or waves >= self.max_waves:
             return 0
-        return min(_down(self._sgpr_share(waves + 1), 16 if self.p.major >= 8 else 8) + 1, self.addressable_sgprs)
+        return min(self._sgpr_share(waves + 1) + 1, self.sgprs)
 
     def kept_sgprs(self, flat_scratch_init: bool) -> int:
-        """SGPRs kept for VCC, FLAT_SCRATCH and XNACK_MASK at the top of the budget."""
-        if self.p.major >= 10:
+        """SGPRs kept for VCC, FLAT_SCRATCH and XNACK_MASK (architected flat scratch: gfx94x/950)."""
+        if self.major >= 10:
             return 2
-        if (flat_scratch_init or self.p.flat_scratch) and self.p.major >= 7:
-            return 6 if self.p.major >= 8 else 4
-        return 4 if self.p.xnack else 2
+        if (flat_scratch_init or (self.unified and self.name != "gfx90a")) and self.major >= 7:
+            return 6 if self.major >= 8 else 4
+        return 4 if self.xnack else 2
 
     def implied_waves(self, size: int) -> int:
         """The waves per SIMD one work group of `size` work-items needs."""
@@ -163,8 +115,8 @@ class Subtarget:
     def fitting_waves(self, lds: int, sizes: tuple[int, int]) -> int:
         """LLVM 21+: the most waves per SIMD work groups of `sizes` (least, most work-items)
         allocating `lds` bytes of LDS each reach (getOccupancyWithWorkGroupSizes' maximum)."""
-        wgp = self.p.major >= 10 and not self.cu_mode
-        per_unit = (163840 if self.p.name == "gfx950" else 32768 if self.p.major == 6 else 65536) * (2 if wgp else 1)
+        wgp = self.major >= 10 and not self.cu_mode
+        per_unit = (163840 if self.name == "gfx950" else 32768 if self.major == 6 else 65536) * (2 if wgp else 1)
         by_lds = per_unit // max(lds, 1)
         if not by_lds:
             return 1
@@ -197,6 +149,8 @@ class Budget:
     vector: int  # a unified file: VGPRs (rounded up to 4 when AGPRs are used) + AGPRs
 
 
+# The attributes that ask for a budget (besides the work-group size and LDS).
+ASKING = ("amdgpu-waves-per-eu", "amdgpu-num-sgpr", "amdgpu-num-vgpr")
 SHADERS = ("amdgpu_vs", "amdgpu_ls", "amdgpu_hs", "amdgpu_es", "amdgpu_gs", "amdgpu_ps")
 
 
@@ -216,17 +170,16 @@ def _number(attrs: dict[str, str], key: str) -> int | None:
 
 
 def subtarget(target: str, inp: Inputs) -> Subtarget:
-    p = processor(target)
-    if p is None:
+    name = LEGACY.get(target, target)
+    if not _PROCESSOR.match(name):
         raise Refused("register budget", f"target {target} is not one whose budget certcheck knows")
     features = inp.attributes.get("target-features", "")
-    wave = 64 if "+wavefrontsize64" in features else 32 if "+wavefrontsize32" in features else \
-        64 if p.major <= 9 else 32
     trap = inp.triple.split("-")[2:3] == ["amdhsa"]
     for f in features.split(","):
         if f.strip() in ("+trap-handler", "-trap-handler"):
             trap = f.strip()[0] == "+"
-    return Subtarget(p, wave, "+cumode" in features.split(","), trap)
+    wave = 64 if "+wavefrontsize64" in features else 32 if "+wavefrontsize32" in features else None
+    return Subtarget(name, wave, "+cumode" in features.split(","), trap)
 
 
 def budgets(target: str, inp: Inputs) -> tuple[Budget, Budget]:
@@ -249,8 +202,7 @@ def budgets(target: str, inp: Inputs) -> tuple[Budget, Budget]:
             waves = (asked[0], min(asked[1], most))
     else:
         default = (implied, st.max_waves)
-        if asked is None or (asked[1] and asked[0] > asked[1]) or asked[0] < max(1, implied) \
-                or asked[1] > st.max_waves:
+        if asked is None or (asked[1] and asked[0] > asked[1]) or asked[0] < implied or asked[1] > st.max_waves:
             waves = default
         else:
             waves = asked
@@ -266,18 +218,18 @@ def _budget(st: Subtarget, inp: Inputs, waves: tuple[int, int], num_sgpr: int | 
         n = max(num_sgpr, inp.preloaded_sgprs) if num_sgpr > kept else 0
         if n and n <= top and not (high and n < st.min_sgprs(high)):
             top = n
-    if st.p.init_bug:
+    if st.init_bug:
         top = 96
     sgprs = min(top - kept, st.max_sgprs(low, True))
     vector = st.max_vgprs(low)
     if num_vgpr:
-        n = num_vgpr * (2 if st.p.unified else 1)
+        n = num_vgpr * (2 if st.unified else 1)
         if n <= vector and not (high and n < st.min_vgprs(high)):
             vector = n
     vgprs = min(vector, 256)
-    if st.p.unified:  # the larger share of each file: all VGPRs first, or half and half
+    if st.unified:  # the larger share of each file: all VGPRs first, or half and half
         return Budget(sgprs, vgprs, max(vector - vgprs, vector // 2), vector)
-    return Budget(sgprs, vgprs, vgprs if st.p.mai else 0, vector)
+    return Budget(sgprs, vgprs, vgprs if st.mai else 0, vector)
 
 
 # --------------------------------------------------------------------------------------------
@@ -293,7 +245,7 @@ def check_function(pre: Function, post: Function, target: str, path: str) -> str
         raise Refused("register budget", f"{path}:{post.line}: function {post.name} is compiled for {cpu}, the "
                       f"certificate says {target}")
     hard, asked = budgets(target, post.inputs)
-    unified = processor(target).unified  # type: ignore[union-attr]
+    unified = subtarget(target, post.inputs).unified
     named = {u for b in pre.blocks for i in b.ins for o in i.ops if o.kind == "reg" and not o.virtual
              and o.reg != "noreg" for u in _units(o)}
     top = {"s": 0, "v": 0, "a": 0}
@@ -310,20 +262,22 @@ def check_function(pre: Function, post: Function, target: str, path: str) -> str
                     if (m := _UNIT.match(u)) and int(m.group(2)) + 1 > top[m.group(1)[0]]:
                         top[m.group(1)[0]], where[m.group(1)[0]] = int(m.group(2)) + 1, (ins.line, o.reg)
     used = (-(-top["v"] // 4) * 4 if top["a"] else top["v"]) + top["a"]
-    for budget, what in ((hard, f"what {target} allows a work group of its size (amdgpu-flat-work-group-size)"),
-                         (asked, "what its attributes ask for (amdgpu-waves-per-eu, amdgpu-num-sgpr/vgpr, LDS)")):
-        for f, limit in (("s", budget.sgprs), ("v", budget.vgprs), ("a", budget.agprs)):
+    attrs = post.inputs.attributes
+    asks = " ".join(f'"{k}"="{attrs[k]}"' for k in ASKING if k in attrs) or "none"
+    for b, what in ((hard, f"what {target} allows for its work-group size"),
+                    (asked, f"what its attributes ask for ({asks})")):
+        for f, limit in (("s", b.sgprs), ("v", b.vgprs), ("a", b.agprs)):
             if top[f] > limit:
                 line, reg = where[f]
-                raise Refused("register budget", f"{path}:{line}: ${reg} lies beyond the {limit} "
-                              f"{f.upper()}GPRs of {what}")
-        if unified and used > budget.vector:
+                raise Refused("register budget", f"{path}:{line}: ${reg} lies beyond the {limit} {f.upper()}GPRs of "
+                              f"{what}")
+        if unified and used > b.vector:
             line, reg = where["a" if top["a"] else "v"]
             raise Refused("register budget", f"{path}:{line}: ${reg}: {top['v']} VGPRs and {top['a']} AGPRs take "
-                          f"{used} registers of the unified file, beyond the {budget.vector} of {what}")
-    return (f"{post.name}: register budget re-derived ({asked.sgprs} SGPRs, {asked.vgprs} VGPRs, {asked.agprs} "
-            f"AGPRs{f', {asked.vector} in all' if unified else ''}); the allocation uses "
-            f"{top['s']}, {top['v']}, {top['a']}")
+                          f"{used} registers of the unified file, beyond the {b.vector} of {what}")
+    least = [min(getattr(hard, k), getattr(asked, k)) for k in ("sgprs", "vgprs", "agprs", "vector")]
+    return (f"{post.name}: register budget re-derived ({least[0]} SGPRs, {least[1]} VGPRs, {least[2]} AGPRs"
+            f"{f', {least[3]} in all' if unified else ''}); the allocation uses {top['s']}, {top['v']}, {top['a']}")
 
 
 _UNIT = re.compile(r"([sva])gpr([0-9]+)\.")
