@@ -41,8 +41,8 @@ LEGACY = {"tahiti": "gfx600", "pitcairn": "gfx601", "verde": "gfx601", "oland": 
           "kaveri": "gfx700", "hawaii": "gfx701", "kabini": "gfx703", "mullins": "gfx703", "bonaire": "gfx704",
           "carrizo": "gfx801", "iceland": "gfx802", "tonga": "gfx802", "fiji": "gfx803", "polaris10": "gfx803",
           "polaris11": "gfx803", "tongapro": "gfx805", "stoney": "gfx810"}
-_PROCESSOR = re.compile(r"gfx(60[0-2]|70[0-5]|80[1235]|810|90[02469ac]|908|94[012]|950|9-generic|9-4-generic|"
-                        r"101[0-3]|10-1-generic|103[0-6]|10-3-generic|110[0-3]|115[0-3]|11-generic|120[01]|12-generic)$")
+_PROCESSOR = re.compile(r"gfx(60[0-2]|70[0-5]|80[1235]|810|90[02469ac]|908|94[012]|950|9-generic|9-4-generic|101[0-3]|"
+                        r"10-1-generic|103[0-6]|10-3-generic|110[0-3]|115[0-3]|11-generic|120[01]|12-generic)$")
 
 
 def _down(x: int, granule: int) -> int:
@@ -249,7 +249,7 @@ def check_function(pre: Function, post: Function, target: str, path: str) -> str
     named = {u for b in pre.blocks for i in b.ins for o in i.ops if o.kind == "reg" and not o.virtual
              and o.reg != "noreg" for u in _units(o)}
     top = {"s": 0, "v": 0, "a": 0}
-    where = {}
+    where: dict[str, tuple[int, str]] = {}
     for b in post.blocks:
         for ins in b.ins:
             for o in ins.ops:
@@ -264,17 +264,17 @@ def check_function(pre: Function, post: Function, target: str, path: str) -> str
     used = (-(-top["v"] // 4) * 4 if top["a"] else top["v"]) + top["a"]
     attrs = post.inputs.attributes
     asks = " ".join(f'"{k}"="{attrs[k]}"' for k in ASKING if k in attrs) or "none"
-    for b, what in ((hard, f"what {target} allows for its work-group size"),
+    for bud, what in ((hard, f"what {target} allows for its work-group size"),
                     (asked, f"what its attributes ask for ({asks})")):
-        for f, limit in (("s", b.sgprs), ("v", b.vgprs), ("a", b.agprs)):
+        for f, limit in (("s", bud.sgprs), ("v", bud.vgprs), ("a", bud.agprs)):
             if top[f] > limit:
                 line, reg = where[f]
                 raise Refused("register budget", f"{path}:{line}: ${reg} lies beyond the {limit} {f.upper()}GPRs of "
                               f"{what}")
-        if unified and used > b.vector:
+        if unified and used > bud.vector:
             line, reg = where["a" if top["a"] else "v"]
             raise Refused("register budget", f"{path}:{line}: ${reg}: {top['v']} VGPRs and {top['a']} AGPRs take "
-                          f"{used} registers of the unified file, beyond the {b.vector} of {what}")
+                          f"{used} registers of the unified file, beyond the {bud.vector} of {what}")
     least = [min(getattr(hard, k), getattr(asked, k)) for k in ("sgprs", "vgprs", "agprs", "vector")]
     return (f"{post.name}: register budget re-derived ({least[0]} SGPRs, {least[1]} VGPRs, {least[2]} AGPRs"
             f"{f', {least[3]} in all' if unified else ''}); the allocation uses {top['s']}, {top['v']}, {top['a']}")

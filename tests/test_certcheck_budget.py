@@ -11,6 +11,7 @@ import json
 import random
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -82,8 +83,9 @@ TARGETS = ("gfx600", "gfx700", "gfx802", "gfx803", "gfx810", "gfx900", "gfx906",
            "gfx9-4-generic", "gfx1010", "gfx1030", "gfx10-3-generic", "gfx1100", "gfx1102", "gfx1151", "gfx1200",
            "gfx12-generic", "fiji")
 FEATURES = ("", "+wavefrontsize64", "+wavefrontsize32", "+cumode", "+wavefrontsize64,+cumode", "-trap-handler")
-ARGUMENTS = ({}, {"workGroupIDX": {"reg": "$sgpr15"}},
-             {"flatScratchInit": {"reg": "$sgpr8_sgpr9"}, "workGroupIDY": {"reg": "$sgpr12"}})
+ARGUMENTS: tuple[dict[str, dict[str, str]], ...] = (
+    {}, {"workGroupIDX": {"reg": "$sgpr15"}},
+    {"flatScratchInit": {"reg": "$sgpr8_sgpr9"}, "workGroupIDY": {"reg": "$sgpr12"}})
 
 
 def _grid(n: int, seed: int) -> list[tuple[str, dict[str, str], str, str, dict[str, dict[str, str]], bool]]:
@@ -102,9 +104,8 @@ def _grid(n: int, seed: int) -> list[tuple[str, dict[str, str], str, str, dict[s
         for key, values in choices.items():
             if rng.random() < 0.6:
                 attrs[key] = rng.choice(values)
-        out.append((attrs["target-cpu"], attrs, rng.choice(("amdgpu_kernel", "amdgpu_ps", ""))
-                    , rng.choice(("amdgcn-amd-amdhsa", "amdgcn-amd-amdpal")), rng.choice(ARGUMENTS),
-                    rng.random() < 0.5))
+        out.append((attrs["target-cpu"], attrs, rng.choice(("amdgpu_kernel", "amdgpu_ps", "")),
+                    rng.choice(("amdgcn-amd-amdhsa", "amdgcn-amd-amdpal")), rng.choice(ARGUMENTS), rng.random() < 0.5))
     return out
 
 
@@ -150,16 +151,20 @@ def _check(capsys: pytest.CaptureFixture[str], d: Path) -> tuple[int, str]:
     return code, out + err
 
 
-def _forge(d: Path, post_edit: object = None, witness_edit: object = None, manifest_edit: object = None) -> None:
+Edit = Callable[[str], str] | None
+
+
+def _forge(d: Path, post_edit: Edit = None, witness_edit: Edit = None,
+           manifest_edit: Callable[[dict], None] | None = None) -> None:  # type: ignore[type-arg]
     """Edit the allocated program, the witness or the manifest, and fix every hash as a forger would."""
     m = json.loads((d / "certificate.json").read_text())
     post = Path(next(i["path"] for i in m["inputs"] if i["role"] == "post"))
-    if callable(post_edit):
+    if post_edit is not None:
         post.write_text(post_edit(post.read_text()))
-    if callable(witness_edit):
+    if witness_edit is not None:
         w = d / m["witnesses"][0]["file"]
         w.write_text(witness_edit(w.read_text()))
-    if callable(manifest_edit):
+    if manifest_edit is not None:
         manifest_edit(m)
     for rec in m["obligations"] + m["witnesses"]:
         rec["sha256"] = hashlib.sha256((d / rec["file"]).read_bytes()).hexdigest()
@@ -168,7 +173,7 @@ def _forge(d: Path, post_edit: object = None, witness_edit: object = None, manif
     (d / "certificate.json").write_text(json.dumps(m, indent=2))
 
 
-def _rename(new: int) -> tuple[object, object]:
+def _rename(new: int) -> tuple[Callable[[str], str], Callable[[str], str]]:
     return (lambda t: re.sub(r"\$vgpr60\b", f"$vgpr{new}", t)), (lambda t: re.sub(r"\bvgpr60\.", f"vgpr{new}.", t))
 
 
@@ -183,8 +188,7 @@ def test_a_register_renamed_within_the_budget_is_accepted(cert: Path, capsys: py
     """The renaming of the next test where the allocated program's IR asks for 128 VGPRs: a
     consistent forgery, so what refuses the next one is the budget alone."""
     post_edit, witness_edit = _rename(100)
-    _forge(cert, lambda t: post_edit(t).replace('"amdgpu-num-vgpr"="64"', '"amdgpu-num-vgpr"="128"'),  # type: ignore[operator]
-           witness_edit)
+    _forge(cert, lambda t: post_edit(t).replace('"amdgpu-num-vgpr"="64"', '"amdgpu-num-vgpr"="128"'), witness_edit)
     code, out = _check(capsys, cert)
     assert code == 0 and "(102 SGPRs, 128 VGPRs, 128 AGPRs); the allocation uses 33, 101, 60" in out, out
 
