@@ -40,6 +40,7 @@ SIDE_EFFECTS = ("S_BRANCH", "S_CBRANCH", "SI_", "S_ENDPGM", "S_SETPC", "S_BARRIE
                 "S_GETREG", "BUFFER_", "GLOBAL_", "FLAT_", "SCRATCH_", "DS_", "INLINEASM", "DBG_")
 LANE_READS = ("V_READFIRSTLANE_B32", "V_READLANE_B32")
 RETURNS = frozenset({"SI_RETURN", "S_SETPC_B64_return", "S_SETPC_B64_return_gfx", "SI_RETURN_TO_EPILOG"})
+WWM_DEFS = frozenset({"V_SET_INACTIVE_B32", "V_SET_INACTIVE_B64", "STRICT_WWM", "STRICT_WQM", "WWM", "WWM_COPY"})
 # Opcodes some of whose vector operands take either file on targets with AGPRs (memory data,
 # MFMA sources, AV moves): a home there is only checked to be a vector register.
 EITHER_VECTOR_FILE = ("GLOBAL_", "FLAT_", "BUFFER_", "DS_", "SCRATCH_", "V_MFMA_", "V_SMFMAC_", "AV_MOV_", "INLINEASM")
@@ -544,6 +545,16 @@ class FunctionCheck:
         # stack objects the virtual program itself uses (a spill slot must be none of them)
         self.pre_stack = {o.text.split("+")[0] for i in self.pre_lines.values() for o in i.ops if o.kind == "stack"} \
             | {m for i in self.pre_lines.values() for m in re.findall(r"%stack\.([0-9]+)", i.mem)}
+        # whole-wave values (SIWholeQuadMode, SIPreAllocateWWMRegs): declared WWM_REG, defined by a
+        # whole-wave opcode or inside a strict whole-wave region; only they may live in wwmReservedRegs
+        self.wwm_values = set(pre.wwm)
+        for b in pre.blocks:
+            inside = False
+            for i in b.ins:
+                if i.opcode in ("ENTER_STRICT_WWM", "ENTER_STRICT_WQM", "EXIT_STRICT_WWM", "EXIT_STRICT_WQM"):
+                    inside = i.opcode.startswith("ENTER")
+                elif inside or i.opcode in WWM_DEFS:
+                    self.wwm_values |= {o.reg for o in i.defs if o.virtual}
 
     def fixed(self, text: str, pre_side: bool) -> str:
         """`text` with each `%fixed-stack.N` named by the memory it is (`pre_fixed`/`post_fixed`)."""
@@ -619,7 +630,9 @@ class FunctionCheck:
             bad = regs.member_problem(qo.reg, cls, len(self.tags(po)))
         if bad:
             raise Refused("class membership", f"{self.paths[1]}:{qi.line}: home of {po.text}: {bad}")
-        bad = regs.reserved_problem(qo.reg, self.post.reserved, self.target)
+        reserved = self.post.reserved if po.reg not in self.wwm_values else \
+            {r: k for r, k in self.post.reserved.items() if k != "wwmReservedRegs"}
+        bad = regs.reserved_problem(qo.reg, reserved, self.target)
         if bad:
             raise Refused("reserved registers", f"{self.paths[1]}:{qi.line}: home of {po.text}: {bad}")
 

@@ -8,7 +8,7 @@ Accepted (anything else raises `BadInput` with file:line:col, never a guess):
   reader uses `name:`, the `registers:` list (`- { id: N, class: C ...}`), the
   `isEntryFunction:` and the registers it reserves (`stackPtrOffsetReg:`, `scratchRSrcReg:`,
   `frameOffsetReg:`, `sgprForEXECCopy:`, `longBranchReservedReg:`, `vgprForAGPRCopy:`) of
-  `machineFunctionInfo:` (not `wwmReservedRegs:`: the whole-wave values live there), its
+  `machineFunctionInfo:` (and `wwmReservedRegs:`, where only whole-wave values live), its
   `argumentInfo:` registers and whether it has `dynamicVGPRBlockSize:`, and `body: |`;
 - in the body: block headers `bb.N[.name][ (attributes)]:`, `successors:` (`%bb.N` with an
   optional `(probability)`), `liveins:`, comments (`;`), and one instruction per line:
@@ -127,6 +127,7 @@ class Function:
     blocks: list[Block]
     line: int
     inputs: BudgetInputs = field(default_factory=BudgetInputs)
+    wwm: set[str] = field(default_factory=set)  # virtual registers declared WWM_REG
 
 
 def _split(text: str) -> list[tuple[str, int]]:
@@ -255,7 +256,8 @@ def _function(first: int, doc: list[str], path: str) -> Function:
     body_at = None
     section = ""
     args: dict[str, str] = {}  # argumentInfo: argument -> register
-    in_args = llvm21 = False
+    in_args = in_wwm = llvm21 = False
+    wwm: set[str] = set()  # virtual registers declared with the WWM_REG flag
     for k, raw in enumerate(doc):
         ln = first + k
         if raw.startswith(("hasFakeUses:", "noPhis:")):
@@ -266,11 +268,16 @@ def _function(first: int, doc: list[str], path: str) -> Function:
             section = raw.split(":", 1)[0]
         if section == "registers" and (m := re.search(r"id:\s*([0-9]+),\s*class:\s*([A-Za-z_0-9]+)", raw)):
             classes[m.group(1)] = m.group(2)
+            if re.search(r"flags:\s*\[[^]]*\bWWM_REG\b", raw):
+                wwm.add(m.group(1))
         if section == "machineFunctionInfo":
             in_args = raw.startswith("    ") and in_args or raw.startswith("  argumentInfo:")
             if in_args and (m := re.match(r"    ([A-Za-z]+):\s*\{\s*reg:\s*'?\$([a-z0-9_]+)", raw)):
                 args[m.group(1)] = m.group(2)
             llvm21 = llvm21 or raw.startswith("  dynamicVGPRBlockSize:")
+            in_wwm = raw.startswith("    ") and in_wwm or raw.startswith("  wwmReservedRegs:")
+            if in_wwm and (m := re.match(r"\s+- '?\$([a-z0-9_]+)'?\s*$", raw)):
+                reserved.setdefault(m.group(1), "wwmReservedRegs")
             if m := re.match(r"\s+stackPtrOffsetReg:\s*'?\$?([a-z0-9_]+)'?", raw):
                 sp = m.group(1)
             if re.match(r"\s+isEntryFunction:\s*true", raw):
@@ -333,7 +340,7 @@ def _function(first: int, doc: list[str], path: str) -> Function:
         if re.fullmatch(r"sgpr[0-9]+(_sgpr[0-9]+)*", r):
             preloaded = max(preloaded, int(r.split("_")[-1][4:]) + 1)
     return Function(name, classes, sp, entry, reserved, later, fixed, blocks, first,
-                    BudgetInputs({}, "", "", "flatScratchInit" in args, preloaded, llvm21))
+                    BudgetInputs({}, "", "", "flatScratchInit" in args, preloaded, llvm21), wwm)
 
 
 _DEFINE = re.compile(r"\s*define\b([^@]*)@(\"[^\"]*\"|[-\w.$]+)\(")

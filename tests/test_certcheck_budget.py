@@ -215,3 +215,22 @@ def test_a_manifest_naming_another_target_is_refused(cert: Path, capsys: pytest.
     _forge(cert, manifest_edit=retarget)
     code, out = _check(capsys, cert)
     assert code == 1 and "refused: register budget" in out and "compiled for gfx908" in out, out
+
+
+def test_an_ordinary_value_in_a_whole_wave_register_is_refused(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`wwmReservedRegs` is for whole-wave values only: the allocated program's list made to
+    name $vgpr3 too, which holds ordinary values (same line count, hashes fixed up)."""
+    src = FIXTURES / "fidelity" / "set-inactive-wwm-overwrite.llvm19.gfx90a"
+    post, pre = tmp_path / "w.post.mir", tmp_path / "w.pre.mir"
+    shutil.copy(f"{src}.post.mir", post)
+    shutil.copy(f"{src}.pre.mir", pre)
+    out = tmp_path / "cert"
+    assert verilocc_main(["verify", str(post), "--pre", str(pre), "--certificate", str(out), "--certificate-lean"]) == 0
+    capsys.readouterr()
+    code, text = _check(capsys, out)
+    assert code == 0, text  # the whole-wave values themselves live there
+    _forge(out, lambda t: t.replace("    - '$vgpr2'\n  vgprForAGPRCopy: ''", "    - '$vgpr2'\n    - '$vgpr3'", 1))
+    code, text = _check(capsys, out)
+    assert code == 1 and "refused: reserved registers" in text and "$vgpr3, which the function reserves " \
+        "(wwmReservedRegs)" in text, text
