@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from certcheck import budget, mir
+from certcheck import budget, flow, mir
 from certcheck.__main__ import main as certcheck_main
 from verilocc.analysis.operands import function_limits
 from verilocc.cli import main as verilocc_main
@@ -47,21 +47,33 @@ def _pairs() -> list[Path]:
     return [p for p in posts if p.with_name(p.name.replace(".post.mir", ".pre.mir")).exists()]
 
 
-def test_budgets_agree_on_every_function_with_attributes() -> None:
+def test_budgets_agree_and_every_allocation_lies_within_them() -> None:
+    """Every function with attributes: the same budgets. Every function: its allocation (llc's,
+    and the fixtures' other allocators') lies within certcheck's budget."""
     differences: list[str] = []
-    compared = llvm21 = asked = 0
+    refused: list[str] = []
+    compared = llvm21 = asked = checked = 0
     for post in _pairs():
+        pre = post.with_name(post.name.replace(".post.mir", ".pre.mir"))
         try:
             mine = {f.name: f for f in mir.read_mir(str(post), post.read_bytes())}
+            mine_pre = {f.name: f for f in mir.read_mir(str(pre), pre.read_bytes())}
             theirs = read_module(str(post)).functions
         except Exception:  # noqa: BLE001 - outside either reader: nothing to compare
             continue
         for fn in theirs:
-            if fn.name not in mine or not mine[fn.name].inputs.attributes:
+            if fn.name not in mine or fn.name not in mine_pre:
                 continue
             try:
                 target = function_target(fn, None, str(post))
             except Exception:  # noqa: BLE001 - no target: verilocc needs --mcpu, certcheck the manifest's
+                continue
+            try:
+                budget.check_function(mine_pre[fn.name], mine[fn.name], target.name, str(post))
+                checked += 1
+            except flow.Refused as e:
+                refused.append(str(e))
+            if not mine[fn.name].inputs.attributes:
                 continue
             lim = function_limits(fn, target)
             hard, wanted = budget.budgets(target.name, mine[fn.name].inputs)
@@ -72,11 +84,10 @@ def test_budgets_agree_on_every_function_with_attributes() -> None:
                                        f"certcheck {_mine(c, target.unified_vgpr_file)}")
             compared += 1
             llvm21 += mine[fn.name].inputs.llvm21
-            asked += any(k in mine[fn.name].inputs.attributes for k in ("amdgpu-num-vgpr", "amdgpu-num-sgpr",
-                                                                         "amdgpu-waves-per-eu"))
-    assert differences == []
+            asked += any(k in mine[fn.name].inputs.attributes for k in budget.ASKING)
+    assert differences == [] and refused == []
     # the comparison covers both LLVM rules and functions that ask for a budget
-    assert compared > 300 and llvm21 > 50 and asked > 20, (compared, llvm21, asked)
+    assert compared > 300 and llvm21 > 50 and asked > 20 and checked >= compared, (compared, llvm21, asked, checked)
 
 
 TARGETS = ("gfx600", "gfx700", "gfx802", "gfx803", "gfx810", "gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx950",
