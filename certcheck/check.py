@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from certcheck import flow, regs, solvers
+from certcheck import budget, flow, regs, solvers
 from certcheck.mir import BadInput, read_mir
 
 FORMAT = "verilocc-certificate/2"
@@ -145,8 +145,7 @@ def _check(d: Path, m: dict[str, Any], res: Result, root: str | None, overrides:
     for fn in post:
         if fn.name not in pre:
             raise flow.Refused("functions", f"function {fn.name} is not in the virtual program")
-        res.uncovered.append(f"{fn.name}: the register budget of the function (from its attributes) "
-                             "(certcheck does not check them)")
+        res.lines.append(budget.check_function(pre[fn.name], fn, targets[fn.name], post_path))
         w = witnesses.get(fn.name)
         if w is None:
             res.uncovered.append(f"{fn.name}: alignment, homes, value flow, undefined reads, post-only constraints "

@@ -44,6 +44,7 @@ SIDE_EFFECTS = ("S_BRANCH", "S_CBRANCH", "SI_", "S_ENDPGM", "S_SETPC", "S_BARRIE
                 "S_GETREG", "BUFFER_", "GLOBAL_", "FLAT_", "SCRATCH_", "DS_", "INLINEASM", "DBG_")
 LANE_READS = ("V_READFIRSTLANE_B32", "V_READLANE_B32")
 RETURNS = frozenset({"SI_RETURN", "S_SETPC_B64_return", "S_SETPC_B64_return_gfx", "SI_RETURN_TO_EPILOG"})
+WWM_DEFS = frozenset({"V_SET_INACTIVE_B32", "V_SET_INACTIVE_B64", "STRICT_WWM", "STRICT_WQM", "WWM", "WWM_COPY"})
 # Opcodes some of whose vector operands take either file on targets with AGPRs (memory data,
 # MFMA sources, AV moves): a home there is only checked to be a vector register.
 EITHER_VECTOR_FILE = ("GLOBAL_", "FLAT_", "BUFFER_", "DS_", "SCRATCH_", "V_MFMA_", "V_SMFMAC_", "AV_MOV_", "INLINEASM")
@@ -445,7 +446,7 @@ class Walk:
                     self.lanes[u] = dict(store)
                 else:
                     self.lanes.pop(u, None)
-            return
+            return self.new_home(qi, dst)
         if role != "spill":
             self.fail("inserted instructions", qi, "post", f"`{op}` has no counterpart in the virtual program")
         imm = [o for o in qi.ops if o.kind == "imm"]
@@ -467,7 +468,7 @@ class Walk:
             self.clobber(d)
             for h, u in enumerate(d):
                 self.holds[u] = store.get((int(imm[0].text), h), NOTHING)
-            return
+            return self.new_home(qi, r[0])
         slot = next((o for o in qi.ops if o.kind == "stack"), None)
         if slot is None or not r or not op.startswith("SI_SPILL_") or not op.endswith(("_SAVE", "_RESTORE")) \
                 or "+" in slot.text:
@@ -503,6 +504,21 @@ class Walk:
                 loc = f"slot:{slot.text}.{k}"
                 self.holds[u] = self.held(loc)
                 self.move_lanes(loc, u)
+            self.new_home(qi, data)
+
+    def new_home(self, qi: Ins, o: Op) -> None:
+        """The register an inserted move, reload or lane restore has put values of virtual
+        registers in is a home of theirs: not reserved (`wwmReservedRegs` only for whole-wave
+        values), as a home at a matched instruction (`FunctionCheck.member`)."""
+        fc = self.fc
+        vregs = {t[1:].split(".")[0] for u in fc.post_units(o) for t in self.held(u) if t.startswith("%")}
+        if not vregs:
+            return
+        reserved = fc.post.reserved if not vregs <= fc.wwm_values else \
+            {r: k for r, k in fc.post.reserved.items() if k != "wwmReservedRegs"}
+        bad = regs.reserved_problem(o.reg, reserved, fc.target)
+        if bad:
+            self.fail("reserved registers", qi, "post", f"`${o.reg}` holds %{min(vregs)}: {bad}")
 
     def move_lanes(self, src: str, dst: str) -> None:
         store = self.lanes.get(src)
@@ -569,6 +585,16 @@ class FunctionCheck:
         # stack objects the virtual program itself uses (a spill slot must be none of them)
         self.pre_stack = {o.text.split("+")[0] for i in self.pre_lines.values() for o in i.ops if o.kind == "stack"} \
             | {m for i in self.pre_lines.values() for m in re.findall(r"%stack\.([0-9]+)", i.mem)}
+        # whole-wave values (SIWholeQuadMode, SIPreAllocateWWMRegs): declared WWM_REG, defined by a
+        # whole-wave opcode or inside a strict whole-wave region; only they may live in wwmReservedRegs
+        self.wwm_values = set(pre.wwm)
+        for b in pre.blocks:
+            inside = False
+            for ins in b.ins:
+                if ins.opcode in ("ENTER_STRICT_WWM", "ENTER_STRICT_WQM", "EXIT_STRICT_WWM", "EXIT_STRICT_WQM"):
+                    inside = ins.opcode.startswith("ENTER")
+                elif inside or ins.opcode in WWM_DEFS:
+                    self.wwm_values |= {o.reg for o in ins.defs if o.virtual}
 
     def fixed(self, text: str, pre_side: bool) -> str:
         """`text` with each `%fixed-stack.N` named by the memory it is (`pre_fixed`/`post_fixed`)."""
@@ -644,7 +670,9 @@ class FunctionCheck:
             bad = regs.member_problem(qo.reg, cls, len(self.tags(po)))
         if bad:
             raise Refused("class membership", f"{self.paths[1]}:{qi.line}: home of {po.text}: {bad}")
-        bad = regs.reserved_problem(qo.reg, self.post.reserved, self.target)
+        reserved = self.post.reserved if po.reg not in self.wwm_values else \
+            {r: k for r, k in self.post.reserved.items() if k != "wwmReservedRegs"}
+        bad = regs.reserved_problem(qo.reg, reserved, self.target)
         if bad:
             raise Refused("reserved registers", f"{self.paths[1]}:{qi.line}: home of {po.text}: {bad}")
 

@@ -1,12 +1,15 @@
 """A reader of the MIR subset that LLVM prints for AMDGPU around register allocation.
 
 Accepted (anything else raises `BadInput` with file:line:col, never a guess):
-- YAML documents separated by `---` and closed by `...`; a first document `--- |` (the
-  embedded IR module) is skipped; each other document is one machine function, of which this
+- YAML documents separated by `---` and closed by `...`; of a first document `--- |` (the
+  embedded IR module) only what a function's register budget depends on: `target triple`,
+  each `define`'s calling convention and attribute group `#N`, and the string attributes of
+  each `attributes #N = { ... }`; each other document is one machine function, of which this
   reader uses `name:`, the `registers:` list (`- { id: N, class: C ...}`), the
   `isEntryFunction:` and the registers it reserves (`stackPtrOffsetReg:`, `scratchRSrcReg:`,
   `frameOffsetReg:`, `sgprForEXECCopy:`, `longBranchReservedReg:`, `vgprForAGPRCopy:`) of
-  `machineFunctionInfo:` (not `wwmReservedRegs:`: the whole-wave values live there), and `body: |`;
+  `machineFunctionInfo:` (and `wwmReservedRegs:`, where only whole-wave values live), its
+  `argumentInfo:` registers and whether it has `dynamicVGPRBlockSize:`, and `body: |`;
 - in the body: block headers `bb.N[.name][ (attributes)]:`, `successors:` (`%bb.N` with an
   optional `(probability)`), `liveins:`, comments (`;`), and one instruction per line:
   `[defs =] [instruction flags] OPCODE [operands] [:: memory operands] [trailer]`;
@@ -47,7 +50,6 @@ ENDS = frozenset({"S_ENDPGM", "SI_RETURN", "SI_RETURN_TO_EPILOG", "S_SETPC_B64_r
                   "S_ENDPGM_SAVED", "SI_CS_CHAIN_TC_W32", "SI_CS_CHAIN_TC_W64", "S_SETPC_B64_return_gfx"})
 _OPCODE = re.compile(r"[A-Z][A-Za-z0-9_]*$")
 # `define [linkage, cc, attributes] type @name(` in the IR document: group 1 is what precedes the name
-_DEFINE = re.compile(r"\s*define\s+(.*?)@(\"?)([^\"(]+)\2\s*\(")
 
 
 @dataclass
@@ -102,6 +104,18 @@ class Block:
     has_successors: bool = False  # a `successors:` line was written
 
 
+@dataclass(frozen=True)
+class BudgetInputs:
+    """What a function's register budget depends on, as the MIR file states it."""
+
+    attributes: dict[str, str] = field(default_factory=dict)  # the IR's string attributes of the function
+    convention: str = ""  # amdgpu_kernel, amdgpu_ps, ... ("" for the default)
+    triple: str = ""
+    flat_scratch_init: bool = False  # argumentInfo has flatScratchInit
+    preloaded_sgprs: int = 0  # up to the highest SGPR argumentInfo names, that one included
+    llvm21: bool = False  # machineFunctionInfo has dynamicVGPRBlockSize (llc 21 and later print it)
+
+
 @dataclass
 class Function:
     name: str
@@ -114,6 +128,8 @@ class Function:
     blocks: list[Block]
     line: int
     cc: str = "ccc"  # the calling convention of its `define` in the IR document (C without one)
+    inputs: BudgetInputs = field(default_factory=BudgetInputs)
+    wwm: set[str] = field(default_factory=set)  # virtual registers declared WWM_REG
 
 
 def _split(text: str) -> list[tuple[str, int]]:
@@ -241,6 +257,9 @@ def _function(first: int, doc: list[str], path: str) -> Function:
     entry_text = ""
     body_at = None
     section = ""
+    args: dict[str, str] = {}  # argumentInfo: argument -> register
+    in_args = in_wwm = llvm21 = False
+    wwm: set[str] = set()  # virtual registers declared with the WWM_REG flag
     for k, raw in enumerate(doc):
         ln = first + k
         if raw.startswith(("hasFakeUses:", "noPhis:")):
@@ -251,7 +270,16 @@ def _function(first: int, doc: list[str], path: str) -> Function:
             section = raw.split(":", 1)[0]
         if section == "registers" and (m := re.search(r"id:\s*([0-9]+),\s*class:\s*([A-Za-z_0-9]+)", raw)):
             classes[m.group(1)] = m.group(2)
+            if re.search(r"flags:\s*\[[^]]*\bWWM_REG\b", raw):
+                wwm.add(m.group(1))
         if section == "machineFunctionInfo":
+            in_args = raw.startswith("    ") and in_args or raw.startswith("  argumentInfo:")
+            if in_args and (m := re.match(r"    ([A-Za-z]+):\s*\{\s*reg:\s*'?\$([a-z0-9_]+)", raw)):
+                args[m.group(1)] = m.group(2)
+            llvm21 = llvm21 or raw.startswith("  dynamicVGPRBlockSize:")
+            in_wwm = raw.startswith("    ") and in_wwm or raw.startswith("  wwmReservedRegs:")
+            if in_wwm and (m := re.match(r"\s+- '?\$([a-z0-9_]+)'?\s*$", raw)):
+                reserved.setdefault(m.group(1), "wwmReservedRegs")
             if m := re.match(r"\s+stackPtrOffsetReg:\s*'?\$?([a-z0-9_]+)'?", raw):
                 sp = m.group(1)
             if re.match(r"\s+isEntryFunction:\s*true", raw):
@@ -309,7 +337,34 @@ def _function(first: int, doc: list[str], path: str) -> Function:
                 if classes.setdefault(op.reg, op.cls) != op.cls:
                     raise BadInput(f"{path}:{ln}:{col}: error: %{op.reg} has two classes")
         cur.ins.append(ins)
-    return Function(name, classes, sp, entry, reserved, later, fixed, blocks, first)
+    preloaded = 0
+    for r in args.values():
+        if re.fullmatch(r"sgpr[0-9]+(_sgpr[0-9]+)*", r):
+            preloaded = max(preloaded, int(r.split("_")[-1][4:]) + 1)
+    return Function(name, classes, sp, entry, reserved, later, fixed, blocks, first,
+                    inputs=BudgetInputs({}, "", "", "flatScratchInit" in args, preloaded, llvm21), wwm=wwm)
+
+
+_DEFINE = re.compile(r"\s*define\b([^@]*)@(\"[^\"]*\"|[-\w.$]+)\(")
+_GROUP = re.compile(r"\s*attributes #([0-9]+) = \{(.*)\}\s*$")
+
+
+def _ir(doc: list[str]) -> tuple[str, dict[str, tuple[str, str]], dict[str, dict[str, str]]]:
+    """Of the IR module: its triple; per function, its calling convention and attribute group;
+    per attribute group, its string attributes (`"key"="value"`, `"key"`)."""
+    triple = ""
+    functions: dict[str, tuple[str, str]] = {}
+    groups: dict[str, dict[str, str]] = {}
+    for raw in doc[1:]:
+        if m := re.match(r'\s*target triple = "([^"]*)"', raw):
+            triple = m.group(1)
+        elif m := _DEFINE.match(raw):
+            cc = re.search(r"\b(amdgpu_\w+|ccc|fastcc|coldcc|cc\s*[0-9]+|[a-z_]+cc)\b", m.group(1))
+            group = re.findall(r"\s#([0-9]+)\b", raw[m.end():])
+            functions.setdefault(m.group(2).strip('"'), (cc.group(1) if cc else "", group[-1] if group else ""))
+        elif m := _GROUP.match(raw):
+            groups[m.group(1)] = {k: v for k, v in re.findall(r'"([^"]*)"(?:="([^"]*)")?', m.group(2))}
+    return triple, functions, groups
 
 
 def read_mir(path: str, data: bytes) -> list[Function]:
@@ -319,22 +374,21 @@ def read_mir(path: str, data: bytes) -> list[Function]:
         raise BadInput(f"{path}:1:1: error: not UTF-8 ({e.reason})") from None
     lines = text.split("\n")
     funcs: list[Function] = []
-    ccs: dict[str, str] | None = None  # function -> calling convention, from the IR document
-    for first, doc in _documents(lines):
+    ir: tuple[str, dict[str, tuple[str, str]], dict[str, dict[str, str]]] | None = None
+    for k, (first, doc) in enumerate(_documents(lines)):
         if doc[0].startswith("--- |"):
-            ccs = {}
-            for raw in doc:
-                if m := _DEFINE.match(raw):
-                    cc = re.search(r"\b(amdgpu_\w+|ccc|fastcc|coldcc|cc\s*[0-9]+|[a-z_]+cc)\b", m.group(1))
-                    ccs[m.group(3)] = cc.group(1) if cc else "ccc"
+            ir = _ir(doc) if k == 0 else ir
             continue
         if doc[0].strip() != "---":
             raise BadInput(f"{path}:{first}:1: error: unexpected document header `{doc[0][:40]}`")
         fn = _function(first, doc, path)
-        if ccs is not None:
-            if fn.name not in ccs:
+        if ir is not None:
+            if fn.name not in ir[1]:
                 raise BadInput(f"{path}:{fn.line}:1: error: the IR document does not define function {fn.name}")
-            fn.cc = ccs[fn.name]
+            cc, group = ir[1][fn.name]
+            fn.cc = cc or "ccc"
+            fn.inputs = BudgetInputs(ir[2].get(group, {}), cc if cc.startswith("amdgpu_") else "", ir[0],
+                                     fn.inputs.flat_scratch_init, fn.inputs.preloaded_sgprs, fn.inputs.llvm21)
         funcs.append(fn)
     if not funcs:
         raise BadInput(f"{path}:1:1: error: no machine function")

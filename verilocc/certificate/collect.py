@@ -39,7 +39,10 @@ PYTHON_ONLY = (
     ("constraints", ("registers of the allocated program exist, lie in the file and are aligned; every home of a "
      "virtual register is in its class's file; tied operands share a register; early-clobber defs do not overlap "
      "uses (post-only checks)"), True),
-    ("constraints", "the registers of the allocated program lie in the function's budget and are not reserved", False),
+    ("constraints", ("the registers of the allocated program lie in the function's budget (from the target and its "
+     "attributes)"), True),
+    ("constraints", ("no home of a virtual register is reserved, the registers inserted moves, reloads and lane "
+     "restores put values in included"), True),
     ("constraints", ("the ties an instruction's definition implies without printing them (verilocc.target.opcodes; "
      "certcheck.ties)"), True),
     ("constraints", ("every COPY is one LLVM can lower: none from a vector register (one value per thread lane) into a "

@@ -95,26 +95,25 @@ def attribute_limits(target: Target, attributes: Mapping[str, str],
     wwm_names = wwm_reserved_registers(machine_function_info)
     others = tuple(n for n in extra if n not in wwm_names)
     wwm = reserved - frozenset(reservations(target, default_budget(target), others).reserved_units)
-    flat = attributes.get("amdgpu-flat-work-group-size", "").split(",")
     # A kernel whose arguments include the flat scratch init keeps FLAT_SCRATCH's SGPRs out of
     # its budget (getReservedNumSGPRs of the machine function); its preloaded SGPRs bound an
     # `amdgpu-num-sgpr` from below.
     args = machine_function_info.get("argumentInfo")
     args = args if isinstance(args, dict) else {}
+    from verilocc.target.waves import CU_MODE_FEATURE, effective_waves_per_eu, workgroup_sizes
+
+    # The largest work group (getFlatWorkGroupSizes: an invalid range gives the default) and the
+    # SIMDs its waves share (getEUsPerCU: 2 in CU mode on gfx10+) decide the waves per EU.
     common: dict[str, object] = {"trap_handler": trap_handler, "has_flat_scratch": "flatScratchInit" in args,
-                                 "preloaded_sgprs": _preloaded_sgprs(args)}
-    if flat[-1].strip().isdigit():
-        common["flat_workgroup_size"] = int(flat[-1])
-    elif calling_convention in SHADER_CONVENTIONS:
-        common["flat_workgroup_size"] = target.wavefront_size
+                                 "preloaded_sgprs": _preloaded_sgprs(args),
+                                 "flat_workgroup_size": workgroup_sizes(target, attributes, calling_convention)[1],
+                                 "cu_mode": CU_MODE_FEATURE in attributes.get("target-features", "").split(",")}
     hard = _limits(target, reserved, wwm, uses_agprs, **common)
     waves = [w.strip() for w in attributes.get("amdgpu-waves-per-eu", "").split(",")]
     if waves[0].isdigit():
         common["waves_per_eu"] = (int(waves[0]), int(waves[1]) if len(waves) > 1 and waves[1].isdigit() else None)
     common["num_sgpr"] = _int_attr(attributes, "amdgpu-num-sgpr")
     common["num_vgpr"] = _int_attr(attributes, "amdgpu-num-vgpr")
-    from verilocc.target.waves import effective_waves_per_eu
-
     # A file written by LLVM 21 or later: the range its llc computes, bounded by the LDS.
     effective = effective_waves_per_eu(target, attributes, machine_function_info, calling_convention)
     if effective is not None:
