@@ -16,15 +16,27 @@ Accepted (anything else raises `BadInput` with file:line:col, never a guess):
   `%bb.N`; `%stack.N[.name][ + off]`; every other operand (globals, target flags, `%ir.`,
   `%fixed-stack.`, `%const.`, typed constants) is kept as its text and compared as such.
 - debug instructions (`DBG_*`) are skipped: they do not execute;
+- an `S_NOP` reads nothing (its definition has no register operand; the implicit uses LLVM's
+  tests give it only keep values alive): its register uses are dropped, its defs kept;
+- a bundle (`BUNDLE ... {`, its instructions, `}`) reads its inputs before any instruction in it
+  writes; when no instruction in it writes a 16-bit unit or virtual lane that a later one reads
+  or writes, running its instructions in turn reads and writes the same values, and it is read
+  as those instructions (the header, a summary of their operands, is dropped). Any other bundle
+  is refused, and so is an `internal` operand (LLVM's mark of a read of a value the bundle
+  itself defines);
+- of the embedded IR module, the `target-cpu` and `target-features` of each function
+  (`attributes #N` of its `define`): they say whether it runs in wave32 (`wave32`);
 - Refused: a block without a `successors:` list that does not end the function and is not
-  the last block (LLVM would infer its successors), bundles (`{`, `}`, `BUNDLE`), named virtual registers used as values of unknown
-  class, lines that do not parse.
+  the last block (LLVM would infer its successors), dependent bundles, named virtual registers
+  used as values of unknown class, lines that do not parse.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from certcheck import regs
 
 
 class BadInput(Exception):
@@ -111,6 +123,7 @@ class Function:
     fixed_stack: dict[str, tuple[str, ...]]  # id -> the memory it names (type, offset, size, ...)
     blocks: list[Block]
     line: int
+    ir_attributes: dict[str, str] = field(default_factory=dict)  # "target-cpu" -> "gfx1100", ... of its IR
 
 
 def _split(text: str) -> list[tuple[str, int]]:
@@ -186,13 +199,18 @@ def parse_instruction(text: str, line: int, col: int, path: str) -> Ins:
     if not words or not _OPCODE.match(words[0]):
         raise BadInput(f"{where}: error: no opcode in `{text.strip()[:60]}`")
     opcode = words[0]
-    if opcode in ("BUNDLE",):
-        raise BadInput(f"{where}: error: bundles are outside the accepted MIR subset")
     ops = [_operand(p, f"{path}:{line}:{col + c}", True) for p, c in defs]
     if any(o.kind != "reg" for o in ops):
         raise BadInput(f"{where}: error: a definition that is not a register")
     if len(words) > 1:
         ops += [_operand(p, f"{path}:{line}:{col}", False) for p, _ in _split(words[1])]
+    if any("internal" in o.flags for o in ops):
+        raise BadInput(f"{where}: error: an `internal` operand (a read of a value its bundle defines) is outside "
+                       "the accepted MIR subset")
+    if opcode == "S_NOP":
+        # S_NOP reads no register (its only operand is the wait count): implicit uses only keep
+        # values alive, and the fast allocator may name a whole register there for a subregister
+        ops = [o for o in ops if o.kind != "reg" or o.is_def]
     return Ins(opcode, ops, line, tuple(flags), mem)
 
 
@@ -272,6 +290,9 @@ def _function(first: int, doc: list[str], path: str) -> Function:
         raise BadInput(f"{path}:{first}:1: error: a function document without `name:` or `body:`")
     blocks: list[Block] = []
     cur: Block | None = None
+    bundle: list[Ins] | None = None  # the instructions of the open bundle
+    bundle_at = ""
+    bundles: list[tuple[str, list[Ins]]] = []
     for k in range(body_at, len(doc)):
         raw = doc[k]
         ln = first + k
@@ -296,17 +317,115 @@ def _function(first: int, doc: list[str], path: str) -> Function:
             continue
         if stripped.startswith("liveins:"):
             continue
+        if stripped == "}" and bundle is not None:
+            bundles.append((bundle_at, bundle))
+            bundle = None
+            continue
+        if stripped.endswith("{") and bundle is None:
+            header = parse_instruction(stripped[:-1], ln, col, path)
+            if header.opcode != "BUNDLE":
+                raise BadInput(f"{path}:{ln}:{col}: error: `{{` after `{header.opcode}` is outside the accepted MIR "
+                               "subset")
+            bundle, bundle_at = [], f"{path}:{ln}:{col}"
+            continue
         if stripped in ("{", "}") or stripped.endswith("{"):
-            raise BadInput(f"{path}:{ln}:{col}: error: bundles are outside the accepted MIR subset")
+            raise BadInput(f"{path}:{ln}:{col}: error: a bundle's braces outside the accepted MIR subset")
         ins = parse_instruction(stripped, ln, col, path)
+        if ins.opcode == "BUNDLE":
+            raise BadInput(f"{path}:{ln}:{col}: error: a BUNDLE without its instructions (`{{`) is outside the "
+                           "accepted MIR subset")
         if ins.opcode.startswith("DBG_"):
             continue  # debug instructions do not execute
+        if bundle is not None:
+            bundle.append(ins)
         for op in ins.ops:
             if op.kind == "reg" and op.virtual and op.cls:
                 if classes.setdefault(op.reg, op.cls) != op.cls:
                     raise BadInput(f"{path}:{ln}:{col}: error: %{op.reg} has two classes")
         cur.ins.append(ins)
+    if bundle is not None:
+        raise BadInput(f"{bundle_at}: error: a bundle without its closing `}}`")
+    for where, inner in bundles:
+        _independent(inner, classes, where)
     return Function(name, classes, sp, entry, reserved, later, fixed, blocks, first)
+
+
+def _footprint(op: Op, classes: dict[str, str], where: str) -> set[tuple[str, str]]:
+    """The 16-bit units of a physical register operand, or the 16-bit lanes of a virtual one."""
+    try:
+        if op.virtual:
+            if op.reg not in classes:
+                raise BadInput(f"{where}: error: %{op.reg} in a bundle has no class")
+            _, width, _ = regs.class_info(classes[op.reg])
+            return {("%" + op.reg, str(s)) for s in (regs.subreg_slots(op.subreg) if op.subreg else range(width))}
+        units = regs.units(op.reg)
+        if op.subreg:
+            units = [units[s] for s in regs.subreg_slots(op.subreg) if s < len(units)]
+        return {("$", u) for u in units}
+    except regs.RegError as e:
+        raise BadInput(f"{where}: error: {e}") from None
+
+
+def _independent(inner: list[Ins], classes: dict[str, str], where: str) -> None:
+    """Refuse a bundle one of whose instructions writes a unit or lane a later one reads or
+    writes (then running them in turn is not what the bundle does)."""
+    written: set[tuple[str, str]] = set()
+    for ins in inner:
+        touched: set[tuple[str, str]] = set()
+        for op in ins.ops:
+            if op.kind == "reg" and op.reg != "noreg":
+                touched |= _footprint(op, classes, where)
+        if touched & written:
+            raise BadInput(f"{where}: error: a bundle whose instructions depend on each other (line {ins.line} "
+                           "reads or writes what an earlier one in it writes) is outside the accepted MIR subset")
+        written |= {x for op in ins.ops if op.kind == "reg" and op.is_def and op.reg != "noreg"
+                    for x in _footprint(op, classes, where)}
+
+
+def _ir_attributes(doc: list[str]) -> dict[str, dict[str, str]]:
+    """Function name -> its `"target-cpu"` and `"target-features"` in the IR module (from the
+    attribute groups its `define` line names)."""
+    groups: dict[str, dict[str, str]] = {}
+    defines: dict[str, list[str]] = {}
+    for raw in doc:
+        line = raw.strip()
+        if m := re.match(r"attributes\s+#([0-9]+)\s*=\s*\{(.*)\}\s*$", line):
+            groups[m.group(1)] = dict(re.findall(r'"(target-cpu|target-features)"="([^"]*)"', m.group(2)))
+        elif m := re.match(r'define\b[^@]*@(?:"([^"]+)"|([A-Za-z0-9_.$-]+))\((.*)$', line):
+            # the attribute groups follow the argument list (which holds no `#`)
+            defines[m.group(1) or m.group(2)] = re.findall(r"(?<![^\s)])#([0-9]+)", m.group(3))
+    out: dict[str, dict[str, str]] = {}
+    for name, refs in defines.items():
+        got: dict[str, str] = {}
+        for r in refs:
+            got.update(groups.get(r, {}))
+        out[name] = got
+    return out
+
+
+def wave32(fn: Function) -> bool:
+    """Whether the function's own IR says it runs in wave32: a `target-cpu` of gfx10 or later
+    without `+wavefrontsize64`, or `+wavefrontsize32` (AMDGPU.td FeatureWavefrontSize32/64;
+    gfx10+ default to wave32). Without that evidence, no."""
+    features = fn.ir_attributes.get("target-features", "")
+    if "+wavefrontsize64" in features:
+        return False
+    m = re.fullmatch(r"gfx([0-9]+)[0-9a-z]{2}", fn.ir_attributes.get("target-cpu", ""))
+    return "+wavefrontsize32" in features or (m is not None and int(m.group(1)) >= 10)
+
+
+def wave32_vcc(fn: Function) -> None:
+    """Read a wave32 function as llc reads it (GCNSubtarget::mirFileLoaded calls
+    SIInstrInfo::fixImplicitOperands): an implicit `$vcc` operand of any instruction but inline
+    assembly is `$vcc_lo`, the lanes of a wave32 VCC (SIRegisterInfo.td: VCC is VCC_LO and VCC_HI).
+    An explicit `$vcc` is left as written."""
+    for b in fn.blocks:
+        for ins in b.ins:
+            if ins.opcode.startswith("INLINEASM"):
+                continue
+            for k, op in enumerate(ins.ops):
+                if op.kind == "reg" and op.implicit and op.reg == "vcc" and not op.subreg:
+                    ins.ops[k] = Op("reg", "$vcc_lo", op.flags, "vcc_lo", False, "", op.cls, op.tied)
 
 
 def read_mir(path: str, data: bytes) -> list[Function]:
@@ -316,12 +435,15 @@ def read_mir(path: str, data: bytes) -> list[Function]:
         raise BadInput(f"{path}:1:1: error: not UTF-8 ({e.reason})") from None
     lines = text.split("\n")
     funcs: list[Function] = []
+    attrs: dict[str, dict[str, str]] = {}
     for first, doc in _documents(lines):
         if doc[0].startswith("--- |"):
+            attrs = _ir_attributes(doc)
             continue
         if doc[0].strip() != "---":
             raise BadInput(f"{path}:{first}:1: error: unexpected document header `{doc[0][:40]}`")
         funcs.append(_function(first, doc, path))
+        funcs[-1].ir_attributes = attrs.get(funcs[-1].name, {})
     if not funcs:
         raise BadInput(f"{path}:1:1: error: no machine function")
     for fn in funcs:

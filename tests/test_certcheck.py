@@ -164,10 +164,12 @@ def test_mir_outside_the_subset_is_refused(tmp_path: Path, capsys: pytest.Captur
     path = Path(next(i["path"] for i in _manifest(d)["inputs"] if i["role"] == "post"))
     text = path.read_text()
     k = text.index("\n    ", text.index("body:"))
-    path.write_text(text[:k] + "\n    BUNDLE {\n    }" + text[k:])
+    # a bundle whose second instruction reads what its first writes
+    path.write_text(text[:k] + "\n    BUNDLE {\n      $vgpr0 = V_MOV_B32_e32 0, implicit $exec\n"
+                    "      $vgpr1 = V_MOV_B32_e32 $vgpr0, implicit $exec\n    }" + text[k:])
     _rehash(d)
     code, out = _check(capsys, d)
-    assert code == 1 and "refused: MIR subset" in out and "bundles" in out
+    assert code == 1 and "refused: MIR subset" in out and "bundle whose instructions depend" in out
 
 
 def test_unreadable_certificate_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
