@@ -226,12 +226,15 @@ def test_a_value_kept_across_a_call_in_a_clobbered_register_is_refused(tmp_path:
     assert f":{line}:" in out
 
 
-def test_lean_certificate_is_accepted_and_smaller(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    full = _certify(tmp_path, "sgemm_naive", capsys)
-    lean = tmp_path / "lean"
+def test_default_certificate_is_lean_accepted_and_smaller(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lean = _certify(tmp_path, "sgemm_naive", capsys)
+    full = tmp_path / "full"
     assert verilocc_main(["verify", str(tmp_path / "sgemm_naive.post.mir"), "--pre", str(tmp_path / "sgemm_naive.pre.mir"),
-                          "--certificate", str(lean), "--certificate-lean"]) == 0
+                          "--certificate", str(full), "--certificate-full"]) == 0
     capsys.readouterr()
+    assert any(ob["layer"] == "value-flow" for ob in _manifest(full)["obligations"])
+    code, out = _check(capsys, full)
+    assert code == 0 and "accepted" in out, out
     layers = [ob["layer"] for ob in _manifest(lean)["obligations"]]
     assert "value-flow" not in layers and {"constraints", "equivalence"} <= set(layers)
     assert any(w["layer"] == "value-flow" for w in _manifest(lean)["witnessed"])

@@ -71,9 +71,10 @@ def _self_check(ob: ProofObligation, timeout_s: float, seed: int) -> Answer:
 def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: ValueFlowChecker, eq: EquivalenceChecker,
                         pre: Function, post: Function, alignment: FunctionAlignment,
                         timeout_s: float = 60.0, seed: int = 0,
-                        block_pairing: dict[int, int] | None = None, lean: bool = False) -> FunctionCertificate:
-    """`lean`: where the witness covers the function, layer 2 gets no per-block obligations
-    (certcheck re-establishes its claim from the witness) and the claim is listed as witnessed."""
+                        block_pairing: dict[int, int] | None = None, full: bool = False) -> FunctionCertificate:
+    """Where the witness covers the function, layer 2 gets no per-block obligations (certcheck
+    re-establishes its claim from the witness) and the claim is listed as witnessed; `full`
+    (`--certificate-full`): the per-block obligations all the same."""
     cert = FunctionCertificate()
     name = post.name
 
@@ -129,7 +130,7 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
     # Layer 2.
     vf_obs: list[ProofObligation]
     vf_uncovered: list[Uncovered]
-    if lean and cert.witness is not None:
+    if not full and cert.witness is not None:
         cert.witnessed.append(Uncovered("value-flow", name, "every block: from its entry state every use reads its "
                                         "value and every successor's entry state holds", WITNESS_REASON))
         vf_obs, vf_uncovered = [], []
