@@ -46,13 +46,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="add seconds per layer to the JSON stats (a batch: seconds per pair to each JSON line)")
     v.add_argument("--certificate", metavar="DIR",
                    help="if VERIFIED, write the proof obligations (SMT-LIB), the witnesses and a manifest with input "
-                   "hashes to DIR (new, empty, or a previous certificate; otherwise exit 2); layer 2's value flow is "
-                   "in the witnesses, which certcheck re-checks, not in per-block obligations; other verdicts write "
-                   "nothing; exit 3 if a VERIFIED proof cannot be written; check it with `certcheck DIR` or "
-                   "`verilocc recheck DIR`")
+                   "hashes to DIR (new, empty, or a previous certificate; otherwise exit 2); what certcheck "
+                   "re-establishes from a witness (layer 2's value flow, layer 1's interference facts) gets no "
+                   "obligation; a line on stderr names each claim the certificate cannot cover (the verdict stays "
+                   "VERIFIED); other verdicts write nothing; exit 3 if a VERIFIED proof cannot be written; check it "
+                   "with `certcheck DIR` or `verilocc recheck DIR`")
     v.add_argument("--certificate-full", action="store_true",
-                   help="with --certificate: also write layer 2's per-block obligations where the function's witness "
-                   "covers them (for a re-check by SMT solvers alone; several times the size)")
+                   help="with --certificate: also write the obligations certcheck re-establishes from the witnesses "
+                   "(layer 2's per block, layer 1's interference facts), for a re-check by SMT solvers alone; several "
+                   "times the size")
     v.add_argument("--certificate-lean", action="store_true", help=argparse.SUPPRESS)  # the default form
     add_runner_options(v, "a batch: worker processes (default 1)")
     v.set_defaults(func=cmd_verify)
