@@ -19,8 +19,12 @@ its own rules:
 3. undefined reads: no virtual register is read where no path writes it;
 4. post-only constraints: every register exists on the target, lies in its file, is aligned;
    each home is in its virtual register's class file and width and not reserved; tied
-   operands are equal; early-clobber defs overlap no use that reads a value; no COPY from a
-   vector into a scalar register; spill pseudos store registers of their file.
+   operands are equal, printed or implied by the opcode (`certcheck.ties`); early-clobber defs
+   overlap no use that reads a value; no COPY from a vector into a scalar register; spill
+   pseudos store registers of their file;
+5. callee-saved registers: at every return, each SGPR the function keeps for its caller holds
+   its entry value `^unit` (the walk from the entry block starts with every unit holding its
+   own; the witness states where they are at other blocks).
 
 A failure raises `Refused` with the claim and the place.
 """
@@ -30,7 +34,7 @@ from __future__ import annotations
 import re
 from typing import Any, NoReturn
 
-from certcheck import regs
+from certcheck import regs, ties
 from certcheck.mir import Block, Function, Ins, Op
 
 Store = dict[tuple[int, int], frozenset[str]]
@@ -48,6 +52,11 @@ EITHER_VECTOR_FILE = ("GLOBAL_", "FLAT_", "BUFFER_", "DS_", "SCRATCH_", "V_MFMA_
 class Refused(Exception):
     def __init__(self, claim: str, where: str) -> None:
         super().__init__(f"{claim}: {where}")
+
+
+def is_mask(text: str) -> bool:
+    """A register mask operand (of a call)."""
+    return text.lower().startswith(("csr_", "customregmask(")) or "regmask" in text
 
 
 def operation(opcode: str) -> str:
@@ -134,6 +143,8 @@ class Walk:
             for t, line, inputs, pos in entry["remat"]}
         self.where = f"bb.{bb}"
         self._users: dict[str, set[str]] | None = None
+        # from the function's entry on: a unit no step changed also holds its entry value `^unit`
+        self.from_entry = False
 
     def successor_walk(self, bb: int) -> Walk:
         """A walk of `bb` from this walk's state (bb's one predecessor is this block)."""
@@ -141,6 +152,7 @@ class Walk:
         w.holds = self.holds.copy()
         w.lanes = {loc: dict(store) for loc, store in self.lanes.items()}
         w.defined, w.undef, w.remat = set(self.defined), set(self.undef), dict(self.remat)
+        w.from_entry = self.from_entry
         return w
 
     # state -------------------------------------------------------------------------------
@@ -148,9 +160,13 @@ class Walk:
         got = self.holds.get(loc)
         if got is not None:
             return got
-        return NOTHING if loc.startswith("slot:") else frozenset({"$" + loc})
+        if loc.startswith("slot:"):
+            return NOTHING
+        return frozenset({"$" + loc, "^" + loc}) if self.from_entry else frozenset({"$" + loc})
 
     def is_defined(self, t: str) -> bool:
+        if t.startswith("^"):
+            return True  # an entry value
         return t not in self.undef if t.startswith("$") else t in self.defined
 
     def forget(self, t: str) -> None:
@@ -251,7 +267,7 @@ class Walk:
         defs: list[tuple[Op, Op]] = []
         mask: frozenset[str] | None = None
         for po, qo in zip(pi.ops, qi.ops):
-            if po.kind == "other" and (po.text.lower().startswith(("csr_", "customregmask(")) or "regmask" in po.text):
+            if po.kind == "other" and is_mask(po.text):
                 mask = regs.preserved_by(po.text, self.fc.pre.later_sgpr_masks or self.fc.post.later_sgpr_masks)
                 if mask is None:
                     self.fail("MIR subset", pi, "pre", f"the register mask `{po.text}` is not known here")
@@ -277,6 +293,8 @@ class Walk:
                 self.use(pi, qi, po, qo)
         if mask is not None or pi.opcode in RETURNS:
             self.reads_exec(pi, qi)
+        if pi.opcode in RETURNS or pi.opcode.startswith("SI_TCRETURN"):
+            self.callee_saved(qi)
         self.early_clobbers(pi, qi)
         recipe = self.fc.recipe(pi) if is_pure(pi) else None
         for po, qo in defs:
@@ -304,6 +322,16 @@ class Walk:
             if "$" + u not in self.held(u) and self.is_defined("$" + u):
                 self.fail("value flow", qi, "post", f"`{qi.opcode}` runs with {u} not holding the virtual program's "
                           "$exec")
+
+    def callee_saved(self, qi: Ins) -> None:
+        """At a return (or tail call) each callee-saved SGPR holds its entry value: `^unit`, or
+        `$unit` where the virtual program never writes the register (its value is the entry
+        one throughout)."""
+        for u in self.fc.saved:
+            held = self.held(u)
+            if "^" + u not in held and ("$" + u not in held or u in self.fc.written):
+                self.fail("callee-saved registers", qi, "post", f"`{qi.opcode}` returns with {u} not holding its "
+                          f"value at the function's entry (callee-saved in the calling convention {self.fc.pre.cc})")
 
     def early_clobbers(self, pi: Ins, qi: Ins) -> None:
         """An early-clobber def is written before the uses are read: it may share no unit with
@@ -360,7 +388,7 @@ class Walk:
             for loc in list(self.holds.where(st)):
                 self.holds[loc] = self.holds[loc] | {dt}
             if st.startswith("$") and st[1:] not in self.holds:
-                self.holds[st[1:]] = frozenset({st, dt})
+                self.holds[st[1:]] = self.held(st[1:]) | {dt}
             for store in self.lanes.values():
                 for k, ts in list(store.items()):
                     if st in ts:
@@ -424,10 +452,7 @@ class Walk:
         if op in ("SI_SPILL_S32_TO_VGPR", "V_WRITELANE_B32"):
             if len(r) < 2 or not imm or not r[0].is_def:
                 self.fail("spill code", qi, "post", "a lane spill without its operands")
-            vunits = fc.post_units(r[0])
-            vin = r[2] if len(r) > 2 and not r[2].is_def else None
-            if vin is not None and fc.post_units(vin) != vunits:
-                self.fail("tied operands", qi, "post", "a lane spill whose VGPR is not its tied input")
+            vunits = fc.post_units(r[0])  # its tied input is the same register (`ties`, post_constraints)
             store = dict(self.lanes.get(vunits[0], {}))
             for h, u in enumerate(fc.post_units(r[1])):
                 store[(int(imm[0].text), h)] = self.held(u)
@@ -645,6 +670,7 @@ class FunctionCheck:
                 raise Refused("alignment", f"{self.paths[1]}:{post_b[n].line}: bb.{post_b[n].number} has other "
                               f"successors than bb.{n} of the virtual program")
         self.post_constraints()
+        self.saved, self.written = self.callee_saved(), self.pre_written()
         reach = self.reachable()
         self.undefined_reads(reach)
         entry = self.pre.blocks[0].number
@@ -669,6 +695,7 @@ class FunctionCheck:
             if not isinstance(entry, dict):
                 raise Refused("witness", f"bb.{n} is reachable but has no entry state")
             todo = [Walk(self, n, entry)]
+            todo[0].from_entry = n == self.pre.blocks[0].number
             while todo:
                 walk = todo.pop()
                 self.walk_block(walk, steps[walk.bb])
@@ -732,6 +759,36 @@ class FunctionCheck:
                                       "before any path defines it")
                 have |= {o.reg for o in i.ops if o.kind == "reg" and o.virtual and o.is_def}
 
+    def callee_saved(self) -> list[str]:
+        """The units of the SGPRs the function's calling convention says are callee-saved, but the
+        stack pointer and the SGPRs for EXEC copies that `machineFunctionInfo` names: frame
+        lowering restores and saves those itself (SIFrameLowering; README.md)."""
+        if self.pre.cc != self.post.cc:
+            raise Refused("alignment", f"function {self.post.name}: the two programs have other calling conventions")
+        sgprs = regs.callee_saved_sgprs(self.pre.cc, self.pre.later_sgpr_masks or self.post.later_sgpr_masks)
+        if sgprs is None:
+            raise Refused("MIR subset", f"function {self.post.name}: calling convention {self.pre.cc} is not modelled")
+        frame = [r for f in (self.pre, self.post) for r, key in f.reserved.items()
+                 if key in ("stackPtrOffsetReg", "sgprForEXECCopy")]
+        skip = {u for r in (*frame, self.pre.stack_pointer, self.post.stack_pointer) for u in regs.units(r)}
+        if any(i.opcode.startswith("S_SETPC_B64_return") for i in self.pre_lines.values()):
+            # LLVM 14 and before return through an operand: $sgpr30_sgpr31 is an argument then
+            skip |= set(regs.units("sgpr30_sgpr31"))
+        return [u for r in sgprs for u in regs.units(r) if u not in skip]
+
+    def pre_written(self) -> frozenset[str]:
+        """The units of physical registers the virtual program writes anywhere (defs and what
+        its calls clobber)."""
+        out: set[str] = set()
+        for i in self.pre_lines.values():
+            for o in i.ops:
+                if o.kind == "reg" and o.is_def and not o.virtual and o.reg != "noreg":
+                    out.update(self._units(o))
+                elif o.kind == "other" and is_mask(o.text):
+                    kept = regs.preserved_by(o.text, self.pre.later_sgpr_masks or self.post.later_sgpr_masks)
+                    out.update(u for r in regs.clobbered_by(kept or frozenset(), self.target) for u in regs.units(r))
+        return frozenset(out)
+
     def reachable(self) -> set[int]:
         succ = {b.number: b.successors for b in self.pre.blocks}
         seen, todo = set(), [self.pre.blocks[0].number]
@@ -785,3 +842,18 @@ class FunctionCheck:
                         if o.tied >= len(ins.ops) or not ins.ops[o.tied].is_def \
                                 or self._units(ins.ops[o.tied]) != self._units(o):
                             raise Refused("tied operands", f"{where}: ${o.reg} is not the register of its tied def")
+                self.implied_ties(ins, where)
+
+    @staticmethod
+    def implied_ties(ins: Ins, where: str) -> None:
+        """The ties the opcode's definition implies (`certcheck.ties`), printed or not."""
+        if ties.encoded(ins.opcode):
+            raise Refused("MIR subset", f"{where}: `{ins.opcode}` is an encoded instruction (the asm printer's), "
+                          "not one of MIR before it")
+        explicit = [o for o in ins.ops if not (o.kind == "reg" and o.implicit)]
+        for d, u in ties.implied(ins.opcode):
+            pair = explicit[d:d + 1] + explicit[u:u + 1]
+            if len(pair) != 2 or any(o.kind != "reg" or o.reg == "noreg" for o in pair) \
+                    or FunctionCheck._units(pair[0]) != FunctionCheck._units(pair[1]):
+                raise Refused("tied operands", f"{where}: `{ins.opcode}` ties explicit operand {u} to its def {d} "
+                              "(its definition), but they are not one register")

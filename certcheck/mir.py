@@ -58,6 +58,8 @@ MEMORY_FIELDS = ("type", "offset", "size", "stack-id", "isImmutable", "isAliased
 ENDS = frozenset({"S_ENDPGM", "SI_RETURN", "SI_RETURN_TO_EPILOG", "S_SETPC_B64_return", "SI_TCRETURN",
                   "S_ENDPGM_SAVED", "SI_CS_CHAIN_TC_W32", "SI_CS_CHAIN_TC_W64", "S_SETPC_B64_return_gfx"})
 _OPCODE = re.compile(r"[A-Z][A-Za-z0-9_]*$")
+# `define [linkage, cc, attributes] type @name(` in the IR document: group 1 is what precedes the name
+_DEFINE = re.compile(r"\s*define\s+(.*?)@(\"?)([^\"(]+)\2\s*\(")
 
 
 @dataclass
@@ -123,6 +125,7 @@ class Function:
     fixed_stack: dict[str, tuple[str, ...]]  # id -> the memory it names (type, offset, size, ...)
     blocks: list[Block]
     line: int
+    cc: str = "ccc"  # the calling convention of its `define` in the IR document (C without one)
     ir_attributes: dict[str, str] = field(default_factory=dict)  # "target-cpu" -> "gfx1100", ... of its IR
 
 
@@ -435,15 +438,26 @@ def read_mir(path: str, data: bytes) -> list[Function]:
         raise BadInput(f"{path}:1:1: error: not UTF-8 ({e.reason})") from None
     lines = text.split("\n")
     funcs: list[Function] = []
-    attrs: dict[str, dict[str, str]] = {}
+    ccs: dict[str, str] | None = None  # function -> calling convention, from the IR document
+    attrs: dict[str, dict[str, str]] = {}  # function -> its target-cpu and target-features
     for first, doc in _documents(lines):
         if doc[0].startswith("--- |"):
+            ccs = {}
+            for raw in doc:
+                if m := _DEFINE.match(raw):
+                    cc = re.search(r"\b(amdgpu_\w+|ccc|fastcc|coldcc|cc\s*[0-9]+|[a-z_]+cc)\b", m.group(1))
+                    ccs[m.group(3)] = cc.group(1) if cc else "ccc"
             attrs = _ir_attributes(doc)
             continue
         if doc[0].strip() != "---":
             raise BadInput(f"{path}:{first}:1: error: unexpected document header `{doc[0][:40]}`")
-        funcs.append(_function(first, doc, path))
-        funcs[-1].ir_attributes = attrs.get(funcs[-1].name, {})
+        fn = _function(first, doc, path)
+        if ccs is not None:
+            if fn.name not in ccs:
+                raise BadInput(f"{path}:{fn.line}:1: error: the IR document does not define function {fn.name}")
+            fn.cc = ccs[fn.name]
+        fn.ir_attributes = attrs.get(fn.name, {})
+        funcs.append(fn)
     if not funcs:
         raise BadInput(f"{path}:1:1: error: no machine function")
     for fn in funcs:

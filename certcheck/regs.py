@@ -265,3 +265,23 @@ def clobbered_by(preserved: frozenset[str], target: str) -> list[str]:
         names += [f"agpr{i}" for i in range(256)]
     names += ["vcc_lo", "vcc_hi", "m0", "scc"]
     return [n for n in names if n not in preserved]
+
+
+# The callee-saved list of a function's own calling convention (SIRegisterInfo::
+# getCalleeSavedRegs): that of the call mask its callers use. C, fast and cold functions keep
+# `csr_amdgpu`'s registers, `amdgpu_gfx` ones `csr_amdgpu_si_gfx`'s, chain-preserve functions
+# VGPRs only; kernels, shaders and chain functions none. Another convention is not modelled.
+_OWN_MASK = {"ccc": "csr_amdgpu", "fastcc": "csr_amdgpu", "coldcc": "csr_amdgpu", "amdgpu_gfx": "csr_amdgpu_si_gfx",
+             "amdgpu_cs_chain_preserve": "csr_amdgpu_cs_chainpreserve"}
+_NO_CSR = ("amdgpu_kernel", "amdgpu_ps", "amdgpu_vs", "amdgpu_gs", "amdgpu_hs", "amdgpu_ls", "amdgpu_es", "amdgpu_cs",
+           "amdgpu_cs_chain")
+
+
+def callee_saved_sgprs(cc: str, striped: bool) -> list[str] | None:
+    """The SGPRs a function of calling convention `cc` must hand back as it got them (None: a
+    convention not modelled)."""
+    if cc in _NO_CSR:
+        return []
+    mask = _OWN_MASK.get(cc)
+    kept = preserved_by(mask, striped) if mask else None
+    return None if kept is None else sorted((r for r in kept if r.startswith("sgpr")), key=lambda r: int(r[4:]))

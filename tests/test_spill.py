@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS, EXAMPLES, FIXTURES
-from verilocc.allocators import spill
+from verilocc.allocators import spill, spill_placement
 from verilocc.allocators.optimal import solve_function, waves_bound
 from verilocc.allocators.optimal import _checked
 from verilocc.allocators.colouring import greedy_assignment, spill_fit
@@ -120,6 +120,33 @@ def test_no_spill_option_keeps_the_old_answer(tmp_path: Path) -> None:
     assert got.status == "infeasible" and "--no-spill" in got.reason and got.function is None
 
 
+def test_spill_code_prints_as_llc_writes_it() -> None:
+    # The instructions the spiller builds print as LLVM writes them after the last
+    # VirtRegRewriter (docs/allocate.md, "Spill and split code"), and read back as they were.
+    from verilocc.allocators import spill_code
+    from verilocc.mir.body import parse_instruction
+    from verilocc.mir.printer import print_instruction
+    from verilocc.target import get_class
+
+    v64, s64, a128 = get_class("vreg_64_align2"), get_class("sgpr_64"), get_class("areg_128_align2")
+    made = {
+        "SI_SPILL_V64_SAVE %5, %stack.2, $sgpr32, 0, implicit $exec :: (store (s64) into %stack.2, align 4, addrspace 5)":
+            spill_code.stack_store(5, v64, 2, "$sgpr32", 9),
+        "%6:areg_128_align2 = SI_SPILL_A128_RESTORE %stack.0, $sgpr32, 0, implicit $exec :: "
+        "(load (s128) from %stack.0, align 4, addrspace 5)": spill_code.stack_reload(6, a128, 0, "$sgpr32", 9),
+        "SI_SPILL_S64_SAVE %7, %stack.1, implicit $exec, implicit $sgpr32 :: (store (s64) into %stack.1, align 4, "
+        "addrspace 5)": spill_code.stack_store(7, s64, 1, "$sgpr32", 9),
+        "%8:av_64_align2 = COPY %5": spill_code.copy(8, "av_64_align2", 5, 9),
+        "%9:vgpr_32 = IMPLICIT_DEF": spill_code.lane_vgpr_def(9, 9),
+        "%9:vgpr_32 = SI_SPILL_S32_TO_VGPR %7.sub1, 4, %9(tied-def 0)": spill_code.lane_stores(7, s64, 9, 3, 9)[1],
+        "undef %10.sub0:sgpr_64 = SI_RESTORE_S32_FROM_VGPR %9, 3": spill_code.lane_reloads(10, s64, 9, 3, 9)[0],
+    }
+    for text, ins in made.items():
+        assert print_instruction(ins) == text
+        assert parse_instruction(text, "t.mir", 9) == ins
+    assert spill_code.av_class(v64) == "av_64_align2" and spill_code.av_class(s64) is None
+
+
 def test_spiller_leaves_a_fitting_function_alone() -> None:
     pre = read_module(EXAMPLES / "gfx90a" / "sgemm_naive.pre.mir")
     fn = pre.functions[0]
@@ -145,9 +172,9 @@ def test_waves_flag_sets_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
 # Planted bugs: wrong spill code is REJECTED, never written
 # --------------------------------------------------------------------------------------------
 def _wrong_slot(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = spill._Rewriter._reload
+    real = spill_placement.Rewriter._reload
 
-    def reload(self: spill._Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
+    def reload(self: spill_placement.Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
         others = [w for w, n in self.slot_of.items() if w != v and self.fn.registers[w].reg_class == cls.name]
         if self.homes[v] != "stack" or not others:
             return real(self, v, t, cls, line)
@@ -158,31 +185,31 @@ def _wrong_slot(monkeypatch: pytest.MonkeyPatch) -> None:
         finally:
             self.slot_of[v] = saved
 
-    monkeypatch.setattr(spill._Rewriter, "_reload", reload)
+    monkeypatch.setattr(spill_placement.Rewriter, "_reload", reload)
 
 
 def _clobbered_register(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = spill._Rewriter._store
+    real = spill_placement.Rewriter._store
 
-    def store(self: spill._Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
+    def store(self: spill_placement.Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
         # Store the value's old register instead of the one that holds it now: where the
         # value lives in its home, that register holds something else.
         return real(self, v, v, cls, line)
 
-    monkeypatch.setattr(spill._Rewriter, "_store", store)
+    monkeypatch.setattr(spill_placement.Rewriter, "_store", store)
 
 
 def _missing_reload(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = spill._Rewriter._reload
+    real = spill_placement.Rewriter._reload
 
-    def reload(self: spill._Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
+    def reload(self: spill_placement.Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
         got = real(self, v, t, cls, line)
         if t != v and not getattr(self, "planted", False):
             self.planted = True  # type: ignore[attr-defined]
             return []  # the first reload is not written: its use reads whatever the register holds
         return got
 
-    monkeypatch.setattr(spill._Rewriter, "_reload", reload)
+    monkeypatch.setattr(spill_placement.Rewriter, "_reload", reload)
 
 
 @pytest.mark.parametrize("plant", [_wrong_slot, _clobbered_register, _missing_reload],

@@ -14,7 +14,7 @@ import pytest
 
 from tests.test_spill import _budgeted, _reverified
 from verilocc.allocators import slots as slots_module
-from verilocc.allocators import spill
+from verilocc.allocators import spill, spill_placement
 from verilocc.allocators.optimal import solve_function
 from verilocc.allocators.problem import allocation_budget
 from verilocc.allocators.slots import Slot
@@ -54,7 +54,7 @@ def _one_slot(monkeypatch: pytest.MonkeyPatch) -> None:
         first = min(s.id for s in slots)
         return {s.id: first for s in slots}, [Slot(first, max(s.size for s in slots), "default")]
 
-    monkeypatch.setattr(spill, "colour_slots", colour)
+    monkeypatch.setattr(spill_placement, "colour_slots", colour)
 
 
 def test_sharing_a_slot_between_values_live_together_is_rejected(tmp_path: Path,
@@ -198,7 +198,7 @@ def _softmax_program(monkeypatch: pytest.MonkeyPatch | None = None, drop=None): 
 
     if drop is not None:
         assert monkeypatch is not None
-        monkeypatch.setattr(spill, "redundant_stores", drop)
+        monkeypatch.setattr(spill_placement, "redundant_stores", drop)
     pre, fn, target = _budgeted("gfx90a/softmax_row", 8)
     budget = allocation_budget(fn, target)
     spilled = spill.spill_to_fit(fn, target, budget, 1)
@@ -223,7 +223,7 @@ def test_stores_that_find_the_slot_holding_the_value_go(monkeypatch: pytest.Monk
     pre, fn, target, spilled, placed = _softmax_program(monkeypatch, counting)
     assert dropped and dropped[-1] > 0
     assert spill.spill_instructions(spilled.fn) == spilled.inserted
-    monkeypatch.setattr(spill, "redundant_stores", lambda fn, slot_of: [])
+    monkeypatch.setattr(spill_placement, "redundant_stores", lambda fn, slot_of: [])
     every = spill.spill_to_fit(fn, target, allocation_budget(fn, target), 1)
     assert every.inserted == spilled.inserted + dropped[-1]
     assert _colour_checked(pre, fn, target, spilled, placed) is Verdict.VERIFIED

@@ -100,8 +100,10 @@ def _dump(llc: str, mir: Path) -> tuple[list[str] | None, str]:
     """The instruction lines of the function llc dumps (None when it refused the file), and
     its error output. llc is stopped once the dump is read: what its verifier says after it
     about instructions of made-up operands can run to gigabytes."""
+    # `-o -`: llc removes an output file it did not finish, and as root `-o /dev/null` would
+    # remove the device itself
     cmd = [llc, "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-run-pass=machineverifier",
-           "-print-after=machineverifier", "-o", "/dev/null", str(mir)]
+           "-print-after=machineverifier", "-o", "-", str(mir)]
     lines: list[str] = []
     seen: list[str] = []
     inside = blocks = False

@@ -246,7 +246,7 @@ def test_equivalence_failure_has_concrete_input() -> None:
 def test_sat_answer_that_explains_no_failure_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     """z3 decides a wrong allocation (no random interpretation may refute it first); if no
     obligation could be shown to fail under its model, the layer says unknown, never proved."""
-    from verilocc.semantics import equivalence, interpretation
+    from verilocc.semantics import interpretation, obligations
 
     pre, post = _pair("gfx90a/vadd")
     mutant = mutations.change_opcode(post, random.Random(0))
@@ -254,7 +254,7 @@ def test_sat_answer_that_explains_no_failure_is_unknown(monkeypatch: pytest.Monk
     monkeypatch.setattr(interpretation.RandomInterpretation, "holds", lambda self, terms: False)
     solved = verify_modules(mutant.module, pre, Options())
     assert {f.kind for f in solved.findings if f.layer == "equivalence"} == {"not-equivalent"}  # from z3's model
-    monkeypatch.setattr(equivalence.EquivalenceChecker, "report_failures", lambda self, pending, value: False)
+    monkeypatch.setattr(obligations.Obligations, "report_failures", lambda self, pending, value: False)
     report = verify_modules(mutant.module, pre, Options())
     assert report.verdict is not Verdict.VERIFIED
     assert [(f.kind, f.severity, f.message) for f in report.findings if f.layer == "equivalence"] == [

@@ -62,7 +62,12 @@ MODULES = (
     "verilocc.semantics.terms",
     "verilocc.semantics.ops",
     "verilocc.semantics.interpretation",
+    "verilocc.semantics.holdings",
+    "verilocc.semantics.valuenames",
+    "verilocc.semantics.lanetrace",
+    "verilocc.semantics.anomalies",
     "verilocc.semantics.valueflow",
+    "verilocc.semantics.obligations",
     "verilocc.semantics.equivalence",
     "verilocc.semantics.calleesaved",
 )

@@ -32,7 +32,8 @@ from verilocc.mir.as_read import as_llc_reads
 from verilocc.mir.model import Function, Module
 from verilocc.mir.parser import read_module
 from verilocc.semantics.calleesaved import CalleeSavedChecker
-from verilocc.semantics.valueflow import Anomaly, ValueFlowChecker
+from verilocc.semantics.anomalies import Anomaly
+from verilocc.semantics.valueflow import ValueFlowChecker
 from verilocc.smt.constraints import ConstraintChecker
 from verilocc.smt.physical import post_only_checks
 from verilocc.smt.solver import forking_pays

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from verilocc.allocators.colouring import Colouring, colouring_order
 from verilocc.allocators.problem import Problem, vreg_key
-from verilocc.allocators.spill import LOOP_WEIGHT
+from verilocc.allocators.spill_choice import LOOP_WEIGHT
 from verilocc.analysis.cfg import loop_depths
 from verilocc.analysis.operands import VReg
 

@@ -34,14 +34,14 @@ from verilocc.smt.solver import Answer, check_z3
 
 # Checks of a VERIFIED verdict that run in Python only, with no solver query to certify. The
 # second element says whether `certcheck` re-establishes the claim from the witness
-# (`verilocc.certificate.witness`) and the two MIR files; "entry-only" claims it only for entry
-# functions (kernels), which save no register for a caller.
+# (`verilocc.certificate.witness`) and the two MIR files.
 PYTHON_ONLY = (
     ("constraints", ("registers of the allocated program exist, lie in the file and are aligned; every home of a "
      "virtual register is in its class's file; tied operands share a register; early-clobber defs do not overlap "
      "uses (post-only checks)"), True),
-    ("constraints", ("the registers of the allocated program lie in the function's budget and are not reserved; the "
-     "ties an instruction's definition implies without printing them (verilocc.target.opcodes)"), False),
+    ("constraints", "the registers of the allocated program lie in the function's budget and are not reserved", False),
+    ("constraints", ("the ties an instruction's definition implies without printing them (verilocc.target.opcodes; "
+     "certcheck.ties)"), True),
     ("constraints", ("every COPY is one LLVM can lower: none from a vector register (one value per thread lane) into a "
      "scalar one (illegal copies); every spill pseudo's data operand is in a file its definition takes"), True),
     ("constraints", "no register is read before some path defines it (undefined reads)", True),
@@ -50,13 +50,9 @@ PYTHON_ONLY = (
     ("value-flow", ("the allocated program has the virtual program's blocks and successors, and no instruction is "
      "added or dropped (alignment of the two programs)"), True),
     ("value-flow", ("the registers the allocated program saves for its caller hold their entry values at every "
-     "return (callee-saved registers, verilocc.semantics.calleesaved)"), "entry-only"),
+     "return (callee-saved registers, verilocc.semantics.calleesaved)"), True),
 )
 WITNESS_REASON = "re-established by certcheck from the witness and the two MIR files"
-
-
-def _is_entry_function(fn: Function) -> bool:
-    return fn.calling_convention == "amdgpu_kernel" or fn.machine_function_info.get("isEntryFunction") is True
 
 
 def _header(layer: str, fn: str, claim: str, origin: str) -> list[str]:
@@ -111,9 +107,9 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
     stats = eq.stats
     claim = ("the allocated program is equivalent to the virtual one: every side effect sees equal inputs and every "
              "block-entry relation is inductive (all obligations not discharged by syntactic identity)")
-    if eq.query is not None:
+    if eq.proof.query is not None:
         origin = "the assertions layer 3 sent to z3"
-        text = query_text(eq.z3, eq.query, "QF_UFBV", _header("layer 3 (equivalence)", name, claim, origin))
+        text = query_text(eq.proof.z3, eq.proof.query, "QF_UFBV", _header("layer 3 (equivalence)", name, claim, origin))
         cert.obligations.append(ProofObligation("equivalence", name, None, claim, text, origin))
     identical = int(stats.get("discharged_by_identity", 0))  # type: ignore[call-overload]
     if identical:
@@ -127,11 +123,9 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
             cert.uncovered.append(Uncovered("equivalence", name, what,
                                             "discharged by syntactic identity, not by a solver: no obligation to re-check"))
 
-    entry = _is_entry_function(post)
     for layer, what, by_witness in PYTHON_ONLY:
-        if cert.witness is not None and (by_witness is True or (by_witness == "entry-only" and entry)):
-            reason = WITNESS_REASON if by_witness is True else WITNESS_REASON + " (an entry function saves no register)"
-            cert.witnessed.append(Uncovered(layer, name, what, reason))
+        if cert.witness is not None and by_witness:
+            cert.witnessed.append(Uncovered(layer, name, what, WITNESS_REASON))
         else:
             cert.uncovered.append(Uncovered(layer, name, what, "checked in Python; no solver query to certify"))
 

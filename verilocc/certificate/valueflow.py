@@ -39,7 +39,8 @@ from verilocc.pairing.steps import Loc
 from verilocc.certificate.obligation import ProofObligation, Uncovered
 from verilocc.certificate.smt2 import symbol
 from verilocc.mir.model import Function, Instruction, Operand
-from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
+from verilocc.semantics.holdings import State, Tag
+from verilocc.semantics.valueflow import ValueFlowChecker
 
 LAYER = "value-flow"
 ORIGIN = "encoding of value flow's block claim (layer 2 asks no solver)"
@@ -93,7 +94,7 @@ class _BlockEncoder:
         return sym
 
     def tag_sym(self, t: Tag) -> str:
-        return self.vf.tag_symbol(t)
+        return self.vf.names.tag_symbol(t)
 
     def defined(self, t: Tag) -> str:
         got = self.dfn.get(t)

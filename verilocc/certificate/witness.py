@@ -15,12 +15,17 @@ solver obligation covers from the two MIR files and these witnesses:
   (`undef`), the SGPR values spilled into lanes of VGPRs (`lanes`) and how rematerialisable
   lanes were computed (`remat`: the virtual program's line of the computing instruction, its
   input values and the lane's position). A block whose one predecessor is another block has
-  `"entry": "pred"`: the checker starts it from that block's exit state.
+  `"entry": "pred"`: the checker starts it from that block's exit state. In a function that
+  is not an entry function, `holds` and `lanes` also say where the entry values of the
+  registers the allocated program saves for its caller are (`verilocc.semantics.calleesaved`):
+  the checker shows from them that each callee-saved register holds its entry value at every
+  return.
 
 Names are independent of verilocc's internals: a location is a 16-bit half of a 32-bit
 register, `vgpr5.0` (low) / `vgpr5.1` (high), `vcc_lo.0`, `scc.1`, `private_rsrc_reg.3`, or
-piece k of a stack slot, `slot:3.k`; a value is `%12.2` (16-bit lane 2 of %12) or `$vgpr5.1`
-(what that unit holds at the function's entry).
+piece k of a stack slot, `slot:3.k`; a value is `%12.2` (16-bit lane 2 of %12), `$vgpr5.1`
+(what the virtual program holds in that unit: its entry value until the program writes it) or
+`^sgpr30.0` (the value that unit had at the function's entry, whatever the program writes).
 """
 
 from __future__ import annotations
@@ -32,11 +37,14 @@ from typing import Any
 from verilocc.mir.model import Function
 from verilocc.pairing.alignment import FunctionAlignment
 from verilocc.pairing.steps import Loc
-from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker, untouched
+from verilocc.semantics.calleesaved import CalleeSavedChecker
+from verilocc.semantics.calleesaved import State as EntryValues
+from verilocc.semantics.holdings import State, Tag, untouched
+from verilocc.semantics.valueflow import ValueFlowChecker
 from verilocc.target import register_for_units
 from verilocc.target.registers import parse_physreg, special_register_names
 
-WITNESS_FORMAT = "verilocc-witness/1"
+WITNESS_FORMAT = "verilocc-witness/2"
 
 
 class WitnessError(Exception):
@@ -87,10 +95,23 @@ def _tags(ts: Any) -> list[str]:
     return sorted(tag_name(t) for t in ts)
 
 
-def state_json(vf: ValueFlowChecker, s: State) -> dict[str, Any]:
-    holds = sorted([loc_name(loc), _tags(ts)] for loc, ts in s.locs.items() if ts != untouched(loc))
-    lanes = sorted([loc_name(loc), lane, half, _tags(ts)]
-                   for loc, store in s.lanes.items() for (lane, half), ts in store.items() if ts)
+def state_json(vf: ValueFlowChecker, s: State, entry_values: EntryValues | None = None) -> dict[str, Any]:
+    holds_d = {loc_name(loc): _tags(ts) for loc, ts in s.locs.items() if ts != untouched(loc)}
+    lanes_d = {(loc_name(loc), lane, half): _tags(ts)
+               for loc, store in s.lanes.items() for (lane, half), ts in store.items() if ts}
+    for loc, units in (entry_values or {}).items():
+        tags = [t for t in ("^" + unit_name(u) for u in units) if t.startswith("^sgpr")]  # what certcheck checks
+        if not tags:
+            continue
+        if isinstance(loc, tuple) and len(loc) == 4 and loc[0] == "lane":  # ("lane", VGPR unit, lane, half)
+            lane_key = (unit_name(int(loc[1])), loc[2], loc[3])
+            lanes_d[lane_key] = sorted(set(lanes_d.get(lane_key, [])) | set(tags))
+        else:
+            name = loc_name(loc)
+            default = _tags(untouched(loc)) if isinstance(loc, int) else []
+            holds_d[name] = sorted(set(holds_d.get(name, default)) | set(tags))
+    holds = sorted([loc, ts] for loc, ts in holds_d.items())
+    lanes = sorted([loc, lane, half, ts] for (loc, lane, half), ts in lanes_d.items())
     remat: list[list[Any]] = []
     for t, (key, inputs, pos) in s.remat.items():
         ins = vf.remat_instructions.get(key)
@@ -113,13 +134,14 @@ def function_witness(vf: ValueFlowChecker, pre: Function, post: Function, alignm
     for n in pre_blocks:
         for t in set(vf.cfg.successors(n)):
             preds.setdefault(t, []).append(n)
+    entry_values = CalleeSavedChecker(pre, post, alignment, vf.cfg).entry_values()
     blocks: list[dict[str, Any]] = []
     for b in sorted(alignment.steps):
         pb, qb = pre_blocks[b], post_blocks[b]
         steps = [[st.role.value, pb.instructions[st.pre].line if st.pre is not None else 0,
                   qb.instructions[st.post].line if st.post is not None else 0] for st in alignment.steps[b]]
         entry = vf.entry_states.get(b)
-        state: dict[str, Any] | str | None = None if entry is None else state_json(vf, entry)
+        state: dict[str, Any] | str | None = None if entry is None else state_json(vf, entry, entry_values.get(b) if b != pre.blocks[0].number else None)
         if entry is not None and b != pre.blocks[0].number and len(preds[b]) == 1 and preds[b][0] != b:
             state = "pred"  # the checker starts from the predecessor's exit state
         blocks.append({"bb": b, "post_bb": post_number.get(b, b), "steps": steps, "entry": state})

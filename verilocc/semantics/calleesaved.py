@@ -191,6 +191,7 @@ class CalleeSavedChecker:
         self.saved: set[int] = set()  # entry values the allocated program spilled
         self.restored: set[int] = set()  # units it reloads from a slot or a lane
         self.tracked: set[int] = set()
+        self.entry_states: dict[int, State] = {}  # block -> where the entry values are at its entry
 
     def _fixed_point(self, candidates: set[int], report: bool) -> None:
         pre_blocks = {b.number: b for b in self.pre.blocks}
@@ -212,17 +213,30 @@ class CalleeSavedChecker:
                     changed = True
             if not changed:
                 break
+        self.entry_states = entry
         if report:
             for b in order:
                 walker = _Walker(self, b, dict(entry[b]), report=True)
                 ps.walk_block(self.alignment.steps[b], pre_blocks[b], post_blocks[b], walker,
                               self.alignment.stack_pointers)
 
-    def run(self) -> list[Finding]:
+    def _candidates(self) -> set[int]:
         info = self.post.header.get("machineFunctionInfo") or {}
         if self.post.calling_convention == "amdgpu_kernel" or info.get("isEntryFunction") is True:
-            return []
-        candidates = _entry_units(self.post) - _entry_units(self.pre)
+            return set()
+        return _entry_units(self.post) - _entry_units(self.pre)
+
+    def entry_values(self) -> dict[int, State]:
+        """Per block, the locations that hold the entry values of the registers the allocated
+        program reads at entry (the virtual program does not) at the block's entry: what a
+        certificate's witness states of them (`verilocc.certificate.witness`)."""
+        candidates = self._candidates()
+        if candidates:
+            self._fixed_point(candidates, report=False)
+        return self.entry_states if candidates else {}
+
+    def run(self) -> list[Finding]:
+        candidates = self._candidates()
         if not candidates:
             return []
         self._fixed_point(candidates, report=False)  # which entry values get saved

@@ -18,11 +18,7 @@ Obligations whose two sides are the same term are discharged by identity (terms 
 hash-consed, `verilocc.semantics.terms`); the rest, with the assumptions, are translated into
 z3 and go to z3 in one query per function: assumptions /\\ not (O1 /\\ ... ).
 Unsat proves equivalence; sat gives a concrete input under which the programs differ; a
-timeout is UNKNOWN.
-
-The module is longer than most: the symbolic state, the visitor of paired steps that updates
-it, the obligations and their translation for z3 are one argument (docs/soundness.md), and the
-counterexample is read back through the same translation.
+timeout is UNKNOWN (`verilocc.semantics.obligations`).
 """
 
 from __future__ import annotations
@@ -39,10 +35,10 @@ from verilocc.analysis.instructions import is_liveness_note, is_pure, value_inpu
 from verilocc.analysis.operands import VReg, physreg_at
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Function, Instruction, Operand
+from verilocc.semantics.obligations import Obligations
 from verilocc.semantics.ops import Semantics, has_side_effects, reads_memory
-from verilocc.semantics.terms import ToZ3
-from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker, untouched
-from verilocc.smt.solver import Answer, check_z3_terms
+from verilocc.semantics.holdings import State, Tag, untouched
+from verilocc.semantics.valueflow import ValueFlowChecker
 from verilocc.target import RegFile, RegisterClass, Target
 
 _VECTOR_FILES = frozenset({RegFile.VGPR, RegFile.AGPR})
@@ -82,35 +78,6 @@ def sorted_by_repr(items: set[Any]) -> list[Any]:
     return [x for _, _, x in keyed]
 
 
-def _distinct(pending: list[Obligation]) -> list[Obligation]:
-    """The obligations without repeats: of those in one block whose lanes pair the same terms
-    (hash-consed: the same objects), only the first, which has the least line of them (a
-    block's obligations are made in the order of its lines), so the formula, and the finding
-    a failure of it gives, are the same. (`_BlockRun.close` leaves out the repeats within one
-    edge; here go those across edges and instructions.)"""
-    seen: set[tuple[int, tuple[tuple[int, int], ...]]] = set()
-    out: list[Obligation] = []
-    for ob in pending:
-        key = (ob.place.block, tuple((id(a), id(b)) for a, b in zip(ob.lhs, ob.rhs) if a is not b))
-        if key not in seen:
-            seen.add(key)
-            out.append(ob)
-    return out
-
-
-@dataclass
-class Obligation:
-    place: Place
-    what_parts: tuple[Any, ...]  # formatted only when the obligation fails (most never do)
-    lhs: list[Any]  # virtual program's lanes
-    rhs: list[Any]  # allocated program's lanes
-
-    @property
-    def what(self) -> str:
-        fmt, *args = self.what_parts
-        return str(fmt(*args)) if callable(fmt) else str(fmt)
-
-
 class _BlockRun:
     """Executes one block of both programs symbolically."""
 
@@ -137,7 +104,7 @@ class _BlockRun:
         # Tags that one location holds at entry are equal (that is the relation assumed at the
         # boundary): they share one symbol, named after the least of them.
         rep = self.eq.canonical(self.b, tag)
-        return self.eq.sem.lane_const(f"in_b{self.b}_{self.eq.vf.tag_symbol(rep)}")
+        return self.eq.sem.lane_const(f"in_b{self.b}_{self.eq.vf.names.tag_symbol(rep)}")
 
     def pget(self, tag: Tag) -> Any | None:
         """The virtual program's current value of a tag; None when it is undefined here."""
@@ -360,8 +327,8 @@ class _BlockRun:
         if has_side_effects(pi):
             lhs = [v for _, lanes in preads for v in lanes]
             rhs = [v for _, lanes in qreads for v in lanes]
-            if not self.eq.by_identity(lhs, rhs):
-                self.eq.record(Place(self.eq.post.file, self.eq.post.name, self.b, qidx, qi.line, qi.column),
+            if not self.eq.proof.by_identity(lhs, rhs):
+                self.eq.proof.record(Place(self.eq.post.file, self.eq.post.name, self.b, qidx, qi.line, qi.column),
                                f"`{qi.opcode}` at line {qi.line} sees the same inputs", lhs, rhs)
         for d, lanes in zip(pdefs, pres):
             self.pre_write(d, lanes)
@@ -476,18 +443,18 @@ class _BlockRun:
                         + (f": {s.detail}" if s.detail else ""))
 
     def edge_text(self, s: int, loc: Loc, t: Tag) -> str:
-        return f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.loc_name(loc)} holds {self.eq.vf.tag_name(t)}"
+        return f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.names.loc_name(loc)} holds {self.eq.vf.names.tag_name(t)}"
 
     def lane_text(self, s: int, lane: int, loc: Loc, t: Tag) -> str:
-        return (f"on the edge bb.{self.b} -> bb.{s}, lane {lane} of {self.eq.vf.loc_name(loc)} holds "
-                f"{self.eq.vf.tag_name(t)}")
+        return (f"on the edge bb.{self.b} -> bb.{s}, lane {lane} of {self.eq.vf.names.loc_name(loc)} holds "
+                f"{self.eq.vf.names.tag_name(t)}")
 
     def close(self, exit_states: dict[int, State], succs: list[int], last: Instruction | None, post_index: int) -> None:
         """The obligations at the block's end: its side effects agree, and on each edge the
         relation assumed at the successor's entry holds (locations, recipes, lanes of VGPRs)."""
         line = last.line if last is not None else 0
         place = Place(self.eq.post.file, self.eq.post.name, self.b, post_index, line)
-        self.eq.oblige(place, f"side effects of bb.{self.b} agree", [self.ptoken], [self.qtoken])
+        self.eq.proof.oblige(place, f"side effects of bb.{self.b} agree", [self.ptoken], [self.qtoken])
         out = self.eq.vf.out_states.get(self.b)
         for s in succs:
             target = exit_states.get(s)
@@ -508,7 +475,7 @@ class _BlockRun:
         # virtual program did not redefine t, and `qget(loc)` would be `pentry_value(t)`
         # (`entry_alike`). Their two sides are one term, so they are counted as discharged
         # by identity without making it. The memos of `pget` and `qget` are read inline.
-        eq, pget, qget = self.eq, self.pget, self.qget
+        eq, pget, qget = self.eq.proof, self.pget, self.qget
         pv_set, undef_tags, q_set, written = self.pv, self.undef_tags, self.qv, self.written
         out_defined, out_undef_fixed, held = out.defined, out.undef_fixed, target.locs
         # Locations holding the same tags (a value copied to many places, each place
@@ -581,11 +548,11 @@ class _BlockRun:
             pv = self.pget(t)
             again = self.recompute(recipe, self.pget)
             if pv is not None and again is not None:
-                self.eq.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.tag_name(t)} is "
+                self.eq.proof.oblige(place, f"on the edge bb.{self.b} -> bb.{s}, {self.eq.vf.names.tag_name(t)} is "
                                "recomputable where it is rematerialised", [pv], [again])
 
     def _edge_lanes(self, place: Place, s: int, target: State, out: State, paired: set[tuple[int, int]]) -> None:
-        eq = self.eq
+        eq = self.eq.proof
         # As `asked` in `_edge_locations`, for lanes holding the same tags and the same allocated value.
         lanes_asked: dict[frozenset[Tag], tuple[Any, int, int]] = {}
         # In the order of `repr((loc, store))`, which is that of `repr(loc)`: locations are
@@ -611,7 +578,7 @@ class _BlockRun:
                     if pv is None:
                         continue
                     if qv is None:
-                        self.eq.oblige(place, self.lane_text, [pv], [self.new_junk()], s, k[0], loc, t)
+                        self.eq.proof.oblige(place, self.lane_text, [pv], [self.new_junk()], s, k[0], loc, t)
                         continue
                     self.fresh += 1  # junk is numbered as if each lane made one
                     if pv is qv:
@@ -620,7 +587,7 @@ class _BlockRun:
                         other += 1
                         if eq.repeats(paired, pv, qv):
                             continue
-                    self.eq.oblige(place, self.lane_text, [pv], [qv], s, k[0], loc, t)
+                    self.eq.proof.oblige(place, self.lane_text, [pv], [qv], s, k[0], loc, t)
                 if qv is not None and tags not in lanes_asked:
                     lanes_asked[tags] = (qv, same, other)
 
@@ -629,10 +596,6 @@ class EquivalenceChecker:
     def __init__(self, pre: Function, post: Function, target: Target, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, cfg: CFG, vf: ValueFlowChecker | None = None,
                  timeout_s: float = 60.0, seed: int = 0) -> None:
-        # Terms are Python terms; z3 and a fresh context are made only when an obligation
-        # needs the solver (`decide`): no state shared between runs, same bytes out.
-        self.z3: Any = None
-        self.ctx: Any = None
         self.classes = classes
         self.pre = pre
         self.post = post
@@ -644,20 +607,12 @@ class EquivalenceChecker:
             vf.fixed_point()
         self.vf = vf
         self.sem = Semantics()
-        self.timeout_s = timeout_s
-        self.seed = seed
-        self.obligations: list[Obligation] = []  # those not discharged by identity
-        self.identical = 0  # obligations discharged by identity
-        self.made = 0  # obligations made
-        self.repeated = 0  # obligations not recorded: an earlier one is the same
+        # Terms are Python terms; z3 is brought in only when an obligation needs the solver.
+        self.proof = Obligations(LAYER, post.file, post.name, vf.names.pretty_symbol, timeout_s, seed)
+        self.stats = self.proof.stats
         self._classes: dict[int, dict[Tag, Tag]] = {}
         self._find: dict[int, Any] = {}
-        self.assumptions: list[Any] = []  # `Semantics.equal` of terms assumed equal
         self.findings: list[Finding] = []
-        self.stats: dict[str, object] = {}
-        # The exact assertions sent to z3 (None when no obligation needed the solver): a
-        # certificate prints these, so it is this proof, not a re-derivation of it.
-        self.query: list[Any] | None = None
 
     def canonical(self, block: int, tag: Tag) -> Tag:
         """Union-find over the defined tags that a location holds together at block entry."""
@@ -700,37 +655,6 @@ class EquivalenceChecker:
             return frozenset()
         return frozenset({physreg_at(fn, op, op.phys).file})
 
-    def oblige(self, place: Place, what: Any, lhs: list[Any], rhs: list[Any], *args: Any) -> None:
-        """The obligation lhs == rhs; `what` is a sentence, or a function formatting one from
-        args. When both sides are the same Python terms, lane by lane, it holds: only counted."""
-        if not self.by_identity(lhs, rhs):
-            self.record(place, what, lhs, rhs, *args)
-
-    def repeats(self, paired: set[tuple[int, int]], lhs: Any, rhs: Any) -> bool:
-        """Whether the obligation lhs == rhs (Python terms, one lane) pairs the same terms as
-        one already in `paired`: then it is that one again, only counted. Otherwise it joins
-        `paired`."""
-        pair = (id(lhs), id(rhs))
-        if pair in paired:
-            self.made += 1
-            self.repeated += 1
-            return True
-        paired.add(pair)
-        return False
-
-    def by_identity(self, lhs: list[Any], rhs: list[Any]) -> bool:
-        """Count an obligation lhs == rhs; whether it is discharged by identity here (with
-        Python terms: the same terms lane by lane), so that it need not be recorded."""
-        self.made += 1
-        if len(lhs) == len(rhs) and all(a is b for a, b in zip(lhs, rhs)):
-            self.identical += 1
-            return True
-        return False
-
-    def record(self, place: Place, what: Any, lhs: list[Any], rhs: list[Any], *args: Any) -> None:
-        """Record a counted obligation (`by_identity`) for `decide`."""
-        self.obligations.append(Obligation(place, (what, *args), lhs, rhs))
-
     def unknown(self, ins: Instruction, block: int, msg: str) -> None:
         self.findings.append(Finding("unsupported", LAYER, Place(self.post.file, self.post.name, block, -1, ins.line, ins.column),
                                      msg, severity="unknown"))
@@ -746,109 +670,7 @@ class EquivalenceChecker:
             qb = post_blocks[b]
             last = qb.instructions[-1] if qb.instructions else None
             run.close(self.vf.entry_states, self.cfg.successors(b), last, len(qb.instructions) - 1)
-            self.assumptions.extend(run.assumptions)
-        self.decide()
+            self.proof.assumptions.extend(run.assumptions)
+        self.proof.decide()
+        self.findings.extend(self.proof.findings)
         return self.findings
-
-    def decide(self) -> None:
-        """Decide the obligations that identity did not discharge: findings for those that
-        fail, or an unknown finding when z3 answers neither way."""
-        pending: list[Obligation] = []
-        for ob in self.obligations:
-            if len(ob.lhs) != len(ob.rhs):
-                self.findings.append(Finding("not-equivalent", LAYER, ob.place,
-                                             f"bb.{ob.place.block}: {ob.what}: the programs pass {len(ob.lhs)} and {len(ob.rhs)} lanes"))
-                continue
-            pending.append(ob)
-        self.stats.update({"obligations": self.made, "discharged_by_identity": self.identical,
-                           "sent_to_solver": len(pending) + self.repeated})
-        if not pending:
-            return
-        import z3
-
-        self.z3 = z3
-        self.ctx = z3.Context()
-        to_z3 = ToZ3(z3, self.ctx)
-        translated: list[tuple[Obligation, Any]] = []
-        for ob in _distinct(pending):
-            lhs, rhs = [to_z3(t) for t in ob.lhs], [to_z3(t) for t in ob.rhs]
-            diff = [(a, b) for a, b, x, y in zip(lhs, rhs, ob.lhs, ob.rhs) if x is not y]
-            f = z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]
-            translated.append((Obligation(ob.place, ob.what_parts, lhs, rhs), f))
-        assumptions = [to_z3(a) == to_z3(b) for a, b in dict.fromkeys(self.assumptions)]
-        from verilocc.semantics.interpretation import RandomInterpretation
-
-        # Opcodes are uninterpreted, so one interpretation under which the assumptions hold
-        # and an obligation fails refutes the claim as a solver's model would: try a few
-        # random ones before the solver (a wrong allocation is found in microseconds). The
-        # values depend on the terms only, not on how they were made.
-        for attempt in range(3):
-            interp = RandomInterpretation(z3, f"{self.seed}/{attempt}")
-            if interp.holds(assumptions) and self.report_failures(translated, interp.value):
-                self.stats["refuted_by"] = "random interpretation"
-                return
-        self.query = [*assumptions, z3.Not(z3.And([f for _, f in translated]))]
-        outcome, value = check_z3_terms(z3, self.ctx, self.query, timeout_s=self.timeout_s, seed=self.seed)
-        if outcome.answer is Answer.UNSAT:
-            return
-        if value is None:
-            self.findings.append(Finding("solver", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
-                                         f"z3 could not decide equivalence: {outcome.reason}", severity="unknown"))
-            return
-        if not self.report_failures(translated, value):
-            # A sat answer whose model fails no obligation is a solver or translation fault:
-            # the claim is neither proved nor refuted.
-            self.findings.append(Finding("solver", LAYER, Place(self.post.file, self.post.name, -1, -1, 0),
-                                         "z3 answered sat, but no obligation fails under its model",
-                                         severity="unknown"))
-
-    def report_failures(self, pending: list[tuple[Obligation, Any]],
-                        value: Callable[[Any], int | bool | None]) -> bool:
-        """A finding for the first failing obligation of each block under the valuation
-        `value` (a solver model or a concrete interpretation); whether any failed."""
-        reported: set[int] = set()
-        for ob, f in sorted(pending, key=lambda x: (x[0].place.block, x[0].place.line)):
-            if ob.place.block in reported or value(f) is not False:
-                continue
-            # One counterexample per block: later obligations of the block usually fail because
-            # of the first.
-            reported.add(ob.place.block)
-            inputs = self.counterexample(value, ob)
-            shown = ", ".join(f"{k} = {v}" for k, v in inputs[:6])
-            lane = next(i for i, (a, b) in enumerate(zip(ob.lhs, ob.rhs)) if value(a) != value(b))
-            self.findings.append(Finding(
-                "not-equivalent", LAYER, ob.place,
-                f"bb.{ob.place.block} line {ob.place.line}: expected that {ob.what}, but lane {lane} is "
-                f"{_hex(value(ob.lhs[lane]))} in the virtual program and {_hex(value(ob.rhs[lane]))} in the allocated one"
-                + (f" when {shown}" if shown else ""),
-                counterexample=tuple(inputs)))
-        return bool(reported)
-
-    def leaves(self, terms: list[Any]) -> dict[str, Any]:
-        z3 = self.z3
-        seen: set[int] = set()
-        names: dict[str, Any] = {}
-        stack = list(terms)
-        while stack and len(names) < 64:
-            t = stack.pop()
-            if t.get_id() in seen:
-                continue
-            seen.add(t.get_id())
-            if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                names[t.decl().name()] = t
-            else:
-                stack.extend(t.children())
-        return names
-
-    def counterexample(self, value: Callable[[Any], int | bool | None], ob: Obligation) -> list[tuple[str, str]]:
-        """Entry values the failing obligation depends on, as plain strings: first those only
-        one side reads (where the programs part ways), then the shared ones."""
-        left, right = self.leaves(ob.lhs), self.leaves(ob.rhs)
-        differing = sorted(set(left) ^ set(right))
-        shared = sorted(set(left) & set(right))
-        both = {**left, **right}
-        return [(self.vf.pretty_symbol(n), _hex(value(both[n]))) for n in differing + shared][:12]
-
-
-def _hex(v: int | bool | None) -> str:
-    return f"0x{v:04x}" if isinstance(v, int) and not isinstance(v, bool) else str(v)

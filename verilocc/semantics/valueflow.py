@@ -1,22 +1,6 @@
 """Layer 2: value flow through splits, spills, reloads, rematerialisation and copies.
 
-The abstract domain, in the manner of regalloc2's checker:
-
-- A *location* is a 16-bit physical register unit (an int), a 16-bit lane of a stack slot
-  (`("slot", N, k)`) (both a `Loc` of `verilocc.pairing.steps`), or, for SGPRs spilled into
-  lanes of a VGPR, a *lane store* attached to the location that holds the VGPR (`State.lanes`).
-- A *tag* names a value of the virtual program: `(vreg, lane)` for a 16-bit lane of a virtual
-  register, or `("$", unit)` for the value a physical register unit has in the virtual program
-  (fixed registers such as $exec, $vcc, $m0, argument registers).
-- The state maps each location to the set of tags it holds. A unit that was never written
-  holds its incoming value `("$", unit)`. The state also records which virtual lanes are
-  *defined* (an undefined lane, never written or last set by IMPLICIT_DEF, may be read from
-  anywhere) and, for lanes last set by a pure instruction (one LLVM may rematerialise), how
-  they were computed: `remat[tag] = (recipe key, input tags, position)` (`recipe_key`). An
-  entry dies when any of its inputs is redefined.
-- Meet (at block entry, over predecessors): a location holds a tag if, on every predecessor,
-  it holds the tag or the tag is undefined there. Defined = union; remat = agreeing entries.
-  It is an intersection, so the forward fixed point exists and is reached.
+The abstract domain (locations, tags, the state and its meet) is `verilocc.semantics.holdings`.
 
 Transfer, one rule per kind of decoded step (`verilocc.pairing.steps`, which this module's
 `_Walker` visits):
@@ -40,19 +24,16 @@ place, not just the first, from each block walked from its final entry state (it
 in phase 1, which records what it finds: a block's entry state changes only when it is
 walked, so no block is walked again for it). A wrong read whose
 lanes the instruction provably ignores is recorded as an `Anomaly` instead of an error
-(`ValueFlowChecker.discharge`).
+(`verilocc.semantics.anomalies`).
 
-The module is longer than most because the domain, its meet and one transfer rule per step
-kind belong together: reading one rule means reading the domain it updates.
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import cast
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from verilocc.pairing.alignment import FunctionAlignment, paired_operands, recipe_key, whole_register_for_subregister
 from verilocc.pairing import steps as ps
@@ -62,128 +43,15 @@ from verilocc.analysis.instructions import is_pure, value_inputs
 from verilocc.analysis.operands import VReg, physreg_at, resolve_operand
 from verilocc.findings import Finding, Place
 from verilocc.mir.model import Block, Function, Instruction, Operand
-from verilocc.target import RegisterClass, mask_to_slots, register_for_units, slots_to_mask
+from verilocc.semantics.anomalies import Anomaly, HarmlessReads
+from verilocc.semantics.holdings import Remat, State, Tag, meet, untouched
+from verilocc.semantics.lanetrace import UndefinedLaneTrace
+from verilocc.semantics.valuenames import ValueNames
+from verilocc.target import RegisterClass, mask_to_slots
 
 LAYER = "value-flow"
 _NOT_READ = frozenset({"undef", "debug-use", "internal"})  # use operands that read no value
 
-Tag = tuple[object, ...]
-# How a lane's current value was computed: (instruction key, input tags, lane position).
-Remat = tuple[tuple[object, ...], tuple[Tag, ...], int]
-
-
-_OWN: dict[int, frozenset[Tag]] = {}
-_NOTHING: frozenset[Tag] = frozenset()
-
-
-def untouched(loc: Loc) -> frozenset[Tag]:
-    """What a location holds where no instruction has put anything in it: a register unit
-    its own entry value, a stack slot nothing. (One set per unit, made once: the same
-    object comes back, which dictionaries keyed by sets of tags find at once.)"""
-    if not isinstance(loc, int):
-        return _NOTHING
-    got = _OWN.get(loc)
-    if got is None:
-        got = _OWN[loc] = frozenset({("$", loc)})
-    return got
-
-
-@dataclass
-class State:
-    locs: dict[Loc, frozenset[Tag]] = field(default_factory=dict)
-    lanes: dict[Loc, dict[tuple[int, int], frozenset[Tag]]] = field(default_factory=dict)
-    defined: set[Tag] = field(default_factory=set)
-    remat: dict[Tag, Remat] = field(default_factory=dict)
-    # Physical registers whose virtual-program value is undefined here (the high half after a
-    # 16-bit COPY widened into them, an IMPLICIT_DEF, a copy of an undefined lane).
-    undef_fixed: set[Tag] = field(default_factory=set)
-    # The inverse of `locs` (tag -> the locations in `locs` holding it), kept by `_Walker`;
-    # None until a walker needs it. A copy of the state shares the sets: a walker changes
-    # only the sets it made or copied itself (`_Walker.own`).
-    index: dict[Tag, set[Loc]] | None = None
-
-    def copy(self) -> State:
-        return State(dict(self.locs), {k: dict(v) for k, v in self.lanes.items()}, set(self.defined), dict(self.remat),
-                     set(self.undef_fixed), dict(self.index) if self.index is not None else None)
-
-    def holds(self, loc: Loc) -> frozenset[Tag]:
-        got = self.locs.get(loc)
-        if got is not None:
-            return got
-        return untouched(loc)
-
-    def is_defined(self, tag: Tag) -> bool:
-        return (tag[0] == "$" and tag not in self.undef_fixed) or tag in self.defined
-
-    def same_as(self, other: State) -> bool:
-        return (
-            self.locs == other.locs
-            and self.lanes == other.lanes
-            and self.defined == other.defined
-            and self.remat == other.remat
-            and self.undef_fixed == other.undef_fixed
-        )
-
-
-def meet(states: list[State]) -> State:
-    if len(states) == 1:
-        return states[0].copy()
-    out = State()
-    defined: set[Tag] = set()
-    for s in states:
-        defined |= s.defined
-    out.defined = defined
-    out.undef_fixed = set.intersection(*(s.undef_fixed for s in states))
-    all_locs: set[Loc] = set()
-    for s in states:
-        all_locs.update(s.locs)
-    rest = states[1:]
-    for loc in all_locs:
-        first = states[0].holds(loc)
-        others = [s.holds(loc) for s in rest]
-        if all(h is first or h == first for h in others):
-            keep = first  # held on every path: kept whatever is defined where
-        else:
-            keep = _kept([first, *others], states)
-        if isinstance(loc, int) and len(keep) == 1 and ("$", loc) in keep:
-            continue
-        out.locs[loc] = keep
-    lane_locs: set[Loc] = set()
-    for s in states:
-        lane_locs.update(s.lanes)
-    for loc in lane_locs:
-        slots: dict[tuple[int, int], frozenset[Tag]] = {}
-        keys: set[tuple[int, int]] = set()
-        for s in states:
-            keys.update(s.lanes.get(loc, {}))
-        for k in keys:
-            sets = [s.lanes.get(loc, {}).get(k, frozenset()) for s in states]
-            first_set = sets[0]
-            if all(st is first_set or st == first_set for st in sets):
-                kept = first_set  # the same on every path: all of it is kept
-            else:
-                cand2: set[Tag] = set().union(*sets)
-                kept = frozenset(t for t in cand2 if all(t in st or not s.is_defined(t) for st, s in zip(sets, states)))
-            if kept:
-                slots[k] = kept
-        if slots:
-            out.lanes[loc] = slots
-    remat = states[0].remat
-    out.remat = {t: v for t, v in remat.items() if all(s.remat.get(t) == v for s in states[1:])}
-    return out
-
-
-def _kept(sets: list[frozenset[Tag]], states: list[State]) -> frozenset[Tag]:
-    """The tags of `sets` (what one location holds on each path) that every path holds or
-    leaves undefined: all of them but those some path defines and does not hold there."""
-    union = sets[0].union(*sets[1:])
-    lost: set[Tag] = set()
-    for h, s in zip(sets, states):
-        missing = union - h
-        if missing:
-            lost |= missing & s.defined  # defined lanes of virtual registers
-            lost.update(t for t in missing - s.defined if t[0] == "$" and t not in s.undef_fixed)
-    return union - lost if lost else union
 
 
 class _Walker:
@@ -451,11 +319,11 @@ class _Walker:
             if (t[0] == "$" and t not in undef_fixed) or t in defined:  # `State.is_defined(t)`
                 bad.append((t, u))
         if bad and self.report:
-            names = self.c.held_names({x for _, u in bad for x in self.s.holds(u)})
-            lanes = self.c.lane_name(po, [t for t, _ in bad])
+            names = self.c.names.held_names({x for _, u in bad for x in self.s.holds(u)})
+            lanes = self.c.names.lane_name(po, [t for t, _ in bad])
             what = ", ".join(names) if names else "no value of the virtual program" + self.c.undefined_lane(block, post_index, units)
             slots = [k for k, (t, u) in enumerate(zip(tags, units)) if (t, u) in bad]
-            anomaly = self.c.discharge(block, post_index, pi, qo, position, slots,
+            anomaly = self.c.harmless.discharge(block, post_index, pi, qo, position, slots,
                                        f"reads `{qo.register_text}` expecting {po.register_text}{lanes}, "
                                        f"but it holds {what}") if pi is not None else None
             if anomaly is not None:
@@ -631,44 +499,21 @@ class _Walker:
                                              vregs=vregs, pre_line=pre_line))
 
 
-@dataclass(frozen=True)
-class Anomaly:
-    """A read of the virtual program that the allocated one does not honour, shown harmless:
-    the instruction's results do not depend on the lanes it reads wrong
-    (`verilocc.semantics.bitvector.ignores_slots`). LLVM's liveness knew the lanes were
-    unused; its MIR says they are read (an *LLVM liveness anomaly*)."""
-
-    block: int
-    post_index: int
-    pre_index: int
-    position: int  # operand position in the instruction
-    slots: tuple[int, ...]  # 16-bit slots of the operand that hold the wrong value
-    opcode: str
-    line: int
-    column: int
-    what: str  # "reads `$sgpr2_sgpr3` where %14.sub2_sub3 (lanes 0x30) holds %45[slot 0] ..."
-
-
-# Where a lane's content is looked for, going backwards: ("lane", the units of a VGPR, lane),
-# ("slot", a stack slot, lane) or ("sgpr", the units of the SGPR a lane was spilled from, -1).
-_Where = tuple[str, frozenset[int] | int | str, int]
-
-
 class ValueFlowChecker:
     def __init__(self, pre: Function, post: Function, classes: dict[VReg, RegisterClass],
                  alignment: FunctionAlignment, cfg: CFG) -> None:
         self.pre = pre
         self.post = post
         self.classes = classes
+        self.names = ValueNames(classes)
         self.alignment = alignment
         self.cfg = cfg
         self.findings: list[Finding] = []
         self.anomalies: list[Anomaly] = []
-        self._read_slots: dict[VReg, set[int]] | None = None  # `observed_bits`
         self._block_maps: tuple[dict[int, Block], dict[int, Block], list[int]] | None = None  # `_blocks`
         self._units: dict[int, tuple[Operand, tuple[int, ...]]] = {}
         self._tags: dict[int, tuple[Operand, list[Tag]]] = {}
-        self._ignores: dict[tuple[int, int, tuple[int, ...]], tuple[Instruction, bool]] = {}
+        self.harmless = HarmlessReads(pre, alignment, self.tags_of)
         self.remat_instructions: dict[tuple[object, ...], Instruction] = {}
         self.entry_states: dict[int, State] = {}
         self.out_states: dict[int, State] = {}
@@ -723,141 +568,14 @@ class ValueFlowChecker:
             return tuple(units[cast(int, slot)] for _, slot in self.tags_of(po))
         return units
 
-    def tag_name(self, tag: Tag) -> str:
-        if tag[0] == "$":
-            return f"the virtual program's {self.unit_label(int(tag[1]))}"  # type: ignore[call-overload]
-        v, slot = tag
-        return f"%{v}[slot {slot}]"
-
-    def lane_name(self, op: Operand, tags: list[Tag]) -> str:
-        if op.vreg is None:
-            return ""
-        slots = sorted(int(t[1]) for t in tags)  # type: ignore[call-overload]
-        if len(slots) == self.classes[op.vreg].width_units:
-            return ""
-        return f" (lanes 0x{slots_to_mask(slots):X})"
-
-    def tag_symbol(self, tag: Tag) -> str:
-        """A solver-friendly name: `v12_s0` for slot 0 of %12, `u40` for physical unit 40."""
-        if tag[0] == "$":
-            return f"u{tag[1]}"
-        return f"v{tag[0]}_s{tag[1]}"
-
-    def pretty_symbol(self, name: str) -> str:
-        """`in_b3_v12_s0` -> `%12 slot 0 at entry of bb.3` (names made by the equivalence layer)."""
-        m = re.match(r"in_b(\d+)_v(.+)_s(\d+)$", name)
-        if m:
-            return f"%{m.group(2)}[slot {m.group(3)}] at bb.{m.group(1)} entry"
-        m = re.match(r"in_b(\d+)_u(\d+)$", name)
-        if m:
-            return f"{self.unit_label(int(m.group(2)))} at bb.{m.group(1)} entry"
-        return name
-
-    def held_names(self, tags: set[Tag]) -> list[str]:
-        """Names of the values `tags` stand for; the virtual program's values of physical
-        units that make up one register are named by that register (`$exec_lo`)."""
-        units = sorted(int(t[1]) for t in tags if t[0] == "$")  # type: ignore[call-overload]
-        names = {self.tag_name(t) for t in tags if t[0] != "$"}
-        k = 0
-        while k < len(units):
-            run = [units[k]]
-            while k + len(run) < len(units) and units[k + len(run)] == run[-1] + 1:
-                run.append(units[k + len(run)])
-            while len(run) > 1 and register_for_units(tuple(run)) is None:
-                run.pop()
-            reg = register_for_units(tuple(run))
-            label = f"${reg.name}" if reg is not None else f"unit {run[0]}"
-            names.add(f"the virtual program's {label}")
-            k += len(run)
-        return sorted(names)
-
-    def unit_label(self, unit: int) -> str:
-        reg = register_for_units((unit,))
-        return f"${reg.name}" if reg is not None else f"unit {unit}"
-
-    def loc_name(self, loc: Loc) -> str:
-        if isinstance(loc, int):
-            return self.unit_label(loc)
-        if isinstance(loc, tuple) and loc and loc[0] == "slot":
-            return f"%stack.{loc[1]}[slot {loc[2]}]"
-        return repr(loc)
 
     def undefined_lane(self, block: int, post_index: int, units: tuple[int, ...]) -> str:
-        """Why a read register holds no value, when the allocated program says so itself: it was
-        restored in the block from a lane of a VGPR that, on some path to the restore, an
-        `IMPLICIT_DEF` left undefined (`_implicit_def_before`; LLVM's SGPR spill lowering at -O0,
-        docs/llvm-bugs.md). Empty otherwise."""
-        read = set(units)
-        for d in reversed(self._post_steps(block, post_index)):
-            if not self._post_writes(block, d) & read:
-                continue
-            if not isinstance(d, ps.RestoreFromLane) or d.step.post is None:
-                return ""
-            found = self._implicit_def_before(block, d.step.post, set(self.units_of(d.vgpr)), d.lane)
-            if found is None:
-                return ""
-            line, other = found
-            via = f", copying {other}" if other else ""
-            return (f" (restored at line {d.ins.line} from lane {d.lane} of `{d.vgpr.register_text}`{via}, "
-                    f"which `IMPLICIT_DEF` at line {line} left undefined)")
-        return ""
-
-    def _post_steps(self, block: int, before: int | None = None) -> list[ps.DecodedStep]:
-        """The decoded steps of `block` that have an allocated instruction before `before`."""
+        """Why a read register holds no value, when the allocated program says so itself
+        (`verilocc.semantics.lanetrace`); empty otherwise."""
         pre_blocks, post_blocks, _ = self._blocks()
-        if block not in pre_blocks or block not in post_blocks:
-            return []
-        return [ps.decode(st, pre_blocks[block], post_blocks[block], self.alignment.stack_pointers)
-                for st in self.alignment.steps.get(block, ())
-                if st.post is not None and (before is None or st.post < before)]
+        trace = UndefinedLaneTrace(pre_blocks, post_blocks, self.alignment, self.cfg, self.units_of)
+        return trace.explain(block, post_index, units)
 
-    def _post_writes(self, block: int, d: ps.DecodedStep) -> set[int]:
-        ins = self._blocks()[1][block].instructions[d.step.post or 0]
-        return {u for op in ins.operands if op.kind == "reg" and op.is_def and op.phys is not None
-                for u in self.units_of(op)}
-
-    def _implicit_def_before(self, block: int, before: int, vgpr: set[int], lane: int) -> tuple[int, str] | None:
-        """Where lane `lane` of `vgpr`, read by instruction `before` of `block`, was left undefined
-        on some path: the line of the `IMPLICIT_DEF`, and the lane it left undefined when that is
-        another (`lane K of $vgprM`, else ""). The lane is followed back through spills to other
-        lanes, through the SGPR a spill to that lane wrote (to the lane it was restored from),
-        and through whole-register saves to a stack slot and reloads from it (LLVM keeps the VGPR
-        of SGPR spill lanes in a slot across blocks at -O0); any other write ends the path. None
-        if no path has one. Blocks are searched breadth first, predecessors in order."""
-        start: _Where = ("lane", frozenset(vgpr), lane)
-        queue: list[tuple[int, int | None, _Where]] = [(block, before, start)]
-        seen = {(block, start)}
-        while queue:
-            b, limit, where = queue.pop(0)
-            for d in reversed(self._post_steps(b, limit)):
-                kind, place, k = where
-                if kind == "slot":
-                    if isinstance(d, ps.SpillToSlot) and d.slot == place:
-                        where = ("lane", frozenset(self.units_of(d.src)), k)
-                    continue
-                assert isinstance(place, frozenset)
-                if not self._post_writes(b, d) & place:
-                    continue
-                if kind == "sgpr":
-                    if not isinstance(d, ps.RestoreFromLane):
-                        break
-                    where = ("lane", frozenset(self.units_of(d.vgpr)), d.lane)
-                elif isinstance(d, ps.PostImplicitDef):
-                    other = "" if (place, k) == (start[1], lane) else f"lane {k} of `{d.ins.operands[0].register_text}`"
-                    return d.ins.line, other
-                elif isinstance(d, ps.SpillToLane):
-                    if d.lane == k:
-                        where = ("sgpr", frozenset(self.units_of(d.src)), -1)
-                elif isinstance(d, ps.ReloadFromSlot) and set(self.units_of(d.dst)) == place:
-                    where = ("slot", d.slot, k)
-                else:
-                    break
-            else:
-                for p in self.cfg.predecessors(b):
-                    if (p, where) not in seen:
-                        seen.add((p, where))
-                        queue.append((p, None, where))
-        return None
 
     def finding(self, kind: str, block: int, index: int, ins: Instruction, op: Operand | None, msg: str,
                 vregs: tuple[Operand, ...] = (), severity: str = "error", pre_line: bool = False) -> Finding:
@@ -925,47 +643,6 @@ class ValueFlowChecker:
             self.findings.extend(walks[b].found)
             self.anomalies.extend(walks[b].anomalies)
         return True
-
-    def discharge(self, block: int, post_index: int, pi: Instruction, qo: Operand, position: int,
-                  slots: list[int], what: str) -> Anomaly | None:
-        """Whether a wrong read of `slots` of operand `position` is harmless: the results of the
-        instruction are the same whatever those slots hold (proved with its bit-precise
-        semantics). If so, the `Anomaly` to record; the equivalence layer then reads those slots
-        as the virtual program does, and layer 1 takes them as not read."""
-        from verilocc.semantics.bitvector import ignores_slots
-
-        key = (id(pi), position, tuple(slots))
-        ignored = self._ignores.get(key)
-        if ignored is None or ignored[0] is not pi:
-            widths = {k: 16 * len(self.tags_of(op)) for k, op in enumerate(pi.operands)
-                      if op.kind == "reg" and not op.is_def and not op.is_noreg}
-            ignored = self._ignores[key] = (pi, ignores_slots(pi, position, slots, widths,
-                                                              observed=self.observed_bits(pi)) is True)
-        if not ignored[1]:
-            return None
-        pre_index = next((st.pre for st in self.alignment.steps.get(block, ())
-                          if st.post == post_index and st.pre is not None), -1)
-        return Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode, qo.line, qo.column, what)
-
-    def observed_bits(self, pi: Instruction) -> dict[str, int]:
-        """For the first explicit def of `pi`, a virtual register written whole: the bits of
-        it that any use in the function reads (16-bit slots of every use operand, `undef` uses
-        read nothing). A value whose other bits no instruction reads may differ there. A value
-        no instruction reads at all is compared whole: a wrong read that feeds only dead code
-        stays an error, not an anomaly."""
-        defs = [op for op in pi.explicit_regs if op.is_def]
-        if not defs or defs[0].vreg is None or defs[0].subreg:
-            return {}
-        if self._read_slots is None:
-            read: dict[VReg, set[int]] = {}
-            for b in self.pre.blocks:
-                for ins in b.instructions:
-                    for op in ins.operands:
-                        if op.kind == "reg" and not op.is_def and op.vreg is not None and not op.has("undef"):
-                            read.setdefault(op.vreg, set()).update(cast(int, t[1]) for t in self.tags_of(op))
-            self._read_slots = read
-        slots = self._read_slots.get(defs[0].vreg, set())
-        return {"d0": sum(0xFFFF << (16 * s) for s in slots)} if slots else {}
 
     @property
     def discharged(self) -> dict[tuple[int, int, int], frozenset[int]]:

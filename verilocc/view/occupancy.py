@@ -32,7 +32,8 @@ from verilocc.analysis.usage import highest_registers, named_registers
 from verilocc.errors import TargetError
 from verilocc.mir.model import Function, Instruction
 from verilocc.mir.printer import print_instruction
-from verilocc.semantics.valueflow import State, Tag, ValueFlowChecker
+from verilocc.semantics.holdings import State, Tag
+from verilocc.semantics.valueflow import ValueFlowChecker
 from verilocc.target import PhysReg, RegFile, file_register, parse_physreg, register_for_units, slots_to_mask
 from verilocc.verify import PreparedPair
 
