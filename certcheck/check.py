@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from certcheck import budget, flow, regs, solvers
-from certcheck.mir import BadInput, read_mir
+from certcheck.mir import BadInput, read_mir, wave32, wave32_vcc
 
 FORMAT = "verilocc-certificate/2"
 # `/2` may name entry values (`^unit`); a `/1` witness names none
@@ -145,6 +145,9 @@ def _check(d: Path, m: dict[str, Any], res: Result, root: str | None, overrides:
     for fn in post:
         if fn.name not in pre:
             raise flow.Refused("functions", f"function {fn.name} is not in the virtual program")
+        if wave32(pre[fn.name]) and wave32(fn):  # both files' IR say so: read them as llc does
+            wave32_vcc(pre[fn.name])
+            wave32_vcc(fn)
         res.lines.append(budget.check_function(pre[fn.name], fn, targets[fn.name], post_path))
         w = witnesses.get(fn.name)
         if w is None:

@@ -19,15 +19,27 @@ Accepted (anything else raises `BadInput` with file:line:col, never a guess):
   `%bb.N`; `%stack.N[.name][ + off]`; every other operand (globals, target flags, `%ir.`,
   `%fixed-stack.`, `%const.`, typed constants) is kept as its text and compared as such.
 - debug instructions (`DBG_*`) are skipped: they do not execute;
+- an `S_NOP` reads nothing (its definition has no register operand; the implicit uses LLVM's
+  tests give it only keep values alive): its register uses are dropped, its defs kept;
+- a bundle (`BUNDLE ... {`, its instructions, `}`) reads its inputs before any instruction in it
+  writes; when no instruction in it writes a 16-bit unit or virtual lane that a later one reads
+  or writes, running its instructions in turn reads and writes the same values, and it is read
+  as those instructions (the header, a summary of their operands, is dropped). Any other bundle
+  is refused, and so is an `internal` operand (LLVM's mark of a read of a value the bundle
+  itself defines);
+- of the embedded IR module, the `target-cpu` and `target-features` of each function
+  (`attributes #N` of its `define`): they say whether it runs in wave32 (`wave32`);
 - Refused: a block without a `successors:` list that does not end the function and is not
-  the last block (LLVM would infer its successors), bundles (`{`, `}`, `BUNDLE`), named virtual registers used as values of unknown
-  class, lines that do not parse.
+  the last block (LLVM would infer its successors), dependent bundles, named virtual registers
+  used as values of unknown class, lines that do not parse.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from certcheck import regs
 
 
 class BadInput(Exception):
@@ -205,13 +217,18 @@ def parse_instruction(text: str, line: int, col: int, path: str) -> Ins:
     if not words or not _OPCODE.match(words[0]):
         raise BadInput(f"{where}: error: no opcode in `{text.strip()[:60]}`")
     opcode = words[0]
-    if opcode in ("BUNDLE",):
-        raise BadInput(f"{where}: error: bundles are outside the accepted MIR subset")
     ops = [_operand(p, f"{path}:{line}:{col + c}", True) for p, c in defs]
     if any(o.kind != "reg" for o in ops):
         raise BadInput(f"{where}: error: a definition that is not a register")
     if len(words) > 1:
         ops += [_operand(p, f"{path}:{line}:{col}", False) for p, _ in _split(words[1])]
+    if any("internal" in o.flags for o in ops):
+        raise BadInput(f"{where}: error: an `internal` operand (a read of a value its bundle defines) is outside "
+                       "the accepted MIR subset")
+    if opcode == "S_NOP":
+        # S_NOP reads no register (its only operand is the wait count): implicit uses only keep
+        # values alive, and the fast allocator may name a whole register there for a subregister
+        ops = [o for o in ops if o.kind != "reg" or o.is_def]
     return Ins(opcode, ops, line, tuple(flags), mem)
 
 
@@ -303,6 +320,9 @@ def _function(first: int, doc: list[str], path: str) -> Function:
         raise BadInput(f"{path}:{first}:1: error: a function document without `name:` or `body:`")
     blocks: list[Block] = []
     cur: Block | None = None
+    bundle: list[Ins] | None = None  # the instructions of the open bundle
+    bundle_at = ""
+    bundles: list[tuple[str, list[Ins]]] = []
     for k in range(body_at, len(doc)):
         raw = doc[k]
         ln = first + k
@@ -327,16 +347,36 @@ def _function(first: int, doc: list[str], path: str) -> Function:
             continue
         if stripped.startswith("liveins:"):
             continue
+        if stripped == "}" and bundle is not None:
+            bundles.append((bundle_at, bundle))
+            bundle = None
+            continue
+        if stripped.endswith("{") and bundle is None:
+            header = parse_instruction(stripped[:-1], ln, col, path)
+            if header.opcode != "BUNDLE":
+                raise BadInput(f"{path}:{ln}:{col}: error: `{{` after `{header.opcode}` is outside the accepted MIR "
+                               "subset")
+            bundle, bundle_at = [], f"{path}:{ln}:{col}"
+            continue
         if stripped in ("{", "}") or stripped.endswith("{"):
-            raise BadInput(f"{path}:{ln}:{col}: error: bundles are outside the accepted MIR subset")
+            raise BadInput(f"{path}:{ln}:{col}: error: a bundle's braces outside the accepted MIR subset")
         ins = parse_instruction(stripped, ln, col, path)
+        if ins.opcode == "BUNDLE":
+            raise BadInput(f"{path}:{ln}:{col}: error: a BUNDLE without its instructions (`{{`) is outside the "
+                           "accepted MIR subset")
         if ins.opcode.startswith("DBG_"):
             continue  # debug instructions do not execute
+        if bundle is not None:
+            bundle.append(ins)
         for op in ins.ops:
             if op.kind == "reg" and op.virtual and op.cls:
                 if classes.setdefault(op.reg, op.cls) != op.cls:
                     raise BadInput(f"{path}:{ln}:{col}: error: %{op.reg} has two classes")
         cur.ins.append(ins)
+    if bundle is not None:
+        raise BadInput(f"{bundle_at}: error: a bundle without its closing `}}`")
+    for where, inner in bundles:
+        _independent(inner, classes, where)
     preloaded = 0
     for r in args.values():
         if re.fullmatch(r"sgpr[0-9]+(_sgpr[0-9]+)*", r):
@@ -365,6 +405,63 @@ def _ir(doc: list[str]) -> tuple[str, dict[str, tuple[str, str]], dict[str, dict
         elif m := _GROUP.match(raw):
             groups[m.group(1)] = {k: v for k, v in re.findall(r'"([^"]*)"(?:="([^"]*)")?', m.group(2))}
     return triple, functions, groups
+
+
+def _footprint(op: Op, classes: dict[str, str], where: str) -> set[tuple[str, str]]:
+    """The 16-bit units of a physical register operand, or the 16-bit lanes of a virtual one."""
+    try:
+        if op.virtual:
+            if op.reg not in classes:
+                raise BadInput(f"{where}: error: %{op.reg} in a bundle has no class")
+            _, width, _ = regs.class_info(classes[op.reg])
+            return {("%" + op.reg, str(s)) for s in (regs.subreg_slots(op.subreg) if op.subreg else range(width))}
+        units = regs.units(op.reg)
+        if op.subreg:
+            units = [units[s] for s in regs.subreg_slots(op.subreg) if s < len(units)]
+        return {("$", u) for u in units}
+    except regs.RegError as e:
+        raise BadInput(f"{where}: error: {e}") from None
+
+
+def _independent(inner: list[Ins], classes: dict[str, str], where: str) -> None:
+    """Refuse a bundle one of whose instructions writes a unit or lane a later one reads or
+    writes (then running them in turn is not what the bundle does)."""
+    written: set[tuple[str, str]] = set()
+    for ins in inner:
+        touched: set[tuple[str, str]] = set()
+        for op in ins.ops:
+            if op.kind == "reg" and op.reg != "noreg":
+                touched |= _footprint(op, classes, where)
+        if touched & written:
+            raise BadInput(f"{where}: error: a bundle whose instructions depend on each other (line {ins.line} "
+                           "reads or writes what an earlier one in it writes) is outside the accepted MIR subset")
+        written |= {x for op in ins.ops if op.kind == "reg" and op.is_def and op.reg != "noreg"
+                    for x in _footprint(op, classes, where)}
+
+
+def wave32(fn: Function) -> bool:
+    """Whether the function's own IR says it runs in wave32: a `target-cpu` of gfx10 or later
+    without `+wavefrontsize64`, or `+wavefrontsize32` (AMDGPU.td FeatureWavefrontSize32/64;
+    gfx10+ default to wave32). Without that evidence, no."""
+    features = fn.inputs.attributes.get("target-features", "")
+    if "+wavefrontsize64" in features:
+        return False
+    m = re.fullmatch(r"gfx([0-9]+)[0-9a-z]{2}", fn.inputs.attributes.get("target-cpu", ""))
+    return "+wavefrontsize32" in features or (m is not None and int(m.group(1)) >= 10)
+
+
+def wave32_vcc(fn: Function) -> None:
+    """Read a wave32 function as llc reads it (GCNSubtarget::mirFileLoaded calls
+    SIInstrInfo::fixImplicitOperands): an implicit `$vcc` operand of any instruction but inline
+    assembly is `$vcc_lo`, the lanes of a wave32 VCC (SIRegisterInfo.td: VCC is VCC_LO and VCC_HI).
+    An explicit `$vcc` is left as written."""
+    for b in fn.blocks:
+        for ins in b.ins:
+            if ins.opcode.startswith("INLINEASM"):
+                continue
+            for k, op in enumerate(ins.ops):
+                if op.kind == "reg" and op.implicit and op.reg == "vcc" and not op.subreg:
+                    ins.ops[k] = Op("reg", "$vcc_lo", op.flags, "vcc_lo", False, "", op.cls, op.tied)
 
 
 def read_mir(path: str, data: bytes) -> list[Function]:

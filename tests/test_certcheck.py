@@ -163,10 +163,12 @@ def test_mir_outside_the_subset_is_refused(tmp_path: Path, capsys: pytest.Captur
     path = Path(next(i["path"] for i in _manifest(d)["inputs"] if i["role"] == "post"))
     text = path.read_text()
     k = text.index("\n    ", text.index("body:"))
-    path.write_text(text[:k] + "\n    BUNDLE {\n    }" + text[k:])
+    # a bundle whose second instruction reads what its first writes
+    path.write_text(text[:k] + "\n    BUNDLE {\n      $vgpr0 = V_MOV_B32_e32 0, implicit $exec\n"
+                    "      $vgpr1 = V_MOV_B32_e32 $vgpr0, implicit $exec\n    }" + text[k:])
     _rehash(d)
     code, out = _check(capsys, d)
-    assert code == 1 and "refused: MIR subset" in out and "bundles" in out
+    assert code == 1 and "refused: MIR subset" in out and "bundle whose instructions depend" in out
 
 
 def test_unreadable_certificate_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -223,12 +225,15 @@ def test_a_value_kept_across_a_call_in_a_clobbered_register_is_refused(tmp_path:
     assert f":{line}:" in out
 
 
-def test_lean_certificate_is_accepted_and_smaller(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    full = _certify(tmp_path, "sgemm_naive", capsys)
-    lean = tmp_path / "lean"
+def test_default_certificate_is_lean_accepted_and_smaller(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lean = _certify(tmp_path, "sgemm_naive", capsys)
+    full = tmp_path / "full"
     assert verilocc_main(["verify", str(tmp_path / "sgemm_naive.post.mir"), "--pre", str(tmp_path / "sgemm_naive.pre.mir"),
-                          "--certificate", str(lean), "--certificate-lean"]) == 0
+                          "--certificate", str(full), "--certificate-full"]) == 0
     capsys.readouterr()
+    assert any(ob["layer"] == "value-flow" for ob in _manifest(full)["obligations"])
+    code, out = _check(capsys, full)
+    assert code == 0 and "accepted" in out, out
     layers = [ob["layer"] for ob in _manifest(lean)["obligations"]]
     assert "value-flow" not in layers and {"constraints", "equivalence"} <= set(layers)
     assert any(w["layer"] == "value-flow" for w in _manifest(lean)["witnessed"])

@@ -43,7 +43,8 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
 
 def _certify(capsys: pytest.CaptureFixture[str], out: Path, post: Path = Path(f"{VADD}.post.mir"),
              pre: Path = Path(f"{VADD}.pre.mir")) -> tuple[int, str, str]:
-    return _run(capsys, "verify", str(post), "--pre", str(pre), "--certificate", str(out))
+    """The full form: these tests are about layer 2's obligations too."""
+    return _run(capsys, "verify", str(post), "--pre", str(pre), "--certificate", str(out), "--certificate-full")
 
 
 def _manifest(d: Path) -> dict[str, object]:

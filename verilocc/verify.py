@@ -50,8 +50,8 @@ class Options:
     timeout_s: float = 60.0
     seed: int = 0
     certify: bool = False  # keep the proof obligations of a VERIFIED function (--certificate)
-    # --certificate-lean: no layer 2 obligations where the witness covers the function
-    certify_lean: bool = False
+    # --certificate-full: layer 2's per-block obligations also where the witness covers the function
+    certify_full: bool = False
     # Layer 1 of a large function in a child process beside layers 2 and 3 (`Layer1`); only
     # for a caller that runs no other threads (the command line), where fork is safe.
     fork: bool = False
@@ -421,7 +421,7 @@ class _PairRun:
             try:
                 fr.certificate = collect_obligations(fr, self.checker, vf, eq, self.pre, self.post, self.alignment,
                                                      opts.timeout_s, opts.seed, self.block_pairing,
-                                                     lean=opts.certify_lean)
+                                                     full=opts.certify_full)
             except CertificateError as e:
                 fr.notes.append(f"no certificate: {e}")
 

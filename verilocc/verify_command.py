@@ -45,12 +45,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     v.add_argument("--timings", action="store_true",
                    help="add seconds per layer to the JSON stats (a batch: seconds per pair to each JSON line)")
     v.add_argument("--certificate", metavar="DIR",
-                   help="if VERIFIED, write the proof obligations (SMT-LIB) and a manifest with input hashes to DIR "
-                   "(new, empty, or a previous certificate; otherwise exit 2); other verdicts write nothing; exit 3 "
-                   "if a VERIFIED proof cannot be written; check it with `verilocc recheck DIR`")
-    v.add_argument("--certificate-lean", action="store_true",
-                   help="with --certificate: leave out layer 2's per-block obligations where the function's witness "
-                   "covers them (certcheck re-establishes value flow from the witness; about a third of the size)")
+                   help="if VERIFIED, write the proof obligations (SMT-LIB), the witnesses and a manifest with input "
+                   "hashes to DIR (new, empty, or a previous certificate; otherwise exit 2); what certcheck "
+                   "re-establishes from a witness (layer 2's value flow, layer 1's interference facts) gets no "
+                   "obligation; a line on stderr names each claim the certificate cannot cover (the verdict stays "
+                   "VERIFIED); other verdicts write nothing; exit 3 if a VERIFIED proof cannot be written; check it "
+                   "with `certcheck DIR` or `verilocc recheck DIR`")
+    v.add_argument("--certificate-full", action="store_true",
+                   help="with --certificate: also write the obligations certcheck re-establishes from the witnesses "
+                   "(layer 2's per block, layer 1's interference facts), for a re-check by SMT solvers alone; several "
+                   "times the size")
+    v.add_argument("--certificate-lean", action="store_true", help=argparse.SUPPRESS)  # the default form
     add_runner_options(v, "a batch: worker processes (default 1)")
     v.set_defaults(func=cmd_verify)
 
@@ -65,8 +70,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if given:
             raise InputError(f"{flag} applies to a batch: give a directory of pairs or --manifest FILE", flag, 0, 0)
     check_timeout(args.timeout)
-    if args.certificate_lean and not args.certificate:
-        raise InputError("--certificate-lean applies to --certificate DIR", "--certificate-lean", 0, 0)
+    for flag, given in (("--certificate-full", args.certificate_full), ("--certificate-lean", args.certificate_lean)):
+        if given and not args.certificate:
+            raise InputError(f"{flag} applies to --certificate DIR", flag, 0, 0)
+    if args.certificate_full and args.certificate_lean:
+        raise InputError("--certificate-full and --certificate-lean exclude each other", "--certificate-lean", 0, 0)
     if "constraints" not in args.layers and not args.certificate:
         return _verify_pair(args)
     from verilocc.smt.solver import solver_process
@@ -89,7 +97,7 @@ def _verify_pair(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     post, pre, extra = load_inputs(args.alloc, args.pre, args.assignment)
     opts = Options(mcpu=args.mcpu, layers=args.layers, timeout_s=args.timeout, seed=args.seed,
-                   certify=bool(args.certificate), certify_lean=bool(args.certificate_lean), fork=True)
+                   certify=bool(args.certificate), certify_full=bool(args.certificate_full), fork=True)
     report = verify_modules(post, pre, opts, extra_findings=extra)
     if args.format == "json":
         write_output(args.output, to_json(report, timings=args.timings), [args.alloc, args.pre, args.assignment])

@@ -70,20 +70,41 @@ def _self_check(ob: ProofObligation, timeout_s: float, seed: int) -> Answer:
 def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: ValueFlowChecker, eq: EquivalenceChecker,
                         pre: Function, post: Function, alignment: FunctionAlignment,
                         timeout_s: float = 60.0, seed: int = 0,
-                        block_pairing: dict[int, int] | None = None, lean: bool = False) -> FunctionCertificate:
-    """`lean`: where the witness covers the function, layer 2 gets no per-block obligations
-    (certcheck re-establishes its claim from the witness) and the claim is listed as witnessed."""
+                        block_pairing: dict[int, int] | None = None, full: bool = False) -> FunctionCertificate:
+    """Where the witness covers the function, what certcheck re-establishes from it gets no
+    obligation and is listed as witnessed: layer 2's per-block claims, and layer 1's
+    interference facts (certcheck's value flow shows that every read reads its own value, so no
+    value is overwritten while it is live); layer 1's memberships stay an obligation. `full`
+    (`--certificate-full`): every obligation all the same, for a re-check by solvers alone."""
     cert = FunctionCertificate()
     name = post.name
+    try:
+        cert.witness = function_witness(vf, pre, post, alignment, block_pairing)
+    except WitnessError:
+        cert.witness = None
+    lean = not full and cert.witness is not None
 
     # Layer 1.
     if checker.query is None:
         raise CertificateError(f"function {name}: layer 1 made no solver query")
-    claim = ("every home of a virtual register with one home is in its class, the file, the budget and not "
-             "reserved; no two values live at the same time share a lane (the constraints of layer 1)")
-    origin = "the query layer 1 sent to z3"
-    text = "".join(f"; {h}\n" for h in _header("layer 1 (constraints)", name, claim, origin)) + checker.query
+    decided: ProofObligation | None = None  # the text z3 already decided
+    if lean and checker.disjoint:
+        claim = ("every home of a virtual register with one home is in its class, the file, the budget and not "
+                 "reserved (the memberships of layer 1)")
+        origin = "the memberships of the query layer 1 sent to z3 (which implies this one)"
+        query = checker.smtlib(disjoint=False)
+        cert.witnessed.append(Uncovered("constraints", name, f"no two values live at the same time share a lane "
+                                        f"({len(checker.disjoint)} interference facts of layer 1)", WITNESS_REASON +
+                                        " (every read reads its own value: no value is overwritten while it is live)"))
+    else:
+        claim = ("every home of a virtual register with one home is in its class, the file, the budget and not "
+                 "reserved; no two values live at the same time share a lane (the constraints of layer 1)")
+        origin = "the query layer 1 sent to z3"
+        query = checker.query
+    text = "".join(f"; {h}\n" for h in _header("layer 1 (constraints)", name, claim, origin)) + query
     cert.obligations.append(ProofObligation("constraints", name, None, claim, text, origin))
+    if query is checker.query:
+        decided = cert.obligations[0]
 
     # Layer 3.
     stats = eq.stats
@@ -94,10 +115,6 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
         text = query_text(eq.proof.z3, eq.proof.query, "QF_UFBV", _header("layer 3 (equivalence)", name, claim, origin))
         cert.obligations.append(ProofObligation("equivalence", name, None, claim, text, origin))
     identical = int(stats.get("discharged_by_identity", 0))  # type: ignore[call-overload]
-    try:
-        cert.witness = function_witness(vf, pre, post, alignment, block_pairing)
-    except WitnessError:
-        cert.witness = None
     if identical:
         what = f"{identical} equivalence obligation(s) whose two sides are the same hash-consed term"
         if cert.witness is not None:
@@ -115,9 +132,11 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
         else:
             cert.uncovered.append(Uncovered(layer, name, what, "checked in Python; no solver query to certify"))
 
-    # Layer 1's text is the one z3 already found unsat (a VERIFIED verdict needs that); layer
-    # 3's is a re-print of z3's terms, so z3 decides the printed text once more.
-    for ob in cert.obligations[1:]:
+    # Layer 1's full text is the one z3 already found unsat (a VERIFIED verdict needs that);
+    # its memberships alone and layer 3's re-print of z3's terms are decided once more.
+    for ob in cert.obligations:
+        if ob is decided:
+            continue
         answer = _self_check(ob, timeout_s, seed)
         if answer is not Answer.UNSAT:
             raise CertificateError(f"function {name}: the printed {ob.layer} obligation is {answer.value} for z3, "
@@ -126,7 +145,7 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
     # Layer 2.
     vf_obs: list[ProofObligation]
     vf_uncovered: list[Uncovered]
-    if lean and cert.witness is not None:
+    if lean:
         cert.witnessed.append(Uncovered("value-flow", name, "every block: from its entry state every use reads its "
                                         "value and every successor's entry state holds", WITNESS_REASON))
         vf_obs, vf_uncovered = [], []

@@ -227,4 +227,22 @@ def certify(path: str, report: Report, inputs: dict[str, str | None], *, seed: i
     digest = sha256_file(Path(path) / MANIFEST)
     print(f"verilocc: certificate written to {path} ({len(files) - 1} obligation(s), manifest SHA-256 {digest}); "
           f"check it with `verilocc recheck {path}`", file=sys.stderr)
+    for line in uncovered_lines(report):
+        print(line, file=sys.stderr)
     return report.verdict.exit_code
+
+
+def uncovered_lines(report: Report) -> list[str]:
+    """One line per function whose certificate leaves a claim to verilocc alone (the manifest's
+    `not_covered`): the claims, and that the verdict stands (the proof covers them; the
+    certificate cannot hand them out for a re-check)."""
+    out: list[str] = []
+    for fr in report.functions:
+        cert = fr.certificate
+        if cert is None or not cert.uncovered:
+            continue
+        claims = [f"{u.layer}{'' if u.block is None else f' bb.{u.block}'}: {u.claim}" for u in cert.uncovered]
+        said = claims[0] if len(claims) == 1 else " ".join(f"({k}) {c}" for k, c in enumerate(claims, 1))
+        out.append(f"verilocc: certificate gap: function {fr.name}: not covered: {said} (the verdict stays VERIFIED: "
+                   "verilocc proved it; the certificate holds nothing a checker can re-establish it from)")
+    return out
