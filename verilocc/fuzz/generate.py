@@ -283,8 +283,9 @@ class _Gen(InstructionTemplates):
         self.pending -= 1
         self.switch(arm2)
         self.region(depth + 1)
-        # The IMPLICIT_DEF before the branch makes the registers both arms define defined on
-        # the path that skips both arms, as PHI elimination writes it.
+        # The registers both arms define are then defined after the join in every lane; the
+        # IMPLICIT_DEF before the branch makes them defined on the path that skips both arms, as
+        # PHI elimination writes it. Loop counters and EXEC masks stay their constructs' own.
         both = self.define_in_second_arm(before, after1, keep=self.counters)
         for k, vid in enumerate(both):
             entry.instrs.insert(at + k, f"%{vid}:{self.vars[vid].cls} = IMPLICIT_DEF")
