@@ -1,10 +1,7 @@
 """`verilocc allocate`: allocate a pre-RA file with a strategy and write the post-RA MIR only when
 it is VERIFIED. The strategies: the model loop of `verilocc.llm` (the default; docs/allocate.md,
-"The model loop") and the SMT allocator of `verilocc.allocators` (--solver).
-
-Module-level imports are light (the standard library and small verilocc modules), so that
-building the parser stays cheap; torch and transformers are imported only when the model loop
-runs.
+"The model loop") and the SMT allocator of `verilocc.allocators` (--solver). Torch and transformers
+are imported only when the model loop runs.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The `verilocc` command line: the table of commands, and the dispatch to them.
 
 Each command's options and handler live beside what it drives; running one imports only
-its own module, and the heavy imports (z3, networkx, torch) happen inside the handlers that
-need them. Exit codes (docs/design.md section 3): 0 VERIFIED, 1 REJECTED, 2 bad input,
-3 UNKNOWN.
+its own module. A command module imports at module level only the standard library and small
+verilocc modules, so that building the parser stays cheap; the heavy imports (z3, networkx,
+torch) happen inside the handlers that need them. Exit codes (docs/design.md section 3):
+0 VERIFIED, 1 REJECTED, 2 bad input, 3 UNKNOWN.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """`verilocc verify`: one pair (`verilocc.verify`, rendered by `verilocc.report`, with a
 certificate or as a page of `verilocc.view` on request), or a batch (`verilocc.batch`).
 
-Module-level imports are light (the standard library and small verilocc modules), so that
-building the parser stays cheap; a single pair never imports the batch package. Exit codes:
-docs/design.md section 3.
+A single pair never imports the batch package. Exit codes: docs/design.md section 3.
 """
 
 from __future__ import annotations

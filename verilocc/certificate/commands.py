@@ -1,8 +1,4 @@
-"""`verilocc recheck`: the command line around `verilocc.certificate.recheck`.
-
-Module-level imports are light (the standard library and small verilocc modules), so that
-building the parser stays cheap.
-"""
+"""`verilocc recheck`: the command line around `verilocc.certificate.recheck`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """`verilocc fuzz`: the command line around `verilocc.fuzz`, whose chunks of examples run on
 `verilocc.batch`.
-
-Module-level imports are light (the standard library and small verilocc modules), so that
-building the parser stays cheap.
 """
 
 from __future__ import annotations

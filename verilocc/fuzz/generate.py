@@ -45,13 +45,13 @@ generator runs from a `random.Random` (`random_program`) for the `verilocc fuzz`
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from verilocc.fuzz.components import split_components
 from verilocc.fuzz.instructions import InstructionTemplates
 from verilocc.fuzz.profiles import PROFILES, TARGETS
-from verilocc.fuzz.program import LayoutBlock, Program, meet, subreg_name
+from verilocc.fuzz.program import Env, LayoutBlock, Program, meet, subreg_name
 from verilocc.fuzz.render import function_header, ir_module, render_body
 from verilocc.fuzz.sources import DrawSource, RandomSource, Source
 
@@ -158,12 +158,22 @@ class _Gen(InstructionTemplates):
         self.pending -= 1
         self.switch(else_b)
         self.region(depth + 1)
-        # Give some registers first defined in the then-arm a value here too, so they are
-        # defined after the join (what PHI elimination leaves behind).
-        for vid in sorted(set(after_then) - set(before)):
+        self.define_in_second_arm(before, after_then)
+        self.jump(join)
+        self.env = meet(after_then, self.env)
+        self.pending -= 1
+        self.switch(join)
+
+    def define_in_second_arm(self, before: Env, after_first: Env, keep: Collection[int] = ()) -> list[int]:
+        """In the second arm of a construct, give some registers the first arm defined first
+        (`after_first` less `before`) a value too, so they are defined after the join (what PHI
+        elimination leaves behind); never those of `keep`. Returns the registers given one."""
+        both = []
+        for vid in sorted(set(after_first) - set(before)):
             v = self.vars[vid]
-            if vid not in self.env and len(after_then[vid]) == v.n and v.n <= 2 and self.src.chance(0.6):
-                src = self.value(v.file if v.file != "a" else "v", v.n)
+            if vid not in self.env and len(after_first[vid]) == v.n and v.n <= 2 and vid not in keep \
+                    and self.src.chance(0.6):
+                src = self.value(v.file if v.file != "a" else "v", v.n)  # from self.env: never %vid
                 if src is None:
                     continue
                 if v.file == "a" and v.n == 1:
@@ -173,10 +183,8 @@ class _Gen(InstructionTemplates):
                 else:
                     self.emit(f"%{vid}:{v.cls} = COPY {src}")
                 self.define(v)
-        self.jump(join)
-        self.env = meet(after_then, self.env)
-        self.pending -= 1
-        self.switch(join)
+                both.append(vid)
+        return both
 
     def loop(self, depth: int) -> None:
         ctr = self.new_var("sreg_32", "s", 1)
@@ -275,25 +283,10 @@ class _Gen(InstructionTemplates):
         self.pending -= 1
         self.switch(arm2)
         self.region(depth + 1)
-        # Registers first defined in the first arm get a value in the second too, so they are
-        # defined after the join in every lane; the IMPLICIT_DEF before the branch makes them
-        # defined on the path that skips both arms, as PHI elimination writes it.
-        both = []
-        for vid in sorted(set(after1) - set(before)):
-            v = self.vars[vid]
-            if vid not in self.env and len(after1[vid]) == v.n and v.n <= 2 and vid not in self.counters \
-                    and self.src.chance(0.6):
-                src = self.value(v.file if v.file != "a" else "v", v.n)
-                if src is None or src.split(".")[0] == f"%{vid}":
-                    continue
-                if v.file == "a" and v.n == 1:
-                    self.emit(f"%{vid}:{v.cls} = V_ACCVGPR_WRITE_B32_e64 {src}, implicit $exec")
-                elif v.file == "s" and v.n == 1 and "xm0" not in v.cls:
-                    self.emit(f"%{vid}:{v.cls} = S_MOV_B32 {self.literal()}")
-                else:
-                    self.emit(f"%{vid}:{v.cls} = COPY {src}")
-                self.define(v)
-                both.append(vid)
+        # The registers both arms define are then defined after the join in every lane; the
+        # IMPLICIT_DEF before the branch makes them defined on the path that skips both arms, as
+        # PHI elimination writes it. Loop counters and EXEC masks stay their constructs' own.
+        both = self.define_in_second_arm(before, after1, keep=self.counters)
         for k, vid in enumerate(both):
             entry.instrs.insert(at + k, f"%{vid}:{self.vars[vid].cls} = IMPLICIT_DEF")
         self.jump(join)

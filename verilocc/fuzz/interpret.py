@@ -50,11 +50,12 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable
+from typing import TypeVar
 
 from verilocc.fuzz import isa, meanings
 from verilocc.fuzz.isa import ALIGNED_VECTOR_TUPLES, UnmodelledConstruct, class_dwords, physical_units, subreg_lanes
-from verilocc.fuzz.machine import (M32, MachineLoc, MachineState, Plan, Program, Stop, Trace, dead_copy, loc_name, mix,
-                                   text_hash, unit_hash)
+from verilocc.fuzz.machine import (M32, DecodedOperand, MachineLoc, MachineState, Plan, Program, Stop, Trace,
+                                   dead_copy, loc_name, mix, text_hash, unit_hash)
 from verilocc.mir.model import Instruction, Module
 from verilocc.mir.parser import parse_module
 
@@ -66,6 +67,8 @@ _NOTHING = frozenset({"KILL", "DBG_VALUE", "DBG_VALUE_LIST", "DBG_INSTR_REF", "D
                       "SCHED_BARRIER", "S_NOP", "ADJCALLSTACKUP", "ADJCALLSTACKDOWN", "S_WAITCNT", "WAVE_BARRIER",
                       "SI_MASKED_UNREACHABLE", "S_SETPRIO", "IGLP_OPT", "S_SET_INST_PREFETCH_DISTANCE"})
 _ENDS = frozenset({"S_ENDPGM", "SI_RETURN", "SI_RETURN_TO_EPILOG", "S_SETPC_B64_return"})
+
+_V = TypeVar("_V")  # what `Machine._exact_sources` reads a register as
 
 
 class Machine(MachineState):
@@ -300,14 +303,17 @@ class Machine(MachineState):
         offset = int(imms[0].text) if imms else 0
         return m.group(1), offset // 4
 
+    def _slot_words(self, p: Plan, reload: bool) -> tuple[tuple[int, ...], list[tuple[tuple[str, int], MachineLoc]]]:
+        """The active lanes, and each 32-bit register a spill pseudo saves (or a reload writes)
+        with the word of its stack slot that register goes to (or comes from)."""
+        slot, base = self._slot(p)
+        locs = p.defs[0].locs if reload else p.rest_regs[0].locs
+        return self.lanes(self.active()), [((slot, base + k), loc) for k, loc in enumerate(locs)]
+
     def _spill(self, p: Plan) -> None:
         """A save to a stack slot: whole for an SGPR spill, the active lanes for a vector one."""
-        slot, base = self._slot(p)
-        src = p.rest_regs[0]
-        active = self.active()
-        lanes = self.lanes(active)
-        for k, loc in enumerate(src.locs):
-            where = (slot, base + k)
+        lanes, words = self._slot_words(p, reload=False)
+        for where, loc in words:
             if loc[0] in "sS":
                 self.stack[where] = self.scalar(loc)
                 continue
@@ -321,22 +327,22 @@ class Machine(MachineState):
             self.stack[where] = tuple(out)
         return None
 
+    def _uninit_word(self, where: tuple[str, int]) -> int:
+        """The hash a stack slot word never written starts from: an SGPR reload reads its low 32
+        bits, each lane of a vector reload a hash of it and the lane."""
+        return mix(self.seed ^ text_hash(f"uninit:stack.{where[0]}.{where[1]}"))
+
     def _uninit_slot(self, where: tuple[str, int]) -> tuple[int, ...]:
-        base = mix(self.seed ^ text_hash(f"uninit:stack.{where[0]}.{where[1]}"))
+        base = self._uninit_word(where)
         return tuple(mix(base ^ lane) & M32 for lane in range(self.wave))
 
     def _reload(self, p: Plan) -> None:
-        slot, base = self._slot(p)
-        d = p.defs[0]
-        active = self.active()
-        lanes = self.lanes(active)
-        for k, loc in enumerate(d.locs):
-            where = (slot, base + k)
+        lanes, words = self._slot_words(p, reload=True)
+        for where, loc in words:
             got = self.stack.get(where)
             if loc[0] in "sS":
                 if got is None or isinstance(got, tuple):
-                    got = mix(self.seed ^ text_hash(f"uninit:stack.{slot}.{base + k}")) & M32 \
-                        if got is None else got[0]
+                    got = self._uninit_word(where) & M32 if got is None else got[0]
                 self.write_scalar(loc, got)
                 continue
             if not isinstance(got, tuple):
@@ -458,29 +464,10 @@ class Machine(MachineState):
         meaning = meanings.LANE.get(p.opcode)
         if meaning is None:
             return False
-        values: list[tuple[int, ...] | int] = []
         active = self.active()
-        for k, o in enumerate(p.rest):
-            if o.kind == "imm":
-                imm = self._imm(o)
-                if imm is None:
-                    return False
-                values.append(imm)
-            elif o.kind == "reg" and k in p.rest_regs:
-                d = p.rest_regs[k]
-                if d.role == "mask":
-                    m = self.read_mask(d.locs)
-                    values.append(tuple((m >> lane) & 1 for lane in range(self.wave)))
-                    continue
-                cols = []
-                for loc in d.locs:
-                    if self.strict:
-                        self.check_defined(loc, active)
-                    cols.append(self.lane_values(loc))
-                values.append(cols[0] if len(cols) == 1 else
-                              tuple(self._combined([c[lane] for c in cols]) for lane in range(self.wave)))
-            else:
-                return False
+        values = self._exact_sources(p, lambda d: self._lane_source(d, active))
+        if values is None:
+            return False
         if p.opcode in isa.VCC_MASK_INPUT:
             vcc = next((d for d in p.implicit_uses if d.role == "mask"), None)
             if vcc is None:
@@ -522,6 +509,42 @@ class Machine(MachineState):
             self._write_exec(result)
         return True
 
+    def _exact_sources(self, p: Plan, register: Callable[[DecodedOperand], _V]) -> list[int | _V] | None:
+        """The explicit sources of `p` for its real meaning: an immediate's value, a register as
+        `register` reads it; None when one is neither (the caller hashes)."""
+        values: list[int | _V] = []
+        for k, o in enumerate(p.rest):
+            if o.kind == "imm":
+                imm = self._imm(o)
+                if imm is None:
+                    return None
+                values.append(imm)
+            elif o.kind == "reg" and k in p.rest_regs:
+                values.append(register(p.rest_regs[k]))
+            else:
+                return None
+        return values
+
+    def _lane_source(self, d: DecodedOperand, active: int) -> tuple[int, ...]:
+        """A VALU source register's value in every lane (a lane mask: its bit of each lane)."""
+        if d.role == "mask":
+            m = self.read_mask(d.locs)
+            return tuple((m >> lane) & 1 for lane in range(self.wave))
+        cols = []
+        for loc in d.locs:
+            if self.strict:
+                self.check_defined(loc, active)
+            cols.append(self.lane_values(loc))
+        return cols[0] if len(cols) == 1 else \
+            tuple(self._combined([c[lane] for c in cols]) for lane in range(self.wave))
+
+    def _scalar_source(self, d: DecodedOperand) -> int:
+        """A SALU source register's value."""
+        if self.strict:
+            for loc in d.locs:
+                self.check_defined(loc, 1)
+        return self._combined([self.scalar(loc) for loc in d.locs])
+
     def _salu(self, p: Plan) -> str | None:
         if self._exact_on(p.opcode) and self._scalar_exact(p):
             return None
@@ -531,21 +554,9 @@ class Machine(MachineState):
         meaning = meanings.SCALAR.get(p.opcode)
         if meaning is None:
             return False
-        values = []
-        for k, o in enumerate(p.rest):
-            if o.kind == "imm":
-                imm = self._imm(o)
-                if imm is None:
-                    return False
-                values.append(imm)
-            elif o.kind == "reg" and k in p.rest_regs:
-                locs = p.rest_regs[k].locs
-                if self.strict:
-                    for loc in locs:
-                        self.check_defined(loc, 1)
-                values.append(self._combined([self.scalar(loc) for loc in locs]))
-            else:
-                return False
+        values = self._exact_sources(p, self._scalar_source)
+        if values is None:
+            return False
         reads_scc = any(d.op.phys == "scc" for d in p.implicit_uses)
         res, scc = meaning(values, self.scalar(("s", "scc")) & 1 if reads_scc else 0)
         if len(res) != len(p.defs):

@@ -50,6 +50,10 @@ class Mutant:
     description: str
 
 
+# Opcode prefixes of branches and function ends: `drop_instruction` keeps them, and
+# `move_exec_update` moves nothing among them.
+_CONTROL = ("S_BRANCH", "S_CBRANCH", "S_ENDPGM", "SI_RETURN")
+
 Operator = Callable[[Module, random.Random], "Mutant | None"]
 
 
@@ -175,15 +179,21 @@ def spill_wrong_register(module: Module, rng: random.Random) -> Mutant | None:
                            _renamable_uses, first=True, avoid_own_only=True)
 
 
-def drop_instruction(module: Module, rng: random.Random) -> Mutant | None:
-    """An instruction of the program is missing."""
-    got = _pick(module, rng, lambda i: _is_real(i) and not i.opcode.startswith(("S_BRANCH", "S_CBRANCH", "S_ENDPGM", "SI_RETURN")))
+def _drop(module: Module, rng: random.Random, where: Callable[[Instruction], bool], kind: str,
+          what: str = "") -> Mutant | None:
+    """An instruction `where` accepts is deleted (`what`: said of it after its line)."""
+    got = _pick(module, rng, where)
     if got is None:
         return None
     m, fn, b, ins, idx = got
     block = next(x for x in fn.blocks if x.number == b)
     del block.instructions[idx]
-    return _mutant(m, fn, b, idx, ins, "drop-instruction", f"{ins.opcode} at line {ins.line} is dropped")
+    return _mutant(m, fn, b, idx, ins, kind, f"{ins.opcode} at line {ins.line}{what} is dropped")
+
+
+def drop_instruction(module: Module, rng: random.Random) -> Mutant | None:
+    """An instruction of the program is missing."""
+    return _drop(module, rng, lambda i: _is_real(i) and not i.opcode.startswith(_CONTROL), "drop-instruction")
 
 
 def change_immediate(module: Module, rng: random.Random) -> Mutant | None:
@@ -365,13 +375,7 @@ def _exec_update(i: Instruction) -> bool:
 
 def drop_exec_update(module: Module, rng: random.Random) -> Mutant | None:
     """A SAVEEXEC or an EXEC restore is missing."""
-    got = _pick(module, rng, _exec_update)
-    if got is None:
-        return None
-    m, fn, b, ins, idx = got
-    block = next(x for x in fn.blocks if x.number == b)
-    del block.instructions[idx]
-    return _mutant(m, fn, b, idx, ins, "drop-exec-update", f"{ins.opcode} at line {ins.line} (EXEC) is dropped")
+    return _drop(module, rng, _exec_update, "drop-exec-update", " (EXEC)")
 
 
 def move_exec_update(module: Module, rng: random.Random) -> Mutant | None:
@@ -383,7 +387,7 @@ def move_exec_update(module: Module, rng: random.Random) -> Mutant | None:
     m, fn, b, ins, idx = got
     block = next(x for x in fn.blocks if x.number == b)
     body = [k for k, i in enumerate(block.instructions)
-            if not (i.opcode.endswith("_term") or i.opcode.startswith(("S_BRANCH", "S_CBRANCH", "S_ENDPGM", "SI_RETURN")))]
+            if not (i.opcode.endswith("_term") or i.opcode.startswith(_CONTROL))]
     places = [k for k in body if k != idx]
     if not places:
         return None

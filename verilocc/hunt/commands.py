@@ -1,8 +1,4 @@
-"""`verilocc hunt`: the command line around `verilocc.hunt.run`.
-
-Module-level imports are light (the standard library and small verilocc modules), so that
-building the parser stays cheap.
-"""
+"""`verilocc hunt`: the command line around `verilocc.hunt.run`."""
 
 from __future__ import annotations
 

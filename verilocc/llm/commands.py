@@ -1,9 +1,8 @@
 """The model commands `verilocc dataset build`, `verilocc train` and `verilocc eval`
 (`verilocc allocate`, whose default strategy is the model loop, is `verilocc.allocate_command`).
 
-Module-level imports are light (the standard library and small verilocc modules), so that
-building the parsers stays cheap; torch and transformers are imported inside the commands that
-need them, so `verilocc verify` never loads them.
+Torch and transformers are imported inside the commands that need them, so `verilocc verify`
+never loads them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""`verilocc materialise`: the command line around `verilocc.rewrite`.
-
-Module-level imports are light (the standard library and small verilocc modules), so that
-building the parser stays cheap.
-"""
+"""`verilocc materialise`: the command line around `verilocc.rewrite`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""`verilocc show`: the command line around `verilocc.view.show`.
-
-Module-level imports are light (the standard library and small verilocc modules), so that
-building the parser stays cheap.
-"""
+"""`verilocc show`: the command line around `verilocc.view.show`."""
 
 from __future__ import annotations
 
