@@ -512,8 +512,8 @@ class Walk:
         values), as a home at a matched instruction (`FunctionCheck.member`)."""
         fc = self.fc
         vregs = {t[1:].split(".")[0] for u in fc.post_units(o) for t in self.held(u) if t.startswith("%")}
-        if not vregs:
-            return
+        if not vregs or ("renamable" not in o.flags and set(fc.post_units(o)) <= fc.pre_named()):
+            return  # a register the virtual program names itself ($m0 for an interpolation) is its own
         reserved = fc.post.reserved if not vregs <= fc.wwm_values else \
             {r: k for r, k in fc.post.reserved.items() if k != "wwmReservedRegs"}
         bad = regs.reserved_problem(o.reg, reserved, fc.target)
@@ -587,6 +587,7 @@ class FunctionCheck:
             | {m for i in self.pre_lines.values() for m in re.findall(r"%stack\.([0-9]+)", i.mem)}
         # whole-wave values (SIWholeQuadMode, SIPreAllocateWWMRegs): declared WWM_REG, defined by a
         # whole-wave opcode or inside a strict whole-wave region; only they may live in wwmReservedRegs
+        self._pre_named: set[str] | None = None
         self.wwm_values = set(pre.wwm)
         for b in pre.blocks:
             inside = False
@@ -641,6 +642,13 @@ class FunctionCheck:
                 raise regs.RegError(f"${op.reg}.{op.subreg} lies outside the register")
             us = [us[s] for s in slots]
         return us
+
+    def pre_named(self) -> set[str]:
+        """The units of the physical registers the virtual program names itself."""
+        if self._pre_named is None:
+            self._pre_named = {u for b in self.pre.blocks for i in b.ins for o in i.ops
+                               if o.kind == "reg" and not o.virtual and o.reg != "noreg" for u in self._units(o)}
+        return self._pre_named
 
     def recipe_key_at(self, line: int, where: str) -> tuple[Any, ...]:
         """The recipe key of the pure definition at `line` of the virtual program."""

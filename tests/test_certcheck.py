@@ -389,3 +389,27 @@ def test_fixed_stack_objects_pair_by_their_memory(tmp_path: Path, capsys: pytest
     _rehash(d)
     code, out = _check(capsys, d)
     assert code == 1 and "refused: alignment" in out and f":{k + 1}:" in out, out
+
+
+def test_a_lane_restore_into_a_reserved_register_is_refused_there(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A home made by spill code (here the SGPRs an SGPR pair is restored into from VGPR lanes)
+    is checked against the reserved registers where the restore writes it, as a home at a
+    matched instruction is: restored into the scratch resource descriptor's SGPRs (hashes fixed
+    up), the certificate is refused at the restore, before the store that reads them."""
+    d = _certify(tmp_path, "spills", capsys)
+    path = Path(next(i["path"] for i in _manifest(d)["inputs"] if i["role"] == "post"))
+    text = path.read_text()
+    assert "scratchRSrcReg:  '$sgpr96_sgpr97_sgpr98_sgpr99'" in text
+    lines = text.split("\n")
+    k = next(k for k, ln in enumerate(lines) if ln.strip().startswith("$sgpr0 = SI_RESTORE_S32_FROM_VGPR"))
+    assert lines[k + 1].strip().startswith("$sgpr1 = SI_RESTORE_S32_FROM_VGPR")
+    store = next(j for j in range(k, len(lines)) if "GLOBAL_STORE" in lines[j] and "$sgpr0_sgpr1" in lines[j])
+    lines[k] = lines[k].replace("$sgpr0 =", "renamable $sgpr96 =").replace("$sgpr0_sgpr1", "$sgpr96_sgpr97")
+    lines[k + 1] = lines[k + 1].replace("$sgpr1 =", "renamable $sgpr97 =")
+    lines[store] = lines[store].replace("$sgpr0_sgpr1", "$sgpr96_sgpr97")
+    path.write_text("\n".join(lines))
+    _rehash(d)
+    code, out = _check(capsys, d)
+    assert code == 1 and "refused: reserved registers" in out, out
+    assert f":{k + 1}: " in out and "`$sgpr96` holds %" in out and "scratchRSrcReg" in out, out
