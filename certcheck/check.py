@@ -20,8 +20,8 @@ from certcheck import budget, flow, regs, solvers
 from certcheck.mir import BadInput, read_mir, wave32, wave32_vcc
 
 FORMAT = "verilocc-certificate/2"
-# `/2` may name entry values (`^unit`); a `/1` witness names none
-WITNESS_FORMATS = ("verilocc-witness/1", "verilocc-witness/2")
+# `/2` may name entry values (`^unit`), `/3` also LLVM liveness anomalies; a `/1` witness names neither
+WITNESS_FORMATS = ("verilocc-witness/1", "verilocc-witness/2", "verilocc-witness/3")
 
 
 class Unreadable(Exception):
@@ -159,7 +159,8 @@ def _check(d: Path, m: dict[str, Any], res: Result, root: str | None, overrides:
             wit = json.loads(raw)
             if wit.get("format") not in WITNESS_FORMATS or wit.get("function") != fn.name:
                 raise ValueError("not this function's witness")
-            flow.FunctionCheck(pre[fn.name], fn, wit, targets[fn.name], (pre_path, post_path)).run()
+            mine = frozenset(ob.get("file") for ob in m["obligations"] if ob.get("function") == fn.name)
+            flow.FunctionCheck(pre[fn.name], fn, wit, targets[fn.name], (pre_path, post_path), mine).run()
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise flow.Refused("witness", f"{w.get('file')}: malformed ({type(e).__name__}: {e})") from None
         blocks = len(wit["blocks"])

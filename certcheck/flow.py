@@ -24,7 +24,11 @@ its own rules:
    pseudos store registers of their file;
 5. callee-saved registers: at every return, each SGPR the function keeps for its caller holds
    its entry value `^unit` (the walk from the entry block starts with every unit holding its
-   own; the witness states where they are at other blocks).
+   own; the witness states where they are at other blocks);
+6. LLVM liveness anomalies: a read whose units do not hold their value is accepted only where
+   the witness lists an anomaly for that allocated line and operand position whose slots cover
+   the wrong ones, and whose obligation (that the instruction's results do not depend on those
+   slots) the manifest lists, so that z3 and cvc5 decide it.
 
 A failure raises `Refused` with the claim and the place.
 """
@@ -237,7 +241,7 @@ class Walk:
     def fail(self, claim: str, ins: Ins, side: str, what: str) -> NoReturn:
         raise Refused(claim, f"{self.fc.path(side)}:{ins.line}: {self.where}: {what}")
 
-    def use(self, pi: Ins, qi: Ins, po: Op, qo: Op) -> None:
+    def use(self, pi: Ins, qi: Ins, po: Op, qo: Op, position: int) -> None:
         tags = self.fc.tags(po)
         units = self.fc.post_units(qo)
         if not po.virtual and self.fc.pre_units(po) != units:
@@ -245,10 +249,11 @@ class Walk:
         if len(tags) != len(units):
             self.fail("operand widths", qi, "post", f"`${qo.reg}` has {len(units) * 16} bits, {po.text} "
                       f"{len(tags) * 16}")
-        for t, u in zip(tags, units):
-            if t not in self.held(u) and self.is_defined(t):
-                have = ", ".join(sorted(self.held(u))) or "nothing"
-                self.fail("value flow", qi, "post", f"reads {u} expecting {t}, but it holds {have}")
+        wrong = [k for k, (t, u) in enumerate(zip(tags, units)) if t not in self.held(u) and self.is_defined(t)]
+        if wrong and not set(wrong) <= self.fc.anomalies.get((qi.line, position), set()):
+            t, u = tags[wrong[0]], units[wrong[0]]
+            have = ", ".join(sorted(self.held(u))) or "nothing"
+            self.fail("value flow", qi, "post", f"reads {u} expecting {t}, but it holds {have}")
 
     def matched(self, pi: Ins, qi: Ins) -> None:
         if operation(pi.opcode) != operation(qi.opcode) or pi.flags != qi.flags \
@@ -267,7 +272,7 @@ class Walk:
             # instruction writes what its opcode writes, which the counterpart's defs name
         defs: list[tuple[Op, Op]] = []
         mask: frozenset[str] | None = None
-        for po, qo in zip(pi.ops, qi.ops):
+        for position, (po, qo) in enumerate(zip(pi.ops, qi.ops)):
             if po.kind == "other" and is_mask(po.text):
                 mask = regs.preserved_by(po.text, self.fc.pre.later_sgpr_masks or self.fc.post.later_sgpr_masks)
                 if mask is None:
@@ -291,7 +296,7 @@ class Walk:
             if po.is_def:
                 defs.append((po, qo))
             elif po.reads:
-                self.use(pi, qi, po, qo)
+                self.use(pi, qi, po, qo, position)
         if mask is not None or pi.opcode in RETURNS:
             self.reads_exec(pi, qi)
         if pi.opcode in RETURNS or pi.opcode.startswith("SI_TCRETURN"):
@@ -569,8 +574,16 @@ class Walk:
 
 
 class FunctionCheck:
-    def __init__(self, pre: Function, post: Function, witness: dict[str, Any], target: str, paths: tuple[str, str]):
+    def __init__(self, pre: Function, post: Function, witness: dict[str, Any], target: str, paths: tuple[str, str],
+                 obligations: frozenset[str] = frozenset()):
         self.pre, self.post, self.witness, self.target, self.paths = pre, post, witness, target, paths
+        # (allocated line, operand position) -> the operand's slots a harmless read may find wrong
+        self.anomalies: dict[tuple[int, int], set[int]] = {}
+        for a in witness.get("anomalies", []):
+            if a["obligation"] not in obligations:
+                raise Refused("witness", f"the anomaly at line {a['post_line']} names {a['obligation']}, which is not "
+                              f"an obligation of function {post.name} in the manifest")
+            self.anomalies.setdefault((int(a["post_line"]), int(a["position"])), set()).update(map(int, a["slots"]))
         self.pre_lines = {i.line: i for b in pre.blocks for i in b.ins}
         self.keys: dict[int, tuple[Any, ...]] = {}
         self.post_of: dict[int, int] = {}  # virtual block number -> allocated block number

@@ -193,4 +193,4 @@ def test_the_manifest_no_longer_leaves_ties_uncovered(tmp_path: Path, capsys: py
     assert not [c for c in claims if "ties" in c]
     code, out = _check(capsys, d)
     assert code == 0 and "ties" not in out, out
-    assert json.loads((d / _manifest(d)["witnesses"][0]["file"]).read_text())["format"] == "verilocc-witness/2"
+    assert json.loads((d / _manifest(d)["witnesses"][0]["file"]).read_text())["format"] == "verilocc-witness/3"

@@ -410,11 +410,7 @@ class _PairRun:
     def _certify(self, vf: ValueFlowChecker, eq: EquivalenceChecker | None) -> None:
         """The proof obligations of a VERIFIED function (`--certificate`)."""
         fr, opts = self.fr, self.opts
-        if opts.certify and fr.verdict is Verdict.VERIFIED and vf.anomalies:
-            fr.notes.append("no certificate: the proof rests on bit-precise semantics of an instruction whose "
-                            "read LLVM's liveness left out (an LLVM liveness anomaly), which certificates do not "
-                            "encode")
-        elif opts.certify and fr.verdict is Verdict.VERIFIED and self.checker is not None and eq is not None:
+        if opts.certify and fr.verdict is Verdict.VERIFIED and self.checker is not None and eq is not None:
             from verilocc.certificate.collect import collect_obligations
             from verilocc.certificate.obligation import CertificateError
 

@@ -4,7 +4,10 @@
   header.
 - Layer 3: the assertions `EquivalenceChecker` sent to z3 (assumptions and the negated
   conjunction of the obligations that were not syntactically identical), printed portably.
-- Layer 2: one encoding per block (`verilocc.certificate.valueflow`).
+- Layer 2: one encoding per block (`verilocc.certificate.valueflow`); and, per LLVM liveness
+  anomaly (`verilocc.semantics.anomalies`), the bit-vector query that showed the wrong read
+  harmless (`verilocc.semantics.bitvector.slots_query`), printed portably; the witness lists
+  each anomaly with its obligation's file.
 
 Before an obligation goes into a certificate, z3 decides its text (layer 1's text is the one z3
 already decided, so it is not decided twice): a printed query
@@ -26,6 +29,7 @@ from verilocc.certificate.smt2 import query_text
 from verilocc.certificate.valueflow import valueflow_obligations
 from verilocc.certificate.witness import WitnessError, function_witness
 from verilocc.findings import FunctionResult
+from verilocc.semantics.anomalies import Anomaly
 from verilocc.mir.model import Function
 from verilocc.semantics.equivalence import EquivalenceChecker
 from verilocc.semantics.valueflow import ValueFlowChecker
@@ -61,6 +65,37 @@ WITNESS_REASON = "re-established by certcheck from the witness and the two MIR f
 def _header(layer: str, fn: str, claim: str, origin: str) -> list[str]:
     return [f"verilocc certificate obligation: {layer}, function {fn}", f"claim: {claim}", f"origin: {origin}",
             "expected answer: unsat"]
+
+
+def anomaly_obligations(vf: ValueFlowChecker, post: Function) -> list[ProofObligation]:
+    """One obligation per anomaly of `vf`: the query that proved the read harmless. Raises
+    CertificateError when an anomaly's opcode has no bit-precise meaning (its discharge needed
+    no solver and no formula can be written)."""
+    import z3
+
+    out: list[ProofObligation] = []
+    for a in anomalies_of(vf):
+        line = post.block(a.block).instructions[a.post_index].line
+        query = vf.harmless.query(a)
+        if query is None:
+            raise CertificateError(f"the proof rests on an LLVM liveness anomaly at line {a.line} ({a.opcode}) whose "
+                                   "opcode has no bit-precise meaning here, so no formula can say the read is harmless")
+        claim = (f"the results of `{a.opcode}` (allocated line {line}) that the program reads are the same "
+                 f"whatever 16-bit slots {list(a.slots)} of operand {a.position} hold (an LLVM liveness anomaly)")
+        origin = "the bit-vector query that showed the read harmless (verilocc.semantics.bitvector.slots_query)"
+        text = query_text(z3, query, "QF_BV", _header("layer 2 (value flow): LLVM liveness anomaly", post.name,
+                                                      claim, origin))
+        out.append(ProofObligation("anomaly", post.name, a.block, claim, text, origin,
+                                   tag=f".line{line}.op{a.position}"))
+    return out
+
+
+def anomalies_of(vf: ValueFlowChecker) -> list[Anomaly]:
+    """Each read recorded as an anomaly once, in program order."""
+    seen: dict[tuple[int, int, int], Anomaly] = {}
+    for a in vf.anomalies:
+        seen.setdefault((a.block, a.post_index, a.position), a)
+    return [seen[k] for k in sorted(seen)]
 
 
 def _self_check(ob: ProofObligation, timeout_s: float, seed: int) -> Answer:
@@ -105,6 +140,14 @@ def collect_obligations(fr: FunctionResult, checker: ConstraintChecker, vf: Valu
     cert.obligations.append(ProofObligation("constraints", name, None, claim, text, origin))
     if query is checker.query:
         decided = cert.obligations[0]
+
+    # The anomalies layer 2 recorded (decided below with the others).
+    anomaly_obs = anomaly_obligations(vf, post)
+    cert.obligations.extend(anomaly_obs)
+    if cert.witness is not None and anomaly_obs:
+        cert.witness["anomalies"] = [{"post_line": post.block(a.block).instructions[a.post_index].line,
+                                      "position": a.position, "slots": list(a.slots), "obligation": ob.tag}
+                                     for a, ob in zip(anomalies_of(vf), anomaly_obs)]
 
     # Layer 3.
     stats = eq.stats

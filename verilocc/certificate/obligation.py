@@ -24,6 +24,7 @@ class ProofObligation:
     claim: str
     smtlib: str
     origin: str
+    tag: str = ""  # tells apart the file names of a function's obligations of one layer and block
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 z3's own `to_smt2()` is not portable: it prints unary `(and x)`, z3-specific let forms and
 internal names. This printer knows a small, fixed set of operators (those the equivalence
 layer builds: bit-vector constants and variables, uninterpreted functions, extract, concat,
-equality, the Boolean connectives, ite) and refuses anything else, so a certificate never
+equality, the Boolean connectives, ite; and the SMT-LIB bit-vector operators of the opcode
+meanings an LLVM liveness anomaly's query uses, `verilocc.semantics.bitvector`) and refuses
+anything else (z3's internal division forms among them), so a certificate never
 holds text whose meaning differs between solvers. Every symbol is declared; a term used more
 than once is named once with `define-fun`, so the text grows linearly with the term DAG;
 names are given in a deterministic order, so the same query prints the same bytes.
@@ -113,8 +115,13 @@ class Printer:
         if k == z3.Z3_OP_EXTRACT:
             hi, lo = d.params()
             return f"((_ extract {hi} {lo}) {args[0]})"
+        if k in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT, z3.Z3_OP_REPEAT, z3.Z3_OP_ROTATE_LEFT,
+                 z3.Z3_OP_ROTATE_RIGHT):
+            name = {z3.Z3_OP_SIGN_EXT: "sign_extend", z3.Z3_OP_ZERO_EXT: "zero_extend", z3.Z3_OP_REPEAT: "repeat",
+                    z3.Z3_OP_ROTATE_LEFT: "rotate_left", z3.Z3_OP_ROTATE_RIGHT: "rotate_right"}[k]
+            return f"((_ {name} {d.params()[0]}) {args[0]})"
         simple = {z3.Z3_OP_EQ: "=", z3.Z3_OP_NOT: "not", z3.Z3_OP_ITE: "ite", z3.Z3_OP_CONCAT: "concat",
-                  z3.Z3_OP_DISTINCT: "distinct", z3.Z3_OP_IMPLIES: "=>"}
+                  z3.Z3_OP_DISTINCT: "distinct", z3.Z3_OP_IMPLIES: "=>", **_bv_ops(z3)}
         if k in simple:
             return f"({simple[k]} {' '.join(args)})"
         if k in (z3.Z3_OP_AND, z3.Z3_OP_OR):
@@ -128,6 +135,17 @@ class Printer:
 
     def preamble(self) -> list[str]:
         return [self.decls[k] for k in sorted(self.decls)] + self.defs
+
+
+def _bv_ops(z3: Any) -> dict[int, str]:
+    """z3 operator kind -> SMT-LIB name, for the bit-vector operators of QF_BV (those that
+    chain, bvand/bvor/bvxor/bvadd/bvmul, are left-associative in SMT-LIB as in z3)."""
+    names = {"BAND": "bvand", "BOR": "bvor", "BXOR": "bvxor", "BNOT": "bvnot", "BNAND": "bvnand", "BNOR": "bvnor",
+             "BXNOR": "bvxnor", "BNEG": "bvneg", "BADD": "bvadd", "BSUB": "bvsub", "BMUL": "bvmul",
+             "BUDIV": "bvudiv", "BSDIV": "bvsdiv", "BUREM": "bvurem", "BSREM": "bvsrem", "BSMOD": "bvsmod",
+             "BSHL": "bvshl", "BLSHR": "bvlshr", "BASHR": "bvashr", "ULT": "bvult", "ULEQ": "bvule", "UGT": "bvugt",
+             "UGEQ": "bvuge", "SLT": "bvslt", "SLEQ": "bvsle", "SGT": "bvsgt", "SGEQ": "bvsge", "BCOMP": "bvcomp"}
+    return {getattr(z3, f"Z3_OP_{k}"): v for k, v in names.items()}
 
 
 def query_text(z3: Any, assertions: Sequence[Any], logic: str, header: Sequence[str] = ()) -> str:

@@ -21,6 +21,12 @@ solver obligation covers from the two MIR files and these witnesses:
   the checker shows from them that each callee-saved register holds its entry value at every
   return.
 
+- `anomalies` (only where there are some): each read that LLVM's liveness left out and the
+  verifier showed harmless (an LLVM liveness anomaly, `verilocc.semantics.anomalies`): the
+  allocated file's line of the instruction, the operand's position, the operand's 16-bit slots
+  that may hold another value, and the file of the obligation that proves the instruction's
+  observed results do not depend on them.
+
 Names are independent of verilocc's internals: a location is a 16-bit half of a 32-bit
 register, `vgpr5.0` (low) / `vgpr5.1` (high), `vcc_lo.0`, `scc.1`, `private_rsrc_reg.3`, or
 piece k of a stack slot, `slot:3.k`; a value is `%12.2` (16-bit lane 2 of %12), `$vgpr5.1`
@@ -44,7 +50,7 @@ from verilocc.semantics.valueflow import ValueFlowChecker
 from verilocc.target import register_for_units
 from verilocc.target.registers import parse_physreg, special_register_names
 
-WITNESS_FORMAT = "verilocc-witness/2"
+WITNESS_FORMAT = "verilocc-witness/3"
 
 
 class WitnessError(Exception):

@@ -163,9 +163,12 @@ def write_certificate(path: str, report: Report, inputs: dict[str, str | None], 
         for k, fr in enumerate(report.functions):
             cert: FunctionCertificate | None = fr.certificate
             assert cert is not None, "the caller checks that every function has its obligations"
+            files: dict[str, str] = {}  # an obligation's tag -> its file, for the witness
             for ob in cert.obligations:
                 where = "" if ob.block is None else f".bb{ob.block}"
-                rel = f"{OBLIGATIONS}/f{k}.{_safe(fr.name)}.{ob.layer}{where}.smt2"
+                rel = f"{OBLIGATIONS}/f{k}.{_safe(fr.name)}.{ob.layer}{where}{ob.tag}.smt2"
+                if ob.tag:
+                    files[ob.tag] = rel
                 data = ob.smtlib.encode("utf-8")
                 (d / rel).write_bytes(data)
                 written.append(rel)
@@ -181,7 +184,11 @@ def write_certificate(path: str, report: Report, inputs: dict[str, str | None], 
             if cert.witness is not None:
                 (d / WITNESSES).mkdir(exist_ok=True)
                 rel = f"{WITNESSES}/f{k}.{_safe(fr.name)}.json"
-                data = (json.dumps(cert.witness, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8")
+                witness = dict(cert.witness)
+                if "anomalies" in witness:  # each anomaly names its obligation's file
+                    witness["anomalies"] = [{**a, "obligation": files[a["obligation"]]}  # type: ignore[attr-defined]
+                                            for a in witness["anomalies"]]  # type: ignore[attr-defined]
+                data = (json.dumps(witness, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8")
                 (d / rel).write_bytes(data)
                 written.append(rel)
                 witnesses.append({"file": rel, "sha256": hashlib.sha256(data).hexdigest(), "function": fr.name})

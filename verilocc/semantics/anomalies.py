@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from verilocc.analysis.operands import VReg
 from verilocc.mir.model import Function, Instruction, Operand
@@ -41,6 +41,8 @@ class HarmlessReads:
         self.tags_of = tags_of
         self._read_slots: dict[VReg, set[int]] | None = None  # `observed_bits`
         self._ignores: dict[tuple[int, int, tuple[int, ...]], tuple[Instruction, bool]] = {}
+        # the inputs of each recorded anomaly's proof (`query`)
+        self._proofs: dict[Anomaly, tuple[Instruction, dict[int, int], dict[str, int]]] = {}
 
     def discharge(self, block: int, post_index: int, pi: Instruction, qo: Operand, position: int,
                   slots: list[int], what: str) -> Anomaly | None:
@@ -52,16 +54,31 @@ class HarmlessReads:
 
         key = (id(pi), position, tuple(slots))
         ignored = self._ignores.get(key)
+        widths = {k: 16 * len(self.tags_of(op)) for k, op in enumerate(pi.operands)
+                  if op.kind == "reg" and not op.is_def and not op.is_noreg}
         if ignored is None or ignored[0] is not pi:
-            widths = {k: 16 * len(self.tags_of(op)) for k, op in enumerate(pi.operands)
-                      if op.kind == "reg" and not op.is_def and not op.is_noreg}
             ignored = self._ignores[key] = (pi, ignores_slots(pi, position, slots, widths,
                                                               observed=self.observed_bits(pi)) is True)
         if not ignored[1]:
             return None
         pre_index = next((st.pre for st in self.alignment.steps.get(block, ())
                           if st.post == post_index and st.pre is not None), -1)
-        return Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode, qo.line, qo.column, what)
+        a = Anomaly(block, post_index, pre_index, position, tuple(slots), pi.opcode, qo.line, qo.column, what)
+        self._proofs[a] = (pi, widths, self.observed_bits(pi))
+        return a
+
+    def query(self, a: Anomaly) -> list[Any] | None:
+        """The z3 assertions whose unsatisfiability shows `a` harmless: the query
+        `ignores_slots` decides (`slots_query`). Where the discharge needed no solver (a packed
+        component no result selects), the same formula when the opcode has a bit-precise
+        meaning; None when it has none, or `a` is not one this object recorded."""
+        from verilocc.semantics.bitvector import slots_query
+
+        got = self._proofs.get(a)
+        if got is None:
+            return None
+        pi, widths, observed = got
+        return slots_query(pi, a.position, list(a.slots), widths, observed)
 
     def observed_bits(self, pi: Instruction) -> dict[str, int]:
         """For the first explicit def of `pi`, a virtual register written whole: the bits of

@@ -370,10 +370,32 @@ def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits:
         return True
     import z3
 
+    query = slots_query(ins, position, slots, input_bits, observed)
+    if query is None:
+        return False
+    solver = z3.Solver()
+    # The resource limit decides (z3 counts it alike on every machine, so the answer does not
+    # depend on the load); the time limit is only a safety net.
+    solver.set("rlimit", DISCHARGE_RLIMIT)
+    solver.set("timeout", timeout_ms)
+    solver.add(*query)
+    answer = solver.check()
+    if answer == z3.unsat:
+        return True
+    return None if answer == z3.unknown else False
+
+
+def slots_query(ins: Instruction, position: int, slots: list[int], input_bits: dict[int, int],
+                observed: dict[str, int] | None = None) -> list[Any] | None:
+    """The z3 assertions whose unsatisfiability `ignores_slots` proves: two copies of the
+    inputs that agree but in `slots` of the input at operand `position`, and some observed
+    result that differs. None when the opcode has no bit-precise meaning here (no claim)."""
+    import z3
+
     m = meaning(ins)
     positions = _explicit_inputs(ins)
     if m is None or position not in positions or ins.operands[position].kind != "reg":
-        return False
+        return None
     values_a: list[Any] = []
     values_b: list[Any] = []
     for k, (pos, width) in enumerate(zip(positions, m.widths)):
@@ -382,13 +404,13 @@ def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits:
             try:
                 v = z3.BitVecVal(int(op.text, 0) & ((1 << width) - 1), width)
             except ValueError:
-                return False
+                return None
             values_a.append(v)
             values_b.append(v)
             continue
         bits = input_bits.get(pos)
         if bits is None or bits != width:
-            return False  # an operand of another width than the opcode reads: no claim
+            return None  # an operand of another width than the opcode reads: no claim
         a = z3.BitVec(f"in{k}", width)
         if pos != position:
             values_a.append(a)
@@ -406,12 +428,7 @@ def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits:
     ra, rb = m.fn(z3, values_a), m.fn(z3, values_b)
     live = _results_live(ins) & set(ra)
     if not live:
-        return False
-    solver = z3.Solver()
-    # The resource limit decides (z3 counts it alike on every machine, so the answer does not
-    # depend on the load); the time limit is only a safety net.
-    solver.set("rlimit", DISCHARGE_RLIMIT)
-    solver.set("timeout", timeout_ms)
+        return None
     differs = []
     for name in sorted(live):
         bits = (observed or {}).get(name)
@@ -420,8 +437,4 @@ def ignores_slots(ins: Instruction, position: int, slots: list[int], input_bits:
         else:
             read = z3.BitVecVal(bits & ((1 << ra[name].size()) - 1), ra[name].size())
             differs.append(ra[name] & read != rb[name] & read)
-    solver.add(z3.Or(differs))
-    answer = solver.check()
-    if answer == z3.unsat:
-        return True
-    return None if answer == z3.unknown else False
+    return [z3.Or(differs)]
