@@ -18,6 +18,8 @@ certificate is not written); for layer 2's encoding the block is listed as not c
 
 from __future__ import annotations
 
+from typing import Any
+
 from verilocc.pairing.alignment import FunctionAlignment
 from verilocc.certificate.obligation import (
     CertificateError,
@@ -83,11 +85,26 @@ def anomaly_obligations(vf: ValueFlowChecker, post: Function) -> list[ProofOblig
         claim = (f"the results of `{a.opcode}` (allocated line {line}) that the program reads are the same "
                  f"whatever 16-bit slots {list(a.slots)} of operand {a.position} hold (an LLVM liveness anomaly)")
         origin = "the bit-vector query that showed the read harmless (verilocc.semantics.bitvector.slots_query)"
-        text = query_text(z3, query, "QF_BV", _header("layer 2 (value flow): LLVM liveness anomaly", post.name,
+        logic = "QF_UFBV" if _has_functions(z3, query) else "QF_BV"
+        text = query_text(z3, query, logic, _header("layer 2 (value flow): LLVM liveness anomaly", post.name,
                                                       claim, origin))
         out.append(ProofObligation("anomaly", post.name, a.block, claim, text, origin,
                                    tag=f".line{line}.op{a.position}"))
     return out
+
+
+def _has_functions(z3: Any, terms: list[Any]) -> bool:
+    """Whether `terms` apply an uninterpreted function of some arguments."""
+    todo, seen = list(terms), set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args() > 0:
+            return True
+        todo.extend(t.children())
+    return False
 
 
 def anomalies_of(vf: ValueFlowChecker) -> list[Anomaly]:

@@ -71,14 +71,16 @@ class HarmlessReads:
         """The z3 assertions whose unsatisfiability shows `a` harmless: the query
         `ignores_slots` decides (`slots_query`). Where the discharge needed no solver (a packed
         component no result selects), the same formula when the opcode has a bit-precise
-        meaning; None when it has none, or `a` is not one this object recorded."""
-        from verilocc.semantics.bitvector import slots_query
+        meaning, else the selection of packed components (`packed_selection_query`); None when
+        neither can be written, or `a` is not one this object recorded."""
+        from verilocc.semantics.bitvector import packed_selection_query, slots_query
 
         got = self._proofs.get(a)
         if got is None:
             return None
         pi, widths, observed = got
-        return slots_query(pi, a.position, list(a.slots), widths, observed)
+        query = slots_query(pi, a.position, list(a.slots), widths, observed)
+        return query if query is not None else packed_selection_query(pi, a.position, list(a.slots), observed)
 
     def observed_bits(self, pi: Instruction) -> dict[str, int]:
         """For the first explicit def of `pi`, a virtual register written whole: the bits of

@@ -351,6 +351,54 @@ def unselected_slots(ins: Instruction, position: int, observed: dict[str, int] |
     return frozenset(s for c in (0, 1) if c not in read for s in (2 * c, 2 * c + 1))
 
 
+def packed_selection_query(ins: Instruction, position: int, slots: list[int],
+                           observed: dict[str, int] | None = None) -> list[Any] | None:
+    """The z3 assertions whose unsatisfiability is `unselected_slots`'s claim, for a packed FP32
+    instruction or `V_PK_MOV_B32`: each observed result component is an uninterpreted function
+    of the 32-bit components its modifiers select from its sources (the modifiers, clamp and
+    the rest are the same on both sides, so they are part of the function); two copies of the
+    source at operand `position` agree outside `slots`, and some observed component differs.
+    None for another opcode or operand."""
+    import z3
+
+    if ins.opcode not in PACKED_F32 and ins.opcode != PACKED_MOVE:
+        return None
+    sources: list[tuple[int, int]] = []  # (operand position, modifiers) of each register source
+    for k, op in enumerate(ins.operands):
+        if op.kind == "reg" and not op.is_def and not op.is_implicit and k > 0 and ins.operands[k - 1].kind == "imm":
+            try:
+                sources.append((k, int(ins.operands[k - 1].text, 0)))
+            except ValueError:
+                return None
+    if position not in [k for k, _ in sources]:
+        return None
+    keep = sum(0xFFFF << (16 * s) for s in range(4) if s not in slots)
+    values_a = {k: z3.BitVec(f"in{n}", 64) for n, (k, _) in enumerate(sources)}
+    values_b = dict(values_a)
+    other = z3.BitVec("in_other", 64)
+    values_b[position] = (values_a[position] & z3.BitVecVal(keep, 64)) | (other & z3.BitVecVal(~keep & (2**64 - 1), 64))
+    mask = (observed or {}).get("d0", 0)
+    results = [c for c in (0, 1) if not mask or mask >> (32 * c) & 0xFFFF_FFFF]
+
+    def component(v: Any, c: int, mods: int) -> Any:
+        hi = mods & (OP_SEL_0 if c == 0 else OP_SEL_1) if ins.opcode != PACKED_MOVE else mods & OP_SEL_0
+        return z3.Extract(63, 32, v) if hi else z3.Extract(31, 0, v)
+
+    differs = []
+    bv32 = z3.BitVecSort(32)
+    for c in results:
+        if ins.opcode == PACKED_MOVE:
+            if c >= len(sources):
+                return None
+            k, mods = sources[c]
+            differs.append(component(values_a[k], c, mods) != component(values_b[k], c, mods))
+        else:
+            f = z3.Function(f"{ins.opcode.lower()}_c{c}", *([bv32] * len(sources)), bv32)
+            differs.append(f(*[component(values_a[k], c, mods) for k, mods in sources])
+                           != f(*[component(values_b[k], c, mods) for k, mods in sources]))
+    return [z3.Or(differs)] if differs else None
+
+
 #: z3 resource units a discharge may use (`ignores_slots`), counted alike on every machine and
 #: under any load, so the verdict is the same everywhere: about 2 s of z3 here. A tenth of it
 #: gives the same verdicts on the findings snapshot (docs/measurements.md).
