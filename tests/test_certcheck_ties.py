@@ -23,8 +23,7 @@ from certcheck.mir import parse_instruction
 from verilocc.target.opcodes import tie_constraints
 
 from .test_certcheck import PAIRS, _certify, _check, _manifest, _rehash
-from .test_ties import _AMDGPU, LLC_VERSIONS, _installed, _llc, llc_ties, llc_ties_of_names, llvm_opcode_names, \
-    repository_samples
+from .test_ties import LLC_VERSIONS, _installed, _llc, llc_ties, repository_samples, ties_of_every_name
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,13 +85,7 @@ def test_rules_on_one_instruction_of_each_form() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("version", LLC_VERSIONS)
 def test_every_opcode_name_llc_knows_has_llcs_ties(version: str, tmp_path: Path) -> None:
-    llc = _llc(version)
-    if llc is None:
-        pytest.skip(f"llc-{version} is not installed (make test installs it)")
-    names = [n for n in llvm_opcode_names(llc) if n.split("_")[0] in _AMDGPU or n in ("INSERT_SUBREG", "ARITH_FENCE")]
-    if len(names) < 10_000:
-        pytest.skip(f"no table of instruction names found in the library of {llc}")
-    theirs = llc_ties_of_names(llc, names, tmp_path)
+    theirs = ties_of_every_name(version, tmp_path)
     differ, looser = [], 0
     for name, got in sorted(theirs.items()):
         ours = set(ties.implied(name))

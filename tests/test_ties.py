@@ -325,19 +325,25 @@ _AMDGPU = {"S", "V", "SI", "AV", "DS", "BUFFER", "TBUFFER", "GLOBAL", "FLAT", "S
 _ENCODED = re.compile(r"_(?:gfx\d\w*|vi|si|ci)$")
 
 
-@pytest.mark.llc
-@pytest.mark.slow
-@pytest.mark.parametrize("version", LLC_VERSIONS)
-def test_every_opcode_name_llc_knows_has_llcs_ties(version: str, tmp_path: Path) -> None:
-    """No opcode gets a tie llc does not give it, and every pseudo (and every MIMG opcode) gets
-    exactly llc's ties; an encoded VALU opcode may be left out."""
+def ties_of_every_name(version: str, tmp_path: Path) -> dict[str, set[tuple[int, int]]]:
+    """llc-`version`'s ties of every AMDGPU opcode name it knows (the test skips without that llc
+    or its table of names)."""
     llc = _llc(version)
     if llc is None:
         pytest.skip(f"llc-{version} is not installed (make test installs it)")
     names = [n for n in llvm_opcode_names(llc) if n.split("_")[0] in _AMDGPU or n in ("INSERT_SUBREG", "ARITH_FENCE")]
     if len(names) < 10_000:
         pytest.skip(f"no table of instruction names found in the library of {llc}")
-    theirs = llc_ties_of_names(llc, names, tmp_path)
+    return llc_ties_of_names(llc, names, tmp_path)
+
+
+@pytest.mark.llc
+@pytest.mark.slow
+@pytest.mark.parametrize("version", LLC_VERSIONS)
+def test_every_opcode_name_llc_knows_has_llcs_ties(version: str, tmp_path: Path) -> None:
+    """No opcode gets a tie llc does not give it, and every pseudo (and every MIMG opcode) gets
+    exactly llc's ties; an encoded VALU opcode may be left out."""
+    theirs = ties_of_every_name(version, tmp_path)
     wrong, missing = [], []
     for name, ties in sorted(theirs.items()):
         ours = {(t.def_, t.use) for t in tie_constraints(name)}
