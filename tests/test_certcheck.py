@@ -5,6 +5,8 @@ real cvc5, real `verilocc verify --certificate`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import hashlib
 import json
 import re
@@ -57,6 +59,17 @@ def _rehash(d: Path) -> None:
     for inp in m["inputs"]:
         inp["sha256"] = hashlib.sha256(Path(inp["path"]).read_bytes()).hexdigest()
     (d / "certificate.json").write_text(json.dumps(m, indent=2))
+
+
+def _edit_line(d: Path, path: Path, match: Callable[[str], bool], old: str, new: str) -> int:
+    """Replace `old` by `new` in the first line of `path` that `match` accepts and fix the
+    certificate's hashes, as a forger would; the line's index."""
+    lines = path.read_text().split("\n")
+    k = next(k for k, ln in enumerate(lines) if match(ln))
+    lines[k] = lines[k].replace(old, new)
+    path.write_text("\n".join(lines))
+    _rehash(d)
+    return k
 
 
 def _witness(d: Path) -> tuple[Path, dict]:  # type: ignore[type-arg]
@@ -382,11 +395,7 @@ def test_fixed_stack_objects_pair_by_their_memory(tmp_path: Path, capsys: pytest
     code, out = _check(capsys, d)
     assert code == 0 and "accepted" in out, out
     path = Path(next(i["path"] for i in _manifest(d)["inputs"] if i["role"] == "post"))
-    lines = path.read_text().split("\n")
-    k = next(k for k, ln in enumerate(lines) if "STORE" in ln and "%fixed-stack.34" in ln)
-    lines[k] = lines[k].replace("%fixed-stack.34", "%fixed-stack.0")
-    path.write_text("\n".join(lines))
-    _rehash(d)
+    k = _edit_line(d, path, lambda ln: "STORE" in ln and "%fixed-stack.34" in ln, "%fixed-stack.34", "%fixed-stack.0")
     code, out = _check(capsys, d)
     assert code == 1 and "refused: alignment" in out and f":{k + 1}:" in out, out
 

@@ -6,18 +6,16 @@ refused with the claim that fails. Real z3, real cvc5."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from certcheck.__main__ import main as certcheck_main
 from verilocc.cli import main as verilocc_main
 
 from .conftest import ROOT
+from .test_certcheck import _check, _edit_line, _rehash
 
 pytest.importorskip("cvc5")
 
@@ -47,19 +45,6 @@ def _certify(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> t
     capsys.readouterr()
     assert code == 0
     return out, post, pre
-
-
-def _check(capsys: pytest.CaptureFixture[str], d: Path) -> tuple[int, str]:
-    code = certcheck_main([str(d)])
-    out, err = capsys.readouterr()
-    return code, out + err
-
-
-def _rehash(d: Path) -> None:
-    m = json.loads((d / "certificate.json").read_text())
-    for inp in m["inputs"]:
-        inp["sha256"] = hashlib.sha256(Path(inp["path"]).read_bytes()).hexdigest()
-    (d / "certificate.json").write_text(json.dumps(m, indent=2))
 
 
 def _edit(path: Path, old: str, new: str, count: int = 1) -> None:
@@ -94,11 +79,8 @@ def test_wave64_says_the_ir_vcc_lo_is_half_of_vcc(name: str, tmp_path: Path,
 
 def test_wave32_vcc_hi_for_vcc_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d, post, _ = _certify(tmp_path, "wave32-llvm19-gfx1100", capsys)
-    lines = post.read_text().split("\n")
-    k = next(k for k, ln in enumerate(lines) if "V_DIV_FMAS_F32" in ln and "implicit $vcc_lo" in ln)
-    lines[k] = lines[k].replace("implicit $vcc_lo", "implicit $vcc_hi")
-    post.write_text("\n".join(lines))
-    _rehash(d)
+    k = _edit_line(d, post, lambda ln: "V_DIV_FMAS_F32" in ln and "implicit $vcc_lo" in ln,
+                   "implicit $vcc_lo", "implicit $vcc_hi")
     code, out = _check(capsys, d)
     assert code == 1 and "refused: fixed registers" in out and f":{k + 1}:" in out, out
 
