@@ -29,16 +29,21 @@ PAIRS = {"vadd": KERNELS / "gfx90a" / "vadd", "sgemm_naive": KERNELS / "gfx90a" 
          "lanes": ROOT / "tests" / "fixtures" / "hunt" / "known" / "issue61134.llvm19.gfx90a.fast"}
 
 
-def _certify(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> Path:
-    src = PAIRS[name]
-    post, pre = tmp_path / f"{name}.post.mir", tmp_path / f"{name}.pre.mir"
+def certify_copy(tmp_path: Path, src: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path, Path]:
+    """The certificate of a copy of the pair `src` (X for X.post.mir and X.pre.mir), and the
+    copies of its allocated and virtual files."""
+    post, pre = tmp_path / f"{src.name}.post.mir", tmp_path / f"{src.name}.pre.mir"
     shutil.copy(f"{src}.post.mir", post)
     shutil.copy(f"{src}.pre.mir", pre)
     out = tmp_path / "cert"
     code = verilocc_main(["verify", str(post), "--pre", str(pre), "--certificate", str(out)])
     capsys.readouterr()
     assert code == 0
-    return out
+    return out, post, pre
+
+
+def _certify(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> Path:
+    return certify_copy(tmp_path, PAIRS[name], capsys)[0]
 
 
 def _check(capsys: pytest.CaptureFixture[str], d: Path, *more: str) -> tuple[int, str]:

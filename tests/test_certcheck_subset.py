@@ -7,15 +7,13 @@ refused with the claim that fails. Real z3, real cvc5."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-from verilocc.cli import main as verilocc_main
 
 from .conftest import ROOT
-from .test_certcheck import _check, _edit_line, _rehash
+from .test_certcheck import _check, _edit_line, _rehash, certify_copy
 
 pytest.importorskip("cvc5")
 
@@ -35,16 +33,7 @@ PAIRS = {
 
 
 def _certify(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path, Path]:
-    """The certificate of a copy of the pair, and the copies of its allocated and virtual files."""
-    src = PAIRS[name]
-    post, pre = tmp_path / "p.post.mir", tmp_path / "p.pre.mir"
-    shutil.copy(f"{src}.post.mir", post)
-    shutil.copy(f"{src}.pre.mir", pre)
-    out = tmp_path / "cert"
-    code = verilocc_main(["verify", str(post), "--pre", str(pre), "--certificate", str(out)])
-    capsys.readouterr()
-    assert code == 0
-    return out, post, pre
+    return certify_copy(tmp_path, PAIRS[name], capsys)
 
 
 def _edit(path: Path, old: str, new: str, count: int = 1) -> None:
