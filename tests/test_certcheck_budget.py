@@ -150,8 +150,7 @@ def cert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     shutil.copy(f"{NUM_VGPR_64}.pre.mir", pre)
     assert "vgpr60" not in pre.read_text()
     out = tmp_path / "cert"
-    assert verilocc_main(["verify", str(post), "--pre", str(pre), "--certificate", str(out),
-                          "--certificate-lean"]) == 0
+    assert verilocc_main(["verify", str(post), "--pre", str(pre), "--certificate", str(out)]) == 0
     capsys.readouterr()
     return out
 
@@ -237,7 +236,7 @@ def test_an_ordinary_value_in_a_whole_wave_register_is_refused(tmp_path: Path,
     shutil.copy(f"{src}.post.mir", post)
     shutil.copy(f"{src}.pre.mir", pre)
     out = tmp_path / "cert"
-    assert verilocc_main(["verify", str(post), "--pre", str(pre), "--certificate", str(out), "--certificate-lean"]) == 0
+    assert verilocc_main(["verify", str(post), "--pre", str(pre), "--certificate", str(out)]) == 0
     capsys.readouterr()
     code, text = _check(capsys, out)
     assert code == 0, text  # the whole-wave values themselves live there

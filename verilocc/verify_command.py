@@ -53,7 +53,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="with --certificate: also write the obligations certcheck re-establishes from the witnesses "
                    "(layer 2's per block, layer 1's interference facts), for a re-check by SMT solvers alone; several "
                    "times the size")
-    v.add_argument("--certificate-lean", action="store_true", help=argparse.SUPPRESS)  # the default form
     add_runner_options(v, "a batch: worker processes (default 1)")
     v.set_defaults(func=cmd_verify)
 
@@ -68,11 +67,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if given:
             raise InputError(f"{flag} applies to a batch: give a directory of pairs or --manifest FILE", flag, 0, 0)
     check_timeout(args.timeout)
-    for flag, given in (("--certificate-full", args.certificate_full), ("--certificate-lean", args.certificate_lean)):
-        if given and not args.certificate:
-            raise InputError(f"{flag} applies to --certificate DIR", flag, 0, 0)
-    if args.certificate_full and args.certificate_lean:
-        raise InputError("--certificate-full and --certificate-lean exclude each other", "--certificate-lean", 0, 0)
+    if args.certificate_full and not args.certificate:
+        raise InputError("--certificate-full applies to --certificate DIR", "--certificate-full", 0, 0)
     if "constraints" not in args.layers and not args.certificate:
         return _verify_pair(args)
     from verilocc.smt.solver import solver_process
