@@ -174,14 +174,14 @@ def test_waves_flag_sets_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
 def _wrong_slot(monkeypatch: pytest.MonkeyPatch) -> None:
     real = spill_placement.Rewriter._reload
 
-    def reload(self: spill_placement.Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
+    def reload(self: spill_placement.Rewriter, v, t, cls, line, defined=None):  # noqa: ANN001, ANN202
         others = [w for w, n in self.slot_of.items() if w != v and self.fn.registers[w].reg_class == cls.name]
         if self.homes[v] != "stack" or not others:
-            return real(self, v, t, cls, line)
+            return real(self, v, t, cls, line, defined)
         saved = self.slot_of[v]
         self.slot_of[v] = self.slot_of[others[0]]  # the slot of another value of the same class
         try:
-            return real(self, v, t, cls, line)
+            return real(self, v, t, cls, line, defined)
         finally:
             self.slot_of[v] = saved
 
@@ -191,10 +191,10 @@ def _wrong_slot(monkeypatch: pytest.MonkeyPatch) -> None:
 def _clobbered_register(monkeypatch: pytest.MonkeyPatch) -> None:
     real = spill_placement.Rewriter._store
 
-    def store(self: spill_placement.Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
+    def store(self: spill_placement.Rewriter, v, t, cls, line, defined=None):  # noqa: ANN001, ANN202
         # Store the value's old register instead of the one that holds it now: where the
         # value lives in its home, that register holds something else.
-        return real(self, v, v, cls, line)
+        return real(self, v, v, cls, line, defined)
 
     monkeypatch.setattr(spill_placement.Rewriter, "_store", store)
 
@@ -202,8 +202,8 @@ def _clobbered_register(monkeypatch: pytest.MonkeyPatch) -> None:
 def _missing_reload(monkeypatch: pytest.MonkeyPatch) -> None:
     real = spill_placement.Rewriter._reload
 
-    def reload(self: spill_placement.Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
-        got = real(self, v, t, cls, line)
+    def reload(self: spill_placement.Rewriter, v, t, cls, line, defined=None):  # noqa: ANN001, ANN202
+        got = real(self, v, t, cls, line, defined)
         if t != v and not getattr(self, "planted", False):
             self.planted = True  # type: ignore[attr-defined]
             return []  # the first reload is not written: its use reads whatever the register holds

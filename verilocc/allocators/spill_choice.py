@@ -66,7 +66,7 @@ def choose(state: Rewriter, caps: Caps) -> dict[VReg, str]:
     live_in = _live_in(liveness)
     hot, regions, priced = _priced(state, pressure.over, classes, live_in, cfg)
     chosen = _pick(state, caps, pressure.over, classes, priced, hot, no_lane, pressure.no_agpr_home)
-    state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg)
+    state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg, liveness)
     return chosen
 
 
@@ -318,7 +318,7 @@ def forced(state: Rewriter, force: frozenset[VReg]) -> dict[VReg, str]:
         chosen[v] = priced[v][1] or ("lane" if of == ("sgpr",) and v not in no_lane else
                                      "agpr" if agpr_split(state, classes[v]) else "stack")
     state.whole = set(chosen)
-    state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg)
+    state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg, liveness)
     return chosen
 
 
