@@ -84,15 +84,8 @@ def load_inputs(
         if post_path is not None:
             raise InputError("give either ALLOC.mir or --assignment, not both", assignment_path, 0, 0)
         from verilocc.rewrite.assignment import materialise, read_assignment
-        from verilocc.rewrite.finish import finish_for_llc
 
-        assignment = read_assignment(assignment_path)
-        post, findings = materialise(pre, assignment)
-        if not findings:
-            # The block live-ins an allocator writes (VirtRegRewriter's), which the check of
-            # undefined reads holds the program to.
-            for pre_fn, post_fn in zip(pre.functions, post.functions):
-                finish_for_llc(pre_fn, post_fn, assignment.regs)
+        post, findings = materialise(pre, read_assignment(assignment_path))
         return post, pre, findings
     if post_path is None:
         raise InputError("nothing to verify: give ALLOC.mir, or --pre with --assignment", "<args>", 0, 0)

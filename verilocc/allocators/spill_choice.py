@@ -380,6 +380,11 @@ def _accesses(state: Rewriter, freq: dict[int, float]) -> tuple[
                     defined.add(op.vreg)
                     if i >= tstart or writes_exec:
                         barred.add(op.vreg)
+                elif i >= tstart and writes_exec:
+                    # The mask a terminator moves into $exec (`$exec = S_MOV_B64_term %m`):
+                    # SIOptimizeExecMasking folds its def into an S_AND_SAVEEXEC and drops it,
+                    # so spill code reading it in between would read a register nothing wrote.
+                    barred.add(op.vreg)
                 if bad:
                     barred.add(op.vreg)
             for v in vs:
