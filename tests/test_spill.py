@@ -174,14 +174,14 @@ def test_waves_flag_sets_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
 def _wrong_slot(monkeypatch: pytest.MonkeyPatch) -> None:
     real = spill_placement.Rewriter._reload
 
-    def reload(self: spill_placement.Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
+    def reload(self: spill_placement.Rewriter, v, t, cls, line, defined=None):  # noqa: ANN001, ANN202
         others = [w for w, n in self.slot_of.items() if w != v and self.fn.registers[w].reg_class == cls.name]
         if self.homes[v] != "stack" or not others:
-            return real(self, v, t, cls, line)
+            return real(self, v, t, cls, line, defined)
         saved = self.slot_of[v]
         self.slot_of[v] = self.slot_of[others[0]]  # the slot of another value of the same class
         try:
-            return real(self, v, t, cls, line)
+            return real(self, v, t, cls, line, defined)
         finally:
             self.slot_of[v] = saved
 
@@ -191,10 +191,10 @@ def _wrong_slot(monkeypatch: pytest.MonkeyPatch) -> None:
 def _clobbered_register(monkeypatch: pytest.MonkeyPatch) -> None:
     real = spill_placement.Rewriter._store
 
-    def store(self: spill_placement.Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
+    def store(self: spill_placement.Rewriter, v, t, cls, line, defined=None):  # noqa: ANN001, ANN202
         # Store the value's old register instead of the one that holds it now: where the
         # value lives in its home, that register holds something else.
-        return real(self, v, v, cls, line)
+        return real(self, v, v, cls, line, defined)
 
     monkeypatch.setattr(spill_placement.Rewriter, "_store", store)
 
@@ -202,8 +202,8 @@ def _clobbered_register(monkeypatch: pytest.MonkeyPatch) -> None:
 def _missing_reload(monkeypatch: pytest.MonkeyPatch) -> None:
     real = spill_placement.Rewriter._reload
 
-    def reload(self: spill_placement.Rewriter, v, t, cls, line):  # noqa: ANN001, ANN202
-        got = real(self, v, t, cls, line)
+    def reload(self: spill_placement.Rewriter, v, t, cls, line, defined=None):  # noqa: ANN001, ANN202
+        got = real(self, v, t, cls, line, defined)
         if t != v and not getattr(self, "planted", False):
             self.planted = True  # type: ignore[attr-defined]
             return []  # the first reload is not written: its use reads whatever the register holds
@@ -711,3 +711,45 @@ def test_true16_values_take_low_halves(tmp_path: Path) -> None:
                           "-start-after=virtregrewriter,2", str(out), "-o", str(tmp_path / "h.s")],
                          capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+_HALF = """--- |
+  define amdgpu_kernel void @half(ptr addrspace(4) %p) #0 { ret void }
+  attributes #0 = { "target-cpu"="gfx90a" }
+...
+---
+name: half
+tracksRegLiveness: true
+machineFunctionInfo:
+  isEntryFunction: true
+  scratchRSrcReg: '$sgpr0_sgpr1_sgpr2_sgpr3'
+  stackPtrOffsetReg: '$sgpr32'
+body: |
+  bb.0:
+    liveins: $sgpr4_sgpr5
+    %0:sgpr_64 = COPY $sgpr4_sgpr5
+    undef %1.sub0:sgpr_64 = S_LOAD_DWORD_IMM %0, 0, 0
+""" + "".join(f"    %{10 + i}:vgpr_32 = V_MOV_B32_e32 {i}, implicit $exec\n" for i in range(16)) + """    %2:vreg_64_align2 = COPY %1
+    %3:vgpr_32 = V_MOV_B32_e32 0, implicit $exec
+    GLOBAL_STORE_DWORDX2 %3, %2, %0, 0, 0, implicit $exec
+    S_ENDPGM 0
+...
+"""
+
+
+def test_an_sgpr_value_defined_by_its_low_half_saves_and_restores_that_half_alone() -> None:
+    """`undef %1.sub0:sgpr_64 = S_LOAD_DWORD_IMM`: spilled to VGPR lanes, only `sub0` is saved
+    and restored; a save of `sub1` would read an SGPR nothing wrote, which llc's machine
+    verifier refuses ("Using an undefined physical register")."""
+    pre = parse_module(_HALF, "half.pre.mir")
+    fn = pre.functions[0]
+    target = function_target(fn, None, pre.file)
+    spilled = spill_to_fit(fn, target, allocation_budget(fn, target), force=frozenset({1}))
+    assert spilled.homes == {1: "lane"}
+    lane_code = [ins for b in spilled.fn.blocks for ins in b.instructions
+                 if ins.opcode in ("SI_SPILL_S32_TO_VGPR", "SI_RESTORE_S32_FROM_VGPR")]
+    assert [ins.opcode for ins in lane_code] == ["SI_SPILL_S32_TO_VGPR", "SI_RESTORE_S32_FROM_VGPR"]
+    parts = [op.subreg for ins in lane_code for op in ins.operands if op.kind == "reg" and op.subreg]
+    assert parts == ["sub0", "sub0"]
+    restore_def = next(op for op in lane_code[1].operands if op.kind == "reg" and op.is_def)
+    assert restore_def.has("undef")

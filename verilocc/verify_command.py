@@ -33,7 +33,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="the allocated program (post-RA MIR), or a directory of pairs to verify as a batch")
     v.add_argument("--manifest", metavar="FILE", help="verify the pairs this file lists (`POST PRE` per line) as a batch")
     v.add_argument("--pre", metavar="PRE.mir", help="the virtual-register program it was allocated from")
-    v.add_argument("--assignment", metavar="FILE", help="verify an assignment (`%%N -> $reg` lines) applied to --pre")
+    v.add_argument("--assignment", metavar="FILE", help="verify an assignment (`%%N -> $reg` lines) applied to --pre, with the "
+                   "block live-ins an allocator writes")
     v.add_argument("--format", choices=("text", "json", "sarif", "html", "jsonl"), default="text",
                    help="output format (default text); html: the register-occupancy page of `verilocc show` with the "
                    "verdict and every finding on it; a batch writes text or jsonl (one JSON object per pair)")

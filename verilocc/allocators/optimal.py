@@ -361,11 +361,21 @@ def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
     below: int | None = None  # the last margin whose program did not colour, with this `force`
 
     def colour(spilled: Spilled, problem: Problem) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
-        placed, left = spill_fit(problem, spilled.home_regs, spilled.homes_first)
-        if left and plan.evict:
-            eviction = evicting_fit(problem, spilled.home_regs, programs.evictable, spilled.homes_first)
-            placed, left = eviction.placed, eviction.left
-        return placed, left
+        best: tuple[dict[VReg, tuple[int, int]], list[VReg]] | None = None
+        # AGPR homes in a copy partner's VGPR save the copies, but where the VGPRs are full
+        # they take the registers the values they were split from need: then the homes go to
+        # the AGPRs first (as LLVM's split copies into AV classes do).
+        for first in (spilled.homes_first, True) if spilled.home_regs else (spilled.homes_first,):
+            placed, left = spill_fit(problem, spilled.home_regs, first)
+            if left and plan.evict:
+                eviction = evicting_fit(problem, spilled.home_regs, programs.evictable, first)
+                placed, left = eviction.placed, eviction.left
+            if best is None or len(left) < len(best[1]):
+                best = placed, left
+            if not left:
+                break
+        assert best is not None
+        return best
 
     while margin is not None:
         try:

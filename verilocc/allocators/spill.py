@@ -19,7 +19,9 @@ VirtRegRewriter, before prolog/epilog insertion; InlineSpiller and SILowerSGPRSp
 - **lane**: an SGPR value lives in lanes of a VGPR, as SILowerSGPRSpills of LLVM 17 to 19
   leaves it: ``%L:vgpr_32 = IMPLICIT_DEF`` at the top of the entry block, ``%L =
   SI_SPILL_S32_TO_VGPR %t.subK, lane, %L(tied-def 0)`` per 32 bits after each def, ``%t.subK =
-  SI_RESTORE_S32_FROM_VGPR %L, lane`` before each use; machineFunctionInfo says
+  SI_RESTORE_S32_FROM_VGPR %L, lane`` before each use, only for the parts some path defines
+  there (a partially defined value, ``undef %t.sub0 = ...``, saves and restores what it holds:
+  a read of an SGPR nothing wrote is one llc's machine verifier refuses); machineFunctionInfo says
   ``hasSpilledSGPRs``; no stack slot remains (LLVM deletes the SGPR slots it lowered).
   An SGPR value live across a call that keeps no VGPR within the budget, or across
   instructions that clobber every VGPR within it between them (where no lane VGPR could

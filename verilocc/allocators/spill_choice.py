@@ -66,7 +66,7 @@ def choose(state: Rewriter, caps: Caps) -> dict[VReg, str]:
     live_in = _live_in(liveness)
     hot, regions, priced = _priced(state, pressure.over, classes, live_in, cfg)
     chosen = _pick(state, caps, pressure.over, classes, priced, hot, no_lane, pressure.no_agpr_home)
-    state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg)
+    state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg, liveness)
     return chosen
 
 
@@ -318,7 +318,7 @@ def forced(state: Rewriter, force: frozenset[VReg]) -> dict[VReg, str]:
         chosen[v] = priced[v][1] or ("lane" if of == ("sgpr",) and v not in no_lane else
                                      "agpr" if agpr_split(state, classes[v]) else "stack")
     state.whole = set(chosen)
-    state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg)
+    state.plan(chosen, {v: regions[v] for v in chosen}, live_in, cfg, liveness)
     return chosen
 
 
@@ -380,6 +380,11 @@ def _accesses(state: Rewriter, freq: dict[int, float]) -> tuple[
                     defined.add(op.vreg)
                     if i >= tstart or writes_exec:
                         barred.add(op.vreg)
+                elif i >= tstart and writes_exec:
+                    # The mask a terminator moves into $exec (`$exec = S_MOV_B64_term %m`):
+                    # SIOptimizeExecMasking folds its def into an S_AND_SAVEEXEC and drops it,
+                    # so spill code reading it in between would read a register nothing wrote.
+                    barred.add(op.vreg)
                 if bad:
                     barred.add(op.vreg)
             for v in vs:

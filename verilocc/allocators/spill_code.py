@@ -11,6 +11,7 @@ of its frame and machineFunctionInfo.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from verilocc.analysis.operands import VReg
 from verilocc.mir.build import define, imm, instruction, reg, stack_slot
@@ -98,21 +99,30 @@ def lane_vgpr_def(lane_vgpr: VReg, line: int) -> Instruction:
     return instruction("IMPLICIT_DEF", [define(lane_vgpr, reg_class="vgpr_32")], line)
 
 
-def lane_stores(t: VReg, cls: RegisterClass, lane_vgpr: VReg, first: int, line: int) -> list[Instruction]:
-    """``%L:vgpr_32 = SI_SPILL_S32_TO_VGPR %t.subK, first + K, %L(tied-def 0)`` per 32 bits."""
+def lane_stores(t: VReg, cls: RegisterClass, lane_vgpr: VReg, first: int, line: int,
+                parts: Sequence[int] | None = None) -> list[Instruction]:
+    """``%L:vgpr_32 = SI_SPILL_S32_TO_VGPR %t.subK, first + K, %L(tied-def 0)`` per 32 bits
+    (`parts`: only those K)."""
     return [instruction("SI_SPILL_S32_TO_VGPR", [define(lane_vgpr, reg_class="vgpr_32"), reg(t, subreg=_part(cls, k)),
                                                  imm(first + k), reg(lane_vgpr, tied_def=0)], line)
-            for k in range(cls.width32)]
+            for k in (range(cls.width32) if parts is None else parts)]
 
 
-def lane_reloads(t: VReg, cls: RegisterClass, lane_vgpr: VReg, first: int, line: int) -> list[Instruction]:
-    """``%t.subK:cls = SI_RESTORE_S32_FROM_VGPR %L, first + K`` per 32 bits (the first `undef`
-    for a tuple)."""
+def lane_reloads(t: VReg, cls: RegisterClass, lane_vgpr: VReg, first: int, line: int,
+                 parts: Sequence[int] | None = None) -> list[Instruction]:
+    """``%t.subK:cls = SI_RESTORE_S32_FROM_VGPR %L, first + K`` per 32 bits (`parts`: only
+    those K; the first `undef` for a tuple)."""
+    ks = list(range(cls.width32) if parts is None else parts)
     return [instruction("SI_RESTORE_S32_FROM_VGPR",
                         [define(t, subreg=_part(cls, k), reg_class=cls.name,
-                                flags={"undef"} if cls.width32 > 1 and k == 0 else ()),
+                                flags={"undef"} if cls.width32 > 1 and n == 0 else ()),
                          reg(lane_vgpr), imm(first + k)], line)
-            for k in range(cls.width32)]
+            for n, k in enumerate(ks)]
+
+
+def defined_parts(cls: RegisterClass, lanes: int) -> list[int]:
+    """The 32-bit parts of a value of `cls` with a lane of `lanes` (16-bit lane mask)."""
+    return [k for k in range(max(1, cls.width32)) if (lanes >> (2 * k)) & 3]
 
 
 def _part(cls: RegisterClass, k: int) -> str | None:

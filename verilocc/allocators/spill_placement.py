@@ -16,9 +16,10 @@ import re
 
 from verilocc.allocators.problem import vreg_key
 from verilocc.allocators.slots import Slot, colour_slots, redundant_stores, rename_slots
-from verilocc.allocators.spill_code import (add_frame_entries, av_class, copy as copy_instruction, lane_reloads,
-                                            lane_stores, lane_vgpr_def, stack_reload, stack_store)
+from verilocc.allocators.spill_code import (add_frame_entries, av_class, copy as copy_instruction, defined_parts,
+                                            lane_reloads, lane_stores, lane_vgpr_def, stack_reload, stack_store)
 from verilocc.analysis.cfg import CFG, build_cfg, loop_depths
+from verilocc.analysis.liveness import Liveness
 from verilocc.analysis.operands import VReg, vreg_classes
 from verilocc.analysis.wholewave import wwm_vregs
 from verilocc.mir.model import Function, Instruction, Operand, VRegDecl
@@ -126,12 +127,15 @@ class Rewriter:
         self.head_reloads: dict[int, list[VReg]] = {}  # block -> values reloaded at its start (leaving one)
         self.whole: set[VReg] = set()  # values spilled wherever they live (`force`)
         self.whole_ranges = False  # a value may be spilled wherever it lives when that costs less
+        self.liveness: Liveness | None = None  # of the program this round rewrites (lanes defined where)
 
     # -- where -------------------------------------------------------------------------------
     def plan(self, chosen: dict[VReg, str], regions: dict[VReg, set[int]], live_in: dict[VReg, set[int]],
-             cfg: CFG) -> None:
+             cfg: CFG, liveness: Liveness | None = None) -> None:
         """Where this round's values live in their homes, and the stores and reloads at the
-        edges of those regions."""
+        edges of those regions. `liveness`: of the program as it is (which lanes of a value
+        may be defined where its spill code goes)."""
+        self.liveness = liveness
         self.region = {}
         self.tail_stores = {}
         self.head_reloads = {}
@@ -184,7 +188,7 @@ class Rewriter:
         for b in fn.blocks:
             here = {v: h for v, h in chosen.items() if b.number in self.region[v]}
             code = self._rewrite_block(b.number, b.instructions, here, classes, remat_defs)
-            self._add_edge_code(b.number, b.line, code, classes)
+            self._add_edge_code(b.number, b.line, code, classes, len(b.instructions))
             b.instructions = code
         # After the blocks: the points over the budget (`self.evict`) index the instructions
         # as they were, so nothing may be inserted before rewriting.
@@ -219,17 +223,17 @@ class Rewriter:
         return lane_defs
 
     def _add_edge_code(self, block: int, line: int, code: list[Instruction],
-                       classes: dict[VReg, RegisterClass]) -> None:
+                       classes: dict[VReg, RegisterClass], length: int) -> None:
         """The stores of a block that enters a region (before its terminators) and the reloads
         of a block entered from one (after its prologue: the instructions that restore $exec
         at a join), into `code`."""
         tail = [ins for v in sorted(self.tail_stores.get(block, []), key=vreg_key)
-                for ins in self._store(v, v, classes[v], line)]
+                for ins in self._store(v, v, classes[v], line, self._defined(block, length - 1, v))]
         if tail:
             t = terminator_start(code)
             code[t:t] = tail
         head = [ins for v in sorted(self.head_reloads.get(block, []), key=vreg_key)
-                for ins in self._reload(v, v, classes[v], line)]
+                for ins in self._reload(v, v, classes[v], line, self._defined(block, -1, v))]
         if head:
             k = 0
             while k < len(code) and not is_terminator(code[k]) and any(
@@ -262,7 +266,7 @@ class Rewriter:
                 continue
             if any(remat_defs.get(v) is ins for v in vs):
                 continue  # the original def of a rematerialised constant goes
-            folded = self._fold_copy(ins, vs, chosen, classes, remat_defs)
+            folded = self._fold_copy(block, i, ins, vs, chosen, classes, remat_defs)
             if folded is not None:
                 for v in vs:
                     avail.pop(v, None)
@@ -300,7 +304,7 @@ class Rewriter:
         else:
             t = self.new_vreg(cls.name)
             if reads:
-                before.extend(self._reload(v, t, cls, code[i].line))
+                before.extend(self._reload(v, t, cls, code[i].line, self._defined(block, i - 1, v)))
         if not any(op.is_def for op in ops):
             avail[v] = (t, i)
             return t
@@ -310,7 +314,7 @@ class Rewriter:
         nxt = next((j for j in touches if j > i), None)
         if not (nxt is not None and nxt < tstart and not self.crosses(block, i, nxt, v)
                 and any(op.is_def for op in code[nxt].operands if op.kind == "reg" and op.vreg == v)):
-            after.extend(self._store(v, t, cls, code[i].line))
+            after.extend(self._store(v, t, cls, code[i].line, self._defined(block, i, v)))
         avail[v] = (t, i)
         return t
 
@@ -323,8 +327,8 @@ class Rewriter:
         out.extend(body)
         out.extend(after)
 
-    def _fold_copy(self, ins: Instruction, vs: list[VReg], chosen: dict[VReg, str], classes: dict[VReg, RegisterClass],
-                   remat_defs: dict[VReg, Instruction]) -> list[Instruction] | None:
+    def _fold_copy(self, block: int, i: int, ins: Instruction, vs: list[VReg], chosen: dict[VReg, str],
+                   classes: dict[VReg, RegisterClass], remat_defs: dict[VReg, Instruction]) -> list[Instruction] | None:
         """A full COPY between a spilled value and an unspilled virtual register of the same
         register file becomes the store or the reload itself."""
         if ins.opcode != "COPY" or len(vs) != 1 or len(ins.operands) != 2:
@@ -343,14 +347,36 @@ class Rewriter:
         if not same_file or home == "remat" and dst.vreg == v:
             return None
         if dst.vreg == v:  # a store
-            return self._store(v, o, ocls, ins.line)
+            return self._store(v, o, ocls, ins.line, self._defined(block, i - 1, o))
         if home == "remat":
             return [self._remat(remat_defs[v], v, o)]
-        return self._reload(v, o, ocls, ins.line)
+        return self._reload(v, o, ocls, ins.line, self._defined(block, i - 1, v))
 
-    def _store(self, v: VReg, t: VReg, cls: RegisterClass, line: int) -> list[Instruction]:
-        """Instructions that put `t` (a register of class `cls`) into `v`'s home."""
+    def _defined(self, block: int, index: int, v: VReg) -> int | None:
+        """Lanes of `v` that may be defined just after instruction `index` of `block` (-1: at
+        its entry) in the program this round rewrites; None when that is not known."""
+        if self.liveness is None or block not in self.liveness.defined_in:
+            return None
+        if index < 0:
+            return self.liveness.defined_in[block].get(v, 0)
+        return self.liveness.defined_after(block, index, v)
+
+    def _store(self, v: VReg, t: VReg, cls: RegisterClass, line: int, defined: int | None = None) -> list[Instruction]:
+        """Instructions that put `t` (a register of class `cls`) into `v`'s home. `defined`:
+        the lanes of `t` that may be defined there (None: all). An SGPR value's parts that no
+        path defines are not stored (a read of an SGPR no path writes is one LLVM's machine
+        verifier refuses; its contents do not matter): in VGPR lanes, only the parts with a
+        defined lane; to a stack slot, nothing when no lane is defined."""
         home = self.homes[v]
+        if defined is not None and RegFile.SGPR in cls.files:
+            parts = defined_parts(cls, defined)
+            if not parts:
+                return []
+            if home == "lane":
+                lane_vgpr, first = self.lane_of[v]
+                out = lane_stores(t, cls, lane_vgpr, first, line, parts)
+                self.inserted += len(out)
+                return out
         if home == "stack":
             out = [stack_store(t, cls, self.slot_of[v], self.stack_pointer, line)]
         elif home == "agpr":
@@ -364,9 +390,16 @@ class Rewriter:
         self.inserted += len(out)
         return out
 
-    def _reload(self, v: VReg, t: VReg, cls: RegisterClass, line: int) -> list[Instruction]:
-        """Instructions that define `t` (class `cls`) from `v`'s home."""
+    def _reload(self, v: VReg, t: VReg, cls: RegisterClass, line: int, defined: int | None = None) -> list[Instruction]:
+        """Instructions that define `t` (class `cls`) from `v`'s home. `defined`: the lanes of
+        `v` that may be defined there; from VGPR lanes only the parts with a defined lane are
+        restored (all when none is: the use still needs a def)."""
         home = self.homes[v]
+        if home == "lane" and defined is not None and (parts := defined_parts(cls, defined)):
+            lane_vgpr, first = self.lane_of[v]
+            out = lane_reloads(t, cls, lane_vgpr, first, line, parts)
+            self.inserted += len(out)
+            return out
         if home == "stack":
             out = [stack_reload(t, cls, self.slot_of[v], self.stack_pointer, line)]
         elif home == "agpr":

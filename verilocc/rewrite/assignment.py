@@ -64,11 +64,19 @@ def materialise(pre: Module, assignment: Assignment) -> tuple[Module, list[Findi
 
     A virtual register without an assignment stays virtual (the verifier reports it); a
     subregister the assigned register does not have is a finding at the assignment's line.
+    Without findings, each function gets the block live-ins VirtRegRewriter writes
+    (`verilocc.rewrite.finish.finish_for_llc`), which the check of undefined reads holds an
+    allocated program to.
     """
+    from verilocc.rewrite.finish import finish_for_llc
+
     post = copy.deepcopy(pre)
     findings: list[Finding] = []
     for fn in post.functions:
         _rewrite_function(fn, assignment, findings)
+    if not findings:
+        for pre_fn, post_fn in zip(pre.functions, post.functions):
+            finish_for_llc(pre_fn, post_fn, assignment.regs)
     return post, findings
 
 
