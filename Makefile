@@ -131,7 +131,7 @@ check: install
 	VERILOCC_CORPUS= $(PY) -m pytest -q -n 2 -m "not slow and not llc" $(CHECK_TESTS)
 
 test: install native model-install llvm
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --durations=25
 
 # The hunt for LLVM's own allocation bugs (docs/hunt.md; not part of `make test`): every llc-13 to
 # llc-22 on PATH allocates the known-bug reproducers, the fidelity inputs, 31 of LLVM's tests,
