@@ -3,7 +3,8 @@
 Stack slot sharing (`verilocc.allocators.slots`): spilled values never live together share a
 slot, the allocation is VERIFIED, and sharing a slot between values live together is REJECTED.
 The budget filled before spilling more: the spill ladder bisects for the smallest margin whose
-program colours, and the model loop allocates that same program (not one with more room).
+program colours, and the model loop allocates that same program (not one with more room). A
+colouring that leaves SGPR values out asks for SGPR room alone (one margin per kind).
 """
 
 from __future__ import annotations
@@ -12,16 +13,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import EXAMPLES
 from tests.test_spill import _budgeted, _reverified
+from verilocc.allocators import optimal
 from verilocc.allocators import slots as slots_module
 from verilocc.allocators import spill, spill_placement
 from verilocc.allocators.optimal import solve_function
 from verilocc.allocators.problem import allocation_budget
 from verilocc.allocators.slots import Slot
+from verilocc.allocators.spill_budget import Margin
 from verilocc.cli import main
 from verilocc.findings import Verdict
 from verilocc.mir.model import Module
+from verilocc.mir.parser import parse_module
 from verilocc.mir.printer import print_module
+from verilocc.verify import function_target
 
 TIMEOUT = 5.0
 
@@ -271,3 +277,33 @@ def test_whole_ranges_where_region_edges_cost_more() -> None:
     placed, left = spill_fit(build_problem(whole.fn, target, budget), whole.home_regs, whole.homes_first)
     assert not left
     assert _colour_checked(pre, fn, target, whole, placed) is Verdict.VERIFIED
+
+
+def test_a_colouring_that_leaves_sgprs_out_asks_for_sgpr_room_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gfx90a sgemm_naive under "amdgpu-num-sgpr"="12" and "amdgpu-num-vgpr"="20": the first
+    program with spill code leaves SGPR values without a register. The ladder asks the spiller
+    for SGPR room and keeps every vector register of the budget; with one margin for both
+    kinds it gives up vector registers as well. Both programs are VERIFIED once allocated."""
+    text = (EXAMPLES / "gfx90a" / "sgemm_naive.pre.mir").read_text()
+    pre = parse_module(text.replace('"target-cpu"="gfx90a"', '"amdgpu-num-sgpr"="12" "amdgpu-num-vgpr"="20" '
+                                    '"target-cpu"="gfx90a"'), "sgemm_naive.pre.mir")
+    fn = pre.functions[0]
+    target = function_target(fn, None, pre.file)
+    asked: list[Margin] = []
+    real = optimal._Programs.get
+
+    def get(self: optimal._Programs, margin: Margin, force: frozenset[object], whole: bool = False):  # noqa: ANN202
+        asked.append(margin)
+        return real(self, margin, force, whole)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(optimal._Programs, "get", get)
+    got = optimal.coloured_spill_program(fn, target, allocation_budget(fn, target))  # type: ignore[arg-type]
+    assert got is not None
+    assert asked[0] == Margin(0, 0) and asked[1].sgpr > 0
+    assert all(m.vector == 0 for m in asked), asked
+    asked.clear()
+    assert optimal.coloured_spill_program(fn, target, allocation_budget(fn, target), per_kind=False) is not None  # type: ignore[arg-type]
+    assert any(m.vector > 0 for m in asked)
+    alloc = solve_function(fn, target, timeout=TIMEOUT)  # type: ignore[arg-type]
+    assert alloc.function is not None, alloc.reason
+    assert _reverified(pre, alloc.function) is Verdict.VERIFIED

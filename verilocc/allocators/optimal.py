@@ -39,6 +39,7 @@ with `spill=False`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,9 +53,10 @@ from verilocc.allocators.usage import register_usage
 from verilocc.allocators.search import RLIMIT_PER_SECOND, Bound, Search, wave_limits
 from verilocc.allocators.evict import evicting_fit
 from verilocc.allocators.spill import CannotSpill, Spilled, spill_to_fit, spillable_values
+from verilocc.allocators.spill_budget import Margin
 from verilocc.analysis.operands import VReg
 from verilocc.mir.model import Function, Module
-from verilocc.target import PhysReg, Target
+from verilocc.target import PhysReg, RegFile, Target
 from verilocc.target.limits import Limits
 from verilocc.target.waves import waves_per_simd
 
@@ -326,9 +328,10 @@ class _Programs:
     target: Target
     budget: Limits
     evictable: frozenset[VReg]  # values the spiller can spill as a whole (`spillable_values`)
-    made: dict[tuple[int, frozenset[VReg], bool], tuple[Spilled, Problem] | CannotSpill] = field(default_factory=dict)
+    per_kind: bool = True  # a margin per kind of value (False: one for all, `bench/spill_margins.py`)
+    made: dict[tuple[Margin, frozenset[VReg], bool], tuple[Spilled, Problem] | CannotSpill] = field(default_factory=dict)
 
-    def get(self, margin: int, force: frozenset[VReg], whole: bool = False) -> tuple[Spilled, Problem]:
+    def get(self, margin: Margin, force: frozenset[VReg], whole: bool = False) -> tuple[Spilled, Problem]:
         """`spill_to_fit(margin, force, whole_ranges=whole)` and its problem; `CannotSpill` as it raises it."""
         key = (margin, force, whole)
         if key not in self.made:
@@ -348,17 +351,31 @@ def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
     scan (`spill_fit`) and, with `plan.evict`, where that leaves values out, by the colouring
     that evicts the cheapest values in the way (`evicting_fit`). A failed colouring asks the
     spiller for more room below the budget (`_SPILL_MARGINS`: reload registers and tuple
-    alignment need some); after `plan.room_first` failures it also spills the values the
-    colouring left out as a whole (`spill_to_fit(force=...)`, as LLVM's greedy allocator
-    spills a range it can neither assign nor split), with `plan.stay` at the same margin as
-    long as that adds values (`_FORCE_ROUNDS`). A margin the spiller cannot reach is skipped
-    (another margin changes its choices)."""
-    margins = iter(_SPILL_MARGINS)
-    margin = next(margins, None)
+    alignment need some) for the kinds of the values it left out (vector or SGPR: SGPR tuples
+    left out take no vector registers away); after `plan.room_first` failures it also spills
+    the values the colouring left out as a whole (`spill_to_fit(force=...)`, as LLVM's greedy
+    allocator spills a range it can neither assign nor split), with `plan.stay` at the same
+    margin as long as that adds values (`_FORCE_ROUNDS`). A margin the spiller cannot reach is
+    skipped (another margin changes its choices)."""
+    steps = {"vector": 0, "sgpr": 0}  # each kind's place in _SPILL_MARGINS
+
+    def margin_now() -> Margin:
+        return Margin(_SPILL_MARGINS[steps["vector"]], _SPILL_MARGINS[steps["sgpr"]])
+
+    def grow(which: set[str]) -> bool:
+        """The next margin for the kinds `which` (both where none of them can grow)."""
+        for group in ((which, {"vector", "sgpr"}) if programs.per_kind else ({"vector", "sgpr"},)):
+            grown = [k for k in sorted(group) if steps[k] + 1 < len(_SPILL_MARGINS)]
+            for k in grown:
+                steps[k] += 1
+            if grown:
+                return True
+        return False
+
     force: frozenset[VReg] = frozenset()
     failed = rounds = tries = 0
     last = _Ladder(None, None, None, "", 0)
-    below: int | None = None  # the last margin whose program did not colour, with this `force`
+    below: Margin | None = None  # the last margin whose program did not colour, with this `force`
 
     def colour(spilled: Spilled, problem: Problem) -> tuple[dict[VReg, tuple[int, int]], list[VReg]]:
         best: tuple[dict[VReg, tuple[int, int]], list[VReg]] | None = None
@@ -377,44 +394,57 @@ def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
         assert best is not None
         return best
 
-    while margin is not None:
+    def fill(spilled: Spilled, problem: Problem, placed: dict[VReg, tuple[int, int]],
+             margin: Margin) -> _Ladder:
+        """Fill the budget before spilling more: per kind, between the margin that did not
+        colour and this one, bisect for the smallest margin whose program colours."""
+        nonlocal tries
+        for kind in ("vector", "sgpr"):
+            lo = getattr(below, kind) if below is not None else None
+            hi = getattr(margin, kind)
+            while lo is not None and hi - lo > 1:
+                mid = (lo + hi) // 2
+                trial = dataclasses.replace(margin, **{kind: mid})
+                try:
+                    s2, p2 = programs.get(trial, force, plan.whole)
+                except CannotSpill:
+                    lo = mid
+                    continue
+                tries += 1
+                if _over_budget(p2) is not None:
+                    lo = mid
+                    continue
+                placed2, left2 = colour(s2, p2)
+                if left2 or s2.inserted > spilled.inserted:
+                    lo = mid
+                else:
+                    hi, margin, spilled, problem, placed = mid, trial, s2, p2, placed2
+        return _Ladder(spilled, problem, placed, "", tries)
+
+    while True:
+        margin = margin_now()
         try:
             spilled, problem = programs.get(margin, force, plan.whole)
         except CannotSpill as e:
             if last.spilled is None:
                 last.why = str(e)
-            margin = next(margins, None)
+            if not grow({"vector", "sgpr"}):
+                break
             continue
         tries += 1
         over = _over_budget(problem)
         left: list[VReg] = []
+        which = {"vector", "sgpr"}
         if over is None:
             placed, left = colour(spilled, problem)
             if not left:
-                # Fill the budget before spilling more: between the margin that did not colour
-                # and this one, bisect for the smallest margin whose program colours.
-                lo, hi = below, margin
-                while lo is not None and hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    try:
-                        s2, p2 = programs.get(mid, force, plan.whole)
-                    except CannotSpill:
-                        lo = mid
-                        continue
-                    tries += 1
-                    if _over_budget(p2) is not None:
-                        lo = mid
-                        continue
-                    placed2, left2 = colour(s2, p2)
-                    if left2 or s2.inserted > spilled.inserted:
-                        lo = mid
-                    else:
-                        hi, spilled, problem, placed = mid, s2, p2, placed2
-                return _Ladder(spilled, problem, placed, "", tries)
+                return fill(spilled, problem, placed, margin)
             below = margin
             failed += 1
             last = _Ladder(spilled, problem, None, f"the colouring left {len(left)} value(s) of the program with "
                                                    "spill code without a register", tries)
+            which = {"sgpr" if RegFile.SGPR in problem.values[v].cls.files else "vector"
+                     for v in left if v in problem.values} or which
         elif last.spilled is None:
             last.why = over
         grown = force | {v for v in left if v in programs.evictable}
@@ -424,8 +454,8 @@ def _spill_ladder(programs: _Programs, plan: _Plan) -> _Ladder:
             if grown != force:
                 below = None  # other values spilled as a whole: margins below are not comparable
             force = grown
-        if not again:
-            margin = next(margins, None)
+        if not again and not grow(which):
+            break
     last.tries = tries
     return last
 
@@ -439,12 +469,15 @@ def _ladders(programs: _Programs) -> list[_Ladder]:
     return sorted(ladders, key=_Ladder.cost)
 
 
-def coloured_spill_program(fn: Function, target: Target, budget: Limits) -> tuple[Spilled, Problem] | None:
+def coloured_spill_program(fn: Function, target: Target, budget: Limits,
+                           per_kind: bool = True) -> tuple[Spilled, Problem] | None:
     """The program with spill code that the SMT allocator starts from when `fn` does not fit
     `budget`: of the ladders' programs a first-fit or evicting colouring places every value of,
     the one with the fewest spill instructions (None when no ladder colours one). The model
-    loop allocates this program too, so both strategies spill the same values."""
-    for ladder in _ladders(_Programs(fn, target, budget, spillable_values(fn, target, budget))):
+    loop allocates this program too, so both strategies spill the same values. `per_kind`
+    False: one margin for vector values and SGPRs alike (what `bench/spill_margins.py`
+    compares with)."""
+    for ladder in _ladders(_Programs(fn, target, budget, spillable_values(fn, target, budget), per_kind=per_kind)):
         if ladder.placed is not None and ladder.spilled is not None and ladder.problem is not None:
             return ladder.spilled, ladder.problem
     return None

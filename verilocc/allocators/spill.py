@@ -72,7 +72,7 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass, field
 
-from verilocc.allocators.spill_budget import budget_caps, kinds
+from verilocc.allocators.spill_budget import Margin, budget_caps, kinds
 from verilocc.allocators.spill_choice import CannotSpill, choose, costs, forced
 from verilocc.allocators.spill_placement import NEAR, Rewriter
 from verilocc.analysis.cfg import build_cfg
@@ -108,10 +108,10 @@ class Spilled:
         return f"{len(self.homes)} value(s) spilled ({', '.join(parts)}), {self.inserted} spill instruction(s)"
 
 
-def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, max_rounds: int = 16,
+def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int | Margin = 0, max_rounds: int = 16,
                  force: frozenset[VReg] = frozenset(), whole_ranges: bool = False) -> Spilled:
     """`fn` rewritten so that its pressure fits `margin` registers below the budget of
-    `limits` (the function itself, unchanged, when it already fits). `CannotSpill` when the
+    `limits` (a `Margin` gives vector values and SGPRs their own; the function itself, unchanged, when it already fits). `CannotSpill` when the
     values at some point cannot be spilled (reload registers alone exceed the budget, or the
     values there are not spillable).
 
@@ -132,7 +132,7 @@ def spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int = 0, 
         return _spill_to_fit(fn, target, limits, margin, max_rounds, force, 0, whole_ranges)
 
 
-def _spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int, max_rounds: int,
+def _spill_to_fit(fn: Function, target: Target, limits: Limits, margin: int | Margin, max_rounds: int,
                   force: frozenset[VReg], near: int, whole_ranges: bool = False) -> Spilled:
     caps = budget_caps(target, limits).less(margin)
     work = pickle.loads(pickle.dumps(fn, pickle.HIGHEST_PROTOCOL))  # a deep copy, in half the time

@@ -31,8 +31,19 @@ class Caps:
     sgpr: int
     agpr: int = 0
 
-    def less(self, margin: int) -> Caps:
-        return Caps(self.vgpr - margin, self.vector - margin, self.sgpr - margin, max(0, self.agpr - margin))
+    def less(self, margin: int | Margin) -> Caps:
+        m = margin if isinstance(margin, Margin) else Margin(margin, margin)
+        return Caps(self.vgpr - m.vector, self.vector - m.vector, self.sgpr - m.sgpr, max(0, self.agpr - m.vector))
+
+
+@dataclass(frozen=True, order=True)
+class Margin:
+    """Registers below the budget the spiller aims for: for vector values (VGPR, AGPR and
+    both) and for SGPRs, so that a colouring that leaves SGPR values out asks for SGPR room
+    without taking vector registers (and the other way round)."""
+
+    vector: int
+    sgpr: int
 
 
 def budget_caps(target: Target, limits: Limits) -> Caps:
