@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     summary = ", ".join(f"{k}: {v}" for k, v in counts.items())
     print(summary)
     if args.markdown:
-        args.markdown.write_text("\n".join(lines) + f"\n\nPer kind against one margin: {summary}.\n")
+        head = ("<!-- python bench/spill_margins.py --markdown bench/results/spill-margins.md "
+                "(docs/allocate.md, \"One margin per kind\") -->\n\n")
+        args.markdown.write_text(head + "\n".join(lines) + f"\n\nPer kind against one margin: {summary}.\n")
     return 0
 
 
