@@ -65,8 +65,8 @@ def materialise(pre: Module, assignment: Assignment) -> tuple[Module, list[Findi
     A virtual register without an assignment stays virtual (the verifier reports it); a
     subregister the assigned register does not have is a finding at the assignment's line.
     Without findings, each function gets the block live-ins VirtRegRewriter writes
-    (`verilocc.rewrite.finish.finish_for_llc`), which the check of undefined reads holds an
-    allocated program to.
+    (`verilocc.rewrite.finish.finish_for_llc`), which llc's machine verifier wants of a file
+    it finishes.
     """
     from verilocc.rewrite.finish import finish_for_llc
 
