@@ -4,7 +4,8 @@ The SMT allocator and the model loop start from the program with spill code that
 ladders colour (`verilocc.allocators.optimal.coloured_spill_program`). A colouring that leaves
 values without a register asks the spiller for room below the budget; with a margin per kind
 (the default) it asks only for the kinds of the values it left out (vector or SGPR), with one
-margin (`per_kind=False`) for both. This bench runs both, in one run, on corpus kernels whose
+margin (`per_kind=False`) for both; in both forms the bisection that fills the budget once a
+program colours runs per kind. This bench runs both, in one run, on corpus kernels whose
 pre files are given tight ``"amdgpu-num-sgpr"`` and ``"amdgpu-num-vgpr"`` requests, and prints
 per setting the spill instructions of the coloured program (none: no ladder colours one, the
 SMT allocator then asks z3), its homes, stack slots and seconds:
