@@ -23,7 +23,7 @@ from certcheck.mir import parse_instruction
 from verilocc.target.opcodes import tie_constraints
 
 from .test_certcheck import PAIRS, _certify, _check, _manifest, _rehash
-from .test_ties import LLC_VERSIONS, _installed, _llc, llc_ties, repository_samples, ties_of_every_name
+from .test_ties import LLC_VERSIONS, _installed, _llc, _session_dir, llc_ties, repository_samples, ties_of_every_name
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,8 +84,9 @@ def test_rules_on_one_instruction_of_each_form() -> None:
 @pytest.mark.llc
 @pytest.mark.slow
 @pytest.mark.parametrize("version", LLC_VERSIONS)
-def test_every_opcode_name_llc_knows_has_llcs_ties(version: str, tmp_path: Path) -> None:
-    theirs = ties_of_every_name(version, tmp_path)
+def test_every_opcode_name_llc_knows_has_llcs_ties(version: str, tmp_path: Path,
+                                                   tmp_path_factory: pytest.TempPathFactory) -> None:
+    theirs = ties_of_every_name(version, tmp_path, _session_dir(tmp_path_factory))
     differ, looser = [], 0
     for name, got in sorted(theirs.items()):
         ours = set(ties.implied(name))

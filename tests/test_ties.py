@@ -20,6 +20,8 @@ not show up when a file is printed back.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -325,25 +327,45 @@ _AMDGPU = {"S", "V", "SI", "AV", "DS", "BUFFER", "TBUFFER", "GLOBAL", "FLAT", "S
 _ENCODED = re.compile(r"_(?:gfx\d\w*|vi|si|ci)$")
 
 
-def ties_of_every_name(version: str, tmp_path: Path) -> dict[str, set[tuple[int, int]]]:
+def ties_of_every_name(version: str, tmp_path: Path, session: Path | None = None) -> dict[str, set[tuple[int, int]]]:
     """llc-`version`'s ties of every AMDGPU opcode name it knows (the test skips without that llc
-    or its table of names)."""
+    or its table of names). With `session` (`_session_dir`), llc's answer is read once per
+    test session: this test and certcheck's (tests/test_certcheck_ties.py) compare their own
+    tables with the same dump of llc."""
     llc = _llc(version)
     if llc is None:
         pytest.skip(f"llc-{version} is not installed (make test installs it)")
     names = [n for n in llvm_opcode_names(llc) if n.split("_")[0] in _AMDGPU or n in ("INSERT_SUBREG", "ARITH_FENCE")]
     if len(names) < 10_000:
         pytest.skip(f"no table of instruction names found in the library of {llc}")
-    return llc_ties_of_names(llc, names, tmp_path)
+    if session is None:
+        return llc_ties_of_names(llc, names, tmp_path)
+    binary = Path(shutil.which(llc) or llc).resolve()
+    stamp = binary.stat()
+    saved = session / f"llc-{version}-ties-{stamp.st_size}-{stamp.st_mtime_ns}.json"
+    if saved.exists():
+        return {name: {(d, u) for d, u in pairs} for name, pairs in json.loads(saved.read_text()).items()}
+    got = llc_ties_of_names(llc, names, tmp_path)
+    part = saved.with_suffix(f".{os.getpid()}.part")
+    part.write_text(json.dumps({name: sorted(pairs) for name, pairs in sorted(got.items())}))
+    os.replace(part, saved)  # another worker may have written the same answer meanwhile
+    return got
+
+
+def _session_dir(factory: pytest.TempPathFactory) -> Path:
+    """A directory of this test session that every pytest-xdist worker of it shares."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.mark.llc
 @pytest.mark.slow
 @pytest.mark.parametrize("version", LLC_VERSIONS)
-def test_every_opcode_name_llc_knows_has_llcs_ties(version: str, tmp_path: Path) -> None:
+def test_every_opcode_name_llc_knows_has_llcs_ties(version: str, tmp_path: Path,
+                                                   tmp_path_factory: pytest.TempPathFactory) -> None:
     """No opcode gets a tie llc does not give it, and every pseudo (and every MIMG opcode) gets
     exactly llc's ties; an encoded VALU opcode may be left out."""
-    theirs = ties_of_every_name(version, tmp_path)
+    theirs = ties_of_every_name(version, tmp_path, _session_dir(tmp_path_factory))
     wrong, missing = [], []
     for name, ties in sorted(theirs.items()):
         ours = {(t.def_, t.use) for t in tie_constraints(name)}
