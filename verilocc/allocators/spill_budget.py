@@ -36,7 +36,7 @@ class Caps:
         return Caps(self.vgpr - m.vector, self.vector - m.vector, self.sgpr - m.sgpr, max(0, self.agpr - m.vector))
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Margin:
     """Registers below the budget the spiller aims for: for vector values (VGPR, AGPR and
     both) and for SGPRs, so that a colouring that leaves SGPR values out asks for SGPR room
