@@ -125,7 +125,8 @@ class Obligations:
             diff = [(a, b) for a, b, x, y in zip(lhs, rhs, ob.lhs, ob.rhs) if x is not y]
             f = z3.And([a == b for a, b in diff], self.ctx) if len(diff) > 1 else diff[0][0] == diff[0][1]
             translated.append((Obligation(ob.place, ob.what_parts, lhs, rhs), f))
-        assumptions = [to_z3(a) == to_z3(b) for a, b in dict.fromkeys(self.assumptions)]
+        equal = [(to_z3(a), to_z3(b)) for a, b in dict.fromkeys(self.assumptions)]
+        assumptions = [a == b for a, b in equal]
         from verilocc.semantics.interpretation import RandomInterpretation
 
         # Opcodes are uninterpreted, so one interpretation under which the assumptions hold
@@ -133,7 +134,7 @@ class Obligations:
         # random ones before the solver (a wrong allocation is found in microseconds). The
         # values depend on the terms only, not on how they were made.
         for attempt in range(3):
-            interp = RandomInterpretation(z3, f"{self.seed}/{attempt}")
+            interp = RandomInterpretation(z3, f"{self.seed}/{attempt}", equal)
             if interp.holds(assumptions) and self.report_failures(translated, interp.value):
                 self.stats["refuted_by"] = "random interpretation"
                 return
