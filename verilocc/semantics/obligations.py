@@ -132,7 +132,8 @@ class Obligations:
         # Opcodes are uninterpreted, so one interpretation under which the assumptions hold
         # and an obligation fails refutes the claim as a solver's model would: try a few
         # random ones before the solver (a wrong allocation is found in microseconds). The
-        # values depend on the terms only, not on how they were made.
+        # values depend on the terms and the fixed order they are made and evaluated in: the
+        # same from run to run.
         for attempt in range(3):
             interp = RandomInterpretation(z3, f"{self.seed}/{attempt}", equal)
             if interp.holds(assumptions) and self.report_failures(translated, interp.value):
