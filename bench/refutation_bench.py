@@ -47,13 +47,12 @@ for op in sorted(OPERATORS):
 """
 
 
-def _pairs(root: Path) -> list[tuple[str, Path, Path]]:
-    out = []
-    for post in sorted(root.rglob("*.post.mir")):
-        pre = post.with_name(post.name.replace(".post.mir", ".pre.mir"))
-        if pre.exists():
-            out.append((f"fixtures/{post.relative_to(ROOT / 'tests' / 'fixtures').as_posix()[:-len('.post.mir')]}", post, pre))
-    return out
+def _pairs(under: Path) -> list[tuple[str, Path, Path]]:
+    """The snapshot's pairs (named as it names them, which seeds their mutants) under `under`."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from findings_snapshot import pairs
+
+    return [p for p in pairs([ROOT / "tests" / "fixtures"]) if p[1].is_relative_to(under)]
 
 
 def _run(checkout: Path, name: str, post: Path, pre: Path) -> tuple[list[dict[str, object]], float]:

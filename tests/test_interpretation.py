@@ -74,7 +74,6 @@ def test_assumed_equalities_are_satisfied_where_random_values_break_them() -> No
     interp = RandomInterpretation(z3, "0", pairs)
     assert interp.holds(assumptions)
     assert interp.value(x) == 0 and interp.value(y) == interp.value(z)
-    assert interp.value(f(y) == z) is False or interp.value(y) == interp.value(z) == interp.value(f(y))
     assert not RandomInterpretation(z3, "0").holds(assumptions)
 
 
@@ -83,7 +82,7 @@ def test_a_wrong_allocation_is_refuted_without_the_solver() -> None:
     assumptions) is refuted by the interpretation, not by z3."""
     base = FIXTURES / "llvm" / "16" / "gfx90a" / "sgemm_64x64_t4x4"
     pre, post = read_module(f"{base}.pre.mir"), read_module(f"{base}.post.mir")
-    mutant = mutations.change_opcode(post, random.Random(f"fixtures/llvm/16/gfx90a/sgemm_64x64_t4x4/change-opcode/0"))
+    mutant = mutations.change_opcode(post, random.Random("fixtures/llvm/16/gfx90a/sgemm_64x64_t4x4/change-opcode/0"))
     assert mutant is not None
     report = verify_modules(mutant.module, pre, Options())
     assert report.verdict is Verdict.REJECTED
