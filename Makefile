@@ -58,9 +58,12 @@ native: install
 
 # Training data: compile $(SHARED)/kernels (its manifest and the variants of the trained sources
 # in bench/model_eval/train_manifest.txt) with clang-19, pairs with llc-19 and llc-22, examples.
+# DATASET_TEACHER=solver: the SMT allocator's answers where they beat LLVM's (docs/allocate.md#training-data;
+# the shipped weights were trained on LLVM's).
+DATASET_TEACHER ?= llvm
 dataset: model-install
 	nice -n 10 $(VERILOCC) dataset build --kernels $(SHARED)/kernels --manifest bench/model_eval/train_manifest.txt \
-	    --out build/dataset -j 2
+	    --out build/dataset -j 2 --teacher $(DATASET_TEACHER)
 
 # The project's small model, in two stages. Stage 1 trains MODEL_BASE from scratch: MODEL_EPOCHS
 # epochs on one thread, niced, 6,319 steps; the learning rate decays over the epochs, so the run

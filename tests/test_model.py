@@ -340,6 +340,75 @@ def test_dataset_build_adds_the_variants_of_an_extra_manifest(tmp_path: Path) ->
     assert made["reduce_sum_nt64"]["lines"] != made["reduce_sum"]["lines"]
 
 
+def test_the_solver_teaches_where_its_allocation_ranks_first(tmp_path: Path) -> None:
+    """`dataset build --teacher solver`: a training function is taught by the SMT allocator's
+    VERIFIED allocation where it ranks before LLVM's (waves, spill code, VGPR+AGPR, SGPRs,
+    copies left) and by LLVM's otherwise; the manifest says which, and held-out functions
+    keep LLVM's answers."""
+    from verilocc.allocators.usage import register_usage
+    from verilocc.findings import Verdict
+    from verilocc.llm.dataset import LLVMAnswer, best_teacher, copies_apart, examples_from_pair, teacher_rank
+    from verilocc.llm.loop import verify_regs
+    from verilocc.rewrite.assignment import assignment_from_allocation
+    from verilocc.verify import Options
+
+    target = get_target("gfx90a")
+
+    def pair(name: str) -> Pair:
+        return Pair(EXAMPLES / "gfx90a" / f"{name}.pre.mir", EXAMPLES / "gfx90a" / f"{name}.post.mir", "gfx90a", name, "corpus")
+
+    def llvm_answer(name: str) -> tuple[AllocationProblem, LLVMAnswer]:
+        pre, post = read_module(pair(name).pre), read_module(pair(name).post)
+        derived = assignment_from_allocation(pre, post, "gfx90a")
+        return build_problem(pre.functions[0], target), LLVMAnswer(
+            dict(derived.regs), register_usage(post.functions[0], target), False, len(derived.split))
+
+    taught = {}
+    for name in ("vadd", "sgemm_naive"):
+        problem, llvm = llvm_answer(name)
+        regs, taught[name] = best_teacher(problem, llvm, timeout=20.0)
+        if taught[name] == "solver":
+            assert teacher_rank(problem.usage(regs), False, copies_apart(problem, regs)) < llvm.rank(problem)
+            _, report = verify_regs(read_module(pair(name).pre), problem, regs, [], Options())
+            assert report.verdict is Verdict.VERIFIED
+        else:
+            assert regs == llvm.regs
+    # vadd: the solver saves an SGPR LLVM used; sgemm_naive: LLVM's allocation is as good
+    assert taught == {"vadd": "solver", "sgemm_naive": "llvm"}
+    # spill code ranks after waves and before registers
+    problem, llvm = llvm_answer("sgemm_naive")
+    fewer = {**llvm.usage, "vgpr": llvm.usage["vgpr"] - 1}
+    assert teacher_rank(llvm.usage, False, 9) < teacher_rank(fewer, True, 0) < teacher_rank(llvm.usage, True, 0)
+    assert teacher_rank({**llvm.usage, "waves": llvm.usage["waves"] + 1}, True, 9) < teacher_rank(llvm.usage, False, 0)
+
+    # a COPY's partners in different registers count as a copy left
+    problem, llvm = llvm_answer("reduce_sum")
+    v, p = next((v, p) for v, iv in problem.info.items() for p in iv.copies if p in problem.info)
+    taken = set(llvm.regs.values()) | {q for iv in problem.info.values() for q in iv.copies if q not in problem.info}
+    together = {**llvm.regs, p: llvm.regs[v]}
+    apart = {**llvm.regs, p: next(c for c in problem.info[p].candidates if c not in taken)}  # a register no partner has
+    assert copies_apart(problem, together) < copies_apart(problem, apart)
+
+    pairs = tmp_path / "pairs"
+    (pairs / "gfx90a").mkdir(parents=True)
+    for name, as_name in (("vadd", "vadd"), ("sgemm_naive", "sgemm_naive"), ("vadd", "held_vadd")):
+        for side in ("pre", "post"):
+            shutil.copy(EXAMPLES / "gfx90a" / f"{name}.{side}.mir", pairs / "gfx90a" / f"{as_name}.{side}.mir")
+    sources = {"vadd": "vadd.hip", "sgemm_naive": "sgemm_naive.hip", "held_vadd": "held.hip"}
+    counts = build_examples(find_pairs(pairs, "corpus"), sources, tmp_path / "out", ("held.hip",), lambda _: None,
+                            feedback=False, teacher="solver")
+    assert counts["solver_taught"] == 1 and counts["train"] == 2 and counts["heldout"] == 1
+    rows = [line.split("\t") for line in (tmp_path / "out" / "manifest.tsv").read_text().splitlines()]
+    assert rows[0][-1] == "teacher" and sorted((r[0], r[3], r[-1]) for r in rows[1:]) == [
+        ("heldout", "held_vadd", "llvm"), ("train", "sgemm_naive", "llvm"), ("train", "vadd", "solver")]
+    made = {json.loads(x)["kernel"]: json.loads(x) for x in (tmp_path / "out" / "train.jsonl").read_text().splitlines()}
+    plain = {k: examples_from_pair(Pair(pairs / "gfx90a" / f"{k}.pre.mir", pairs / "gfx90a" / f"{k}.post.mir", "gfx90a",
+                                        k, "corpus"), sources[k], feedback=False)[0] for k in ("vadd", "sgemm_naive")}
+    assert made["sgemm_naive"] == plain["sgemm_naive"]  # taught by LLVM: the same example
+    assert made["vadd"]["answers"] != plain["vadd"]["answers"]
+    assert made["vadd"]["usage"]["sgpr"] < made["vadd"]["llvm_usage"]["sgpr"] == plain["vadd"]["llvm_usage"]["sgpr"]
+
+
 def test_pair_dataclass_is_plain() -> None:
     p = Pair(VADD, VADD, "gfx942", "vadd", "corpus")
     assert p.kernel == "vadd"
@@ -1057,7 +1126,7 @@ def test_eval_on_a_variant_named_by_an_extra_manifest(tiny_model: Path, tmp_path
     extra = tmp_path / "extra.txt"
     extra.write_text("sgemm_wide  sgemm_tiled.hip  all  -DBM=64 -DBN=64 -DBK=8 -DTM=4 -DTN=4\n")
     args = ["eval", "--pairs", str(pairs), "--kernels", str(kernels), "--targets", "gfx90a", "--llvm-test-functions", "0",
-            "--samples", "3", "--rounds", "1", "--model", str(tiny_model), "-o", str(tmp_path / "out")]
+            "--samples", "3", "--rounds", "1", "--solver-timeout", "10", "--model", str(tiny_model), "-o", str(tmp_path / "out")]
     r = run_cli(*args)
     assert r.returncode == 2 and "no held-out function" in r.stderr and "Traceback" not in r.stderr
     bad = tmp_path / "bad.txt"
@@ -1080,6 +1149,13 @@ def test_eval_on_a_variant_named_by_an_extra_manifest(tiny_model: Path, tmp_path
     assert report["meta"]["rounds_temperature"] == 1.5 and report["meta"]["temperature"] == 0.7
     assert (tmp_path / "out" / "eval.png").stat().st_size > 0
     assert not (tmp_path / "out" / "partial.jsonl").exists()  # kept only while the run is unfinished
+    # the SMT allocator on the same function: at greedy's waves at least (its occupancy floor)
+    assert fn["solver"]["waves"] >= fn["greedy"]["waves"] and report["meta"]["solver_timeout"] == 10.0
+    both = report["summary"]["all"]
+    assert both["solver_functions"] == 1 and both["allocate_and_solver_functions"] == 1
+    better = (-fn["allocated"]["waves"], fn["allocated"]["vgpr"] + fn["allocated"]["agpr"]) <= (
+        -fn["solver"]["waves"], fn["solver"]["vgpr"] + fn["solver"]["agpr"])
+    assert both["allocate_as_good_as_solver"] == int(better)
 
 
 def test_an_interrupted_eval_resumes_where_it_stopped(tiny_model: Path, tmp_path: Path,
@@ -1125,7 +1201,8 @@ def test_an_interrupted_eval_resumes_where_it_stopped(tiny_model: Path, tmp_path
     monkeypatch.setattr(evaluate, "evaluate_case", interrupted)
     with pytest.raises(KeyboardInterrupt):
         evaluate.run_eval(cases, load_lm(str(tiny_model)), samples=3, rounds=2, temperature=0.7, seed=0, timeout=60.0,
-                          out=out, console=Console(file=io.StringIO()), command="test", rounds_temperature=1.5)
+                          out=out, console=Console(file=io.StringIO()), command="test", rounds_temperature=1.5,
+                          solver_timeout=20.0)  # the CLI's defaults
     partial = out / "partial.jsonl"
     head, first = partial.read_text().splitlines()
     assert json.loads(head)["run"]["cases"] == [["GEMM", "gfx90a", "held_vadd"], ["attention", "gfx90a", "held_reduce_sum"]]

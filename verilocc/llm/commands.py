@@ -35,6 +35,8 @@ def cmd_dataset_build(args: argparse.Namespace) -> int:
     from verilocc.llm.dataset import build_examples, find_pairs
 
     console = log_console()
+    if args.solver_timeout <= 0:
+        raise InputError("--solver-timeout must be positive", "--solver-timeout", 0, 0)
     out = Path(args.out)
     targets = tuple(t.strip() for t in args.targets.split(",") if t.strip()) if args.targets else DEFAULT_TARGETS
     kernels = Path(args.kernels)
@@ -78,9 +80,11 @@ def cmd_dataset_build(args: argparse.Namespace) -> int:
                 console.print(msg)
             bar.update(task, advance=1, what=msg)
 
-        counts = build_examples(pairs, sources, out, held, step, jobs=args.jobs, feedback=not args.no_feedback)
+        counts = build_examples(pairs, sources, out, held, step, jobs=args.jobs, feedback=not args.no_feedback,
+                                teacher=args.teacher, solver_timeout=args.solver_timeout)
+    taught = f", {counts['solver_taught']} taught by the solver" if args.teacher == "solver" else ""
     console.print(f"{counts['train']} training functions ({counts['train_lines']} lines, {counts['feedback']} feedback "
-                  f"examples), {counts['heldout']} held out "
+                  f"examples{taught}), {counts['heldout']} held out "
                   f"(sources {', '.join(held)}), {counts['failed']} skipped -> {out}/train.jsonl, heldout.jsonl, manifest.tsv")
     return 0
 
@@ -151,7 +155,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     if args.jobs < 1:
         raise InputError("-j must be at least 1", "-j", 0, 0)
-    for name in ("samples", "rounds", "llvm_test_functions", "large_samples"):
+    for name in ("samples", "rounds", "llvm_test_functions", "large_samples", "solver_timeout"):
         if getattr(args, name) < 0:
             raise InputError(f"--{name.replace('_', '-')} must not be negative", f"--{name}", 0, 0)
     cases = eval_cases(args)
@@ -159,7 +163,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     run_eval(cases, lm, samples=args.samples, rounds=args.rounds, temperature=args.temperature, seed=args.seed,
              timeout=args.timeout, out=Path(args.out), console=log_console(), command=_command_line(), large=args.large,
              large_samples=args.large_samples, jobs=args.jobs, rounds_temperature=args.rounds_temperature,
-             steer=args.steer, resume=args.resume)
+             steer=args.steer, resume=args.resume, solver_timeout=args.solver_timeout)
     return 0
 
 
@@ -179,7 +183,8 @@ def add_dataset_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     b.add_argument("--pairs", action="append", metavar="DIR", help="also use existing pairs <DIR>/<target>/*.{pre,post}.mir")
     b.add_argument("--held-out", default=",".join(HELD_OUT_SOURCES), metavar="SRC[,SRC]",
                    help="kernel sources kept out of training (default %(default)s)")
-    b.add_argument("--no-feedback", action="store_true", help="no feedback examples (no verification during the build)")
+    b.add_argument("--no-feedback", action="store_true",
+                   help="no feedback examples (no verification during the build, unless --teacher solver)")
     b.add_argument("--xl", action="store_true", help="also the extra-large variants of manifest_xl.txt")
     b.add_argument("--manifest", action="append", metavar="FILE",
                    help="more kernel variants, in manifest.txt's format (repeatable; e.g. "
@@ -187,6 +192,12 @@ def add_dataset_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
                         "path relative to the manifest (--kernels stays on the include path); a held-out source is "
                         "refused")
     b.add_argument("--no-compile", action="store_true", help="only turn --pairs into examples")
+    b.add_argument("--teacher", choices=("llvm", "solver"), default="llvm",
+                   help="whose allocation the training functions are taught: LLVM's (default), or the SMT allocator's "
+                   "VERIFIED one where it ranks first: more waves, no spill code, fewer VGPR+AGPR, SGPRs or copies "
+                   "(docs/allocate.md#training-data)")
+    b.add_argument("--solver-timeout", type=float, default=20.0, metavar="S",
+                   help="seconds the solver may take per function with --teacher solver (default 20)")
     b.add_argument("-j", "--jobs", type=int, default=1, help="pairs compiled and examples built in parallel (default 1)")
     b.set_defaults(func=cmd_dataset_build)
 
@@ -270,6 +281,9 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    "shot is also measured without it)")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--timeout", type=float, default=60.0)
+    e.add_argument("--solver-timeout", type=float, default=20.0, metavar="S",
+                   help="seconds the SMT allocator may take per function for the comparison with the solver (default "
+                   "20; 0: no solver column)")
     e.add_argument("--threads", type=int, default=1)
     e.add_argument("-j", "--jobs", type=int, default=1, help="functions evaluated in parallel processes (default 1)")
     e.add_argument("-o", "--out", default="build/eval", metavar="DIR")

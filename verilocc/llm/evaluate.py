@@ -1,4 +1,5 @@
-"""`verilocc eval`: the model loop on held-out functions, against LLVM's greedy allocator.
+"""`verilocc eval`: the model loop on held-out functions, against LLVM's greedy allocator and
+the SMT allocator.
 
 Held-out functions come in families, as the VeriLocc paper reports them: GEMM and attention
 kernels whose sources were never trained on (`sgemm_tiled.hip`, `flash_attn.hip`), and
@@ -34,6 +35,9 @@ functions of LLVM's own AMDGPU tests (none trained on), per target. Per function
 - allocated: the registers and waves of what `verilocc allocate` writes with its defaults
   (constrained decoding, up to 3 rounds, then the repair step, which raises a VERIFIED answer
   with fewer waves than a first fit reaches: the occupancy floor), beside the model's own.
+- solver: the registers and waves of what `verilocc allocate --solver` writes for the same
+  function within `solver_timeout` seconds (the SMT allocator, with spill code where the
+  function needs it), when VERIFIED; `solver_timeout` 0 leaves it out.
 - seconds: one greedy proposal (decoding), and per sample of the batch of n.
 Apart from `allocated`, no repair step runs here: the numbers are the model's. Verification
 verdicts are cached by assignment, so a proposal met twice is verified once.
@@ -56,10 +60,11 @@ from verilocc.certificate.write import sha256_file
 from verilocc.errors import InputError
 from verilocc.findings import Finding, Report, Verdict
 from verilocc.llm.choices import ChoiceTables
-from verilocc.llm.dataset import find_pairs, kernel_source
+from verilocc.llm.dataset import find_pairs, has_spill_code, kernel_source
 from verilocc.llm.decode import propose_many
 from verilocc.llm.lm import LM
 from verilocc.llm.loop import run_loop, verify_regs
+from verilocc.allocators.optimal import solve_function
 from verilocc.allocators.usage import register_usage
 from verilocc.llm.problem import AllocationProblem, build_problem, single_function
 from verilocc.mir.model import Module
@@ -119,6 +124,9 @@ class CaseResult:
     single_shot_unsteered: bool = False
     unsteered: dict[str, int] = field(default_factory=dict)
     steered_lines: int = 0  # lines of the single shot whose answer steering changed
+    # What the SMT allocator writes for the function (`allocate --solver`): its usage when
+    # VERIFIED, else empty (also when not run: `solver_timeout` 0).
+    solver: dict[str, int] = field(default_factory=dict)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:
@@ -214,7 +222,7 @@ class Verifier:
 
 
 def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature: float, seed: int, timeout: float,
-                  rounds_temperature: float | None = None, steer: bool = True,
+                  rounds_temperature: float | None = None, steer: bool = True, solver_timeout: float = 0.0,
                   log: Callable[[str], None]) -> CaseResult:
     fn = single_function(case.pre)
     target = function_target(fn, None, case.pre.file)
@@ -227,7 +235,7 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
         post_fn = single_function(case.post)
         greedy = register_usage(post_fn, target)
         derived = assignment_from_allocation(case.pre, case.post, target.name)
-        llvm_fits = not derived.split and not derived.missing and not _spills(post_fn)
+        llvm_fits = not derived.split and not derived.missing and not has_spill_code(post_fn)
 
     t0 = time.monotonic()
     first = propose_many(lm, problem, samples=1, constrained=False, tables=tables, greedy_first=True, seed=seed,
@@ -281,6 +289,10 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
     if fits:
         res = run_loop(case.pre, lm, seed=seed, timeout=timeout, verify=check, steer=steer)
         allocated = res.usage if res.verified else {}
+    solver: dict[str, int] = {}
+    if solver_timeout > 0:
+        got = solve_function(fn, target, timeout=solver_timeout, seed=seed)
+        solver = got.usage if got.status in ("optimal", "feasible") else {}
     note = ""
     if not fits:
         note = "needs spill code (LLVM spilled or split; no assignment of ours VERIFIED)"
@@ -294,11 +306,7 @@ def evaluate_case(case: Case, lm: LM, *, samples: int, rounds: int, temperature:
                       {f"pass@{k}": pass_at_k(samples, verified, k) for k in PASS_AT}, with_fb, resample, text, without_fb,
                       constrained,
                       ours, best, greedy, round(seconds_proposal, 2), round(seconds_sample, 3), note, allocated,
-                      single_alone, problem.usage(alone.regs) if single_alone else {}, first.overridden)
-
-
-def _spills(fn: Any) -> bool:
-    return any(ins.opcode.startswith(("SI_SPILL_", "SI_RESTORE_")) for b in fn.blocks for ins in b.instructions)
+                      single_alone, problem.usage(alone.regs) if single_alone else {}, first.overridden, solver)
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,9 +383,28 @@ def _summary(rs: list[CaseResult]) -> dict[str, Any]:
     out["mean_vector_registers_ours_over_greedy"] = _mean(
         [(r.ours["vgpr"] + r.ours["agpr"]) / max(1, r.greedy["vgpr"] + r.greedy["agpr"]) for r in both])
     out["mean_sgprs_ours_over_greedy"] = _mean([r.ours["sgpr"] / max(1, r.greedy["sgpr"]) for r in both])
+    # The model's allocation against the SMT allocator's on the functions both allocated: waves
+    # first, then VGPR+AGPR (`allocated`: what `verilocc allocate` writes with its defaults).
+    solved = [r for r in rs if r.solver]
+    out["solver_functions"] = len(solved)
+    out["solver_fewer_waves_than_greedy"] = [f"{r.target}/{r.name}" for r in solved
+                                             if r.greedy and r.solver["waves"] < r.greedy["waves"]]
+    out["solver_vector_registers_at_most_greedy"] = len(
+        [r for r in solved if r.greedy and r.solver["waves"] >= r.greedy["waves"] and _vec(r.solver) <= _vec(r.greedy)])
+    out["solver_vector_registers_of_greedy"] = len([r for r in solved if r.greedy])
+    against = [r for r in solved if r.allocated]
+    out["allocate_as_good_as_solver"] = len([r for r in against if (-r.allocated["waves"], _vec(r.allocated))
+                                             <= (-r.solver["waves"], _vec(r.solver))])
+    out["allocate_and_solver_functions"] = len(against)
+    out["mean_vector_registers_allocate_over_solver"] = _mean(
+        [_vec(r.allocated) / max(1, _vec(r.solver)) for r in against])
     out["mean_seconds_per_proposal"] = _mean([r.seconds_proposal for r in rs])
     out["max_seconds_per_proposal"] = max((r.seconds_proposal for r in rs), default=None)
     return out
+
+
+def _vec(usage: dict[str, int]) -> int:
+    return usage["vgpr"] + usage["agpr"]
 
 
 def _pct(x: float | None) -> str:
@@ -388,9 +415,10 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
                   rounds_temperature: float = 0.7) -> None:
     from rich.table import Table
 
-    t = Table(title="held-out functions: the model (unconstrained unless said) vs LLVM greedy")
+    t = Table(title="held-out functions: the model (unconstrained unless said) vs LLVM greedy and the solver")
     for col in ("family", "target", "function", "vregs", "fits", "1-shot", "VERIFIED/n", "pass@10", "pass@100",
-                "rounds fb/res/text/none", "constrained", "VGPR+AGPR ours/greedy", "SGPR ours/greedy", "waves ours/greedy", "s/proposal"):
+                "rounds fb/res/text/none", "constrained", "VGPR+AGPR ours/greedy", "SGPR ours/greedy", "waves ours/greedy",
+                "allocate/solver VGPR+AGPR", "allocate/solver waves", "s/proposal"):
         t.add_column(col, justify="left" if col in ("family", "target", "function") else "right")
     yes = {True: "[green]yes[/]", False: "[red]no[/]"}
     for r in results:
@@ -400,9 +428,11 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
         wv = f"{o['waves'] if o else '-'}/{g['waves'] if g else '-'}"
         if o and g and o["waves"] < g["waves"]:
             wv = f"[red]{wv}[/]"
+        a, v = r.allocated, r.solver
         t.add_row(r.family, r.target, r.name[:48], str(r.vregs), yes[r.fits], yes[r.single_shot],
                   f"{r.verified_samples}/{r.samples}", _pct(r.pass_at["pass@10"]), _pct(r.pass_at["pass@100"]),
                   "/".join(str(getattr(r, f"rounds_{a}") or "-") for a in ARMS), yes[r.constrained], vec, sg, wv,
+                  f"{_vec(a) if a else '-'}/{_vec(v) if v else '-'}", f"{a['waves'] if a else '-'}/{v['waves'] if v else '-'}",
                   f"{r.seconds_proposal:.1f}")
     console.print(t)
     s = Table(title=f"summary over the functions that fit (rounds: within {rounds}, sampled at {rounds_temperature:g}; "
@@ -413,7 +443,7 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
                 "within rounds fb/res/text/none",
                 "mean rounds fb/res/text/none", "constrained", "waves <greedy", "=greedy", ">greedy",
                 "unsteered <greedy", "allocate <greedy",
-                "vector regs/greedy",
+                "vector regs/greedy", "allocate as good as solver", "solver vector regs <= greedy",
                 "s/proposal mean/max"):
         s.add_column(col, justify="left" if col == "group" else "right")
     for name in sorted(summary, key=lambda n: (n != "all", "/" in n, n)):
@@ -428,6 +458,8 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
                   str(len(x["unsteered_fewer_waves_than_greedy"])),
                   f"{len(x['allocate_fewer_waves_than_greedy'])} of {x['allocate_functions']}",
                   str(x["mean_vector_registers_ours_over_greedy"]),
+                  f"{x['allocate_as_good_as_solver']} of {x['allocate_and_solver_functions']}",
+                  f"{x['solver_vector_registers_at_most_greedy']} of {x['solver_vector_registers_of_greedy']}",
                   f"{x['mean_seconds_per_proposal']}/{x['max_seconds_per_proposal']}")
     console.print(s)
 
@@ -522,7 +554,8 @@ def _resumed(partial: Path, run: dict[str, Any], cases: list[Case]) -> list[Case
 
 def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperature: float, seed: int, timeout: float,
              out: Path, console: Any, command: str, large: int = 300, large_samples: int = 20, jobs: int = 1,
-             rounds_temperature: float | None = None, steer: bool = True, resume: bool = False) -> dict[str, Any]:
+             rounds_temperature: float | None = None, steer: bool = True, resume: bool = False,
+             solver_timeout: float = 0.0) -> dict[str, Any]:
     """Evaluate every case (in `jobs` worker processes); functions with more than `large`
     virtual registers draw `large_samples` samples instead of `samples` (each distinct sample
     costs a verification). Each result is appended to `out`/partial.jsonl as it comes, after a
@@ -535,7 +568,7 @@ def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperatur
     kws: list[dict[str, Any]] = [
         dict(samples=samples if len(single_function(c.pre).registers) <= large else min(samples, large_samples),
              rounds=rounds, temperature=temperature, seed=seed, timeout=timeout, rounds_temperature=rounds_temperature,
-             steer=steer)
+             steer=steer, solver_timeout=solver_timeout)
         for c in cases]
     run = {"weights": weights_digest(lm.path), "cases": [[c.family, c.target, c.name] for c in cases], "options": kws}
     partial = out / "partial.jsonl"
@@ -567,7 +600,7 @@ def run_eval(cases: list[Case], lm: LM, *, samples: int, rounds: int, temperatur
     hot = temperature if rounds_temperature is None else rounds_temperature
     meta = {"command": command, "model": lm.path, "samples": samples, "large": large, "large_samples": large_samples,
             "rounds": rounds, "temperature": temperature,
-            "rounds_temperature": hot, "steer": steer, "seed": seed,
+            "rounds_temperature": hot, "steer": steer, "seed": seed, "solver_timeout": solver_timeout,
             "seconds": round(time.monotonic() - t0, 1), "resumed": resumed}
     render_tables(results, summary, rounds, console, hot)
     (out / "eval.json").write_text(json.dumps({"meta": meta, "summary": summary, "functions": [asdict(r) for r in results]},
