@@ -428,11 +428,12 @@ def render_tables(results: list[CaseResult], summary: dict[str, Any], rounds: in
         wv = f"{o['waves'] if o else '-'}/{g['waves'] if g else '-'}"
         if o and g and o["waves"] < g["waves"]:
             wv = f"[red]{wv}[/]"
-        a, v = r.allocated, r.solver
+        done, solved = r.allocated, r.solver
         t.add_row(r.family, r.target, r.name[:48], str(r.vregs), yes[r.fits], yes[r.single_shot],
                   f"{r.verified_samples}/{r.samples}", _pct(r.pass_at["pass@10"]), _pct(r.pass_at["pass@100"]),
                   "/".join(str(getattr(r, f"rounds_{a}") or "-") for a in ARMS), yes[r.constrained], vec, sg, wv,
-                  f"{_vec(a) if a else '-'}/{_vec(v) if v else '-'}", f"{a['waves'] if a else '-'}/{v['waves'] if v else '-'}",
+                  f"{_vec(done) if done else '-'}/{_vec(solved) if solved else '-'}",
+                  f"{done['waves'] if done else '-'}/{solved['waves'] if solved else '-'}",
                   f"{r.seconds_proposal:.1f}")
     console.print(t)
     s = Table(title=f"summary over the functions that fit (rounds: within {rounds}, sampled at {rounds_temperature:g}; "
