@@ -405,6 +405,7 @@ def test_the_solver_teaches_where_its_allocation_ranks_first(tmp_path: Path) -> 
     plain = {k: examples_from_pair(Pair(pairs / "gfx90a" / f"{k}.pre.mir", pairs / "gfx90a" / f"{k}.post.mir", "gfx90a",
                                         k, "corpus"), sources[k], feedback=False)[0] for k in ("vadd", "sgemm_naive")}
     assert made["sgemm_naive"] == plain["sgemm_naive"]  # taught by LLVM: the same example
+    assert made["sgemm_naive"]["usage"] == made["sgemm_naive"]["llvm_usage"]
     assert made["vadd"]["answers"] != plain["vadd"]["answers"]
     assert made["vadd"]["usage"]["sgpr"] < made["vadd"]["llvm_usage"]["sgpr"] == plain["vadd"]["llvm_usage"]["sgpr"]
 

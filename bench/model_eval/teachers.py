@@ -40,9 +40,7 @@ def compare(llvm_dir: Path, solver_dir: Path) -> dict[str, int]:
     for key in both:
         a, b = llvm[key], solver[key]
         taught = b["teacher"] == "solver"
-        # LLVM's allocation as its post function uses registers; the solver's where it taught
-        ua = b["llvm_usage"]
-        ub = b["usage"] if taught else ua
+        ua, ub = b["llvm_usage"], b["usage"]  # LLVM's post function's registers; the teacher's
         t["solver_taught"] += taught
         t["more_waves"] += ub["waves"] > ua["waves"]
         t["fewer_waves"] += ub["waves"] < ua["waves"]

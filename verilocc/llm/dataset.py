@@ -204,7 +204,7 @@ def examples_from_pair(pair: Pair, source: str, seed: int = 0, feedback: bool = 
     problem = build_problem(fn, target)
     tables = ChoiceTables(problem)
     derived = assignment_from_allocation(pre, post, target.name)
-    post_fn = single_function(post)
+    post_fn = post.function(fn.name)
     llvm = LLVMAnswer(dict(derived.regs), register_usage(post_fn, target), has_spill_code(post_fn), len(derived.split))
     teacher, taught = llvm.regs, "llvm"
     unknown = len(derived.split) + len(derived.missing)
@@ -216,7 +216,8 @@ def examples_from_pair(pair: Pair, source: str, seed: int = 0, feedback: bool = 
     lines, answers = teacher_lines(problem, tables, teacher, rng)
     base = {"kernel": pair.kernel, "source": source, "target": target.name, "origin": pair.origin,
             "pre": str(pair.pre), "header": header_text(target, problem), "unknown": unknown,
-            "teacher": taught, "usage": problem.usage(teacher), "llvm_usage": llvm.usage}
+            "teacher": taught, "usage": problem.usage(teacher) if taught == "solver" else llvm.usage,
+            "llvm_usage": llvm.usage}
     out: list[dict[str, object]] = [{**base, "feedback": "", "lines": lines, "answers": answers}]
     if feedback and len(problem.order) <= FEEDBACK_MAX_VREGS:
         got = feedback_round(pre, problem, tables, teacher, answers, rng)
